@@ -1,0 +1,48 @@
+# Two commands do all the set-up on a fresh machine:
+#   make demo   - the offline end-to-end demo (tiny local models, shipped samples)
+#   make test   - install everything the tests need, then run them
+# TORCH_SPEC picks the torch build installed first (e.g. a CUDA build on a GPU machine).
+
+PYTHON     ?= python3
+VENV       ?= .venv
+TORCH_SPEC ?= torch==2.13.0
+EXTRAS     ?= openai,text,test,dev
+PY         := $(VENV)/bin/python
+STAMP      := $(VENV)/.installed-$(shell echo "$(TORCH_SPEC) $(EXTRAS)" | cksum | cut -d' ' -f1)
+PYTEST_ARGS ?=
+
+# Tests and the demo never reach a model or dataset hub.
+OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_HUB_DISABLE_TELEMETRY=1
+
+.PHONY: install test demo lint perf browser clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): setup.cfg pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet "$(TORCH_SPEC)"
+	$(PY) -m pip install --quiet -e ".[$(EXTRAS)]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# Debian's Chromium for the HTML report's browser tests (playwright's own download cannot work offline).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing Debian's chromium for the browser tests"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+test: install browser
+	$(OFFLINE) $(PY) -m pytest $(PYTEST_ARGS)
+
+demo: install
+	$(OFFLINE) $(PY) -m t2ireason.demo
+
+lint: install
+	$(VENV)/bin/ruff check .
+
+perf: install
+	$(OFFLINE) $(PY) perf/judges.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info demo_output

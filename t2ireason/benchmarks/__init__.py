@@ -1,0 +1,31 @@
+"""The benchmarks of the seed papers, one module each, found by name.
+
+>>> get_benchmark("r2i-bench").name
+'r2i-bench'
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from .base import Anomaly, Benchmark, Release, ReleaseError
+
+#: benchmark name -> module (each module defines BENCHMARK, an instance of Benchmark)
+MODULES = {
+    "t2i-reasonbench": "t2ireason.benchmarks.t2i_reasonbench",
+    "r2i-bench": "t2ireason.benchmarks.r2i_bench",
+    "worldgenbench": "t2ireason.benchmarks.worldgenbench",
+    "prism-bench": "t2ireason.benchmarks.prism_bench",
+    "flux-reason-6m": "t2ireason.benchmarks.flux_reason",
+    "mt2ie": "t2ireason.benchmarks.mt2ie",
+}
+
+__all__ = ["Anomaly", "Benchmark", "Release", "ReleaseError", "get_benchmark", "MODULES"]
+
+
+def get_benchmark(name: str) -> Benchmark:
+    """The benchmark called ``name`` (underscores and case are forgiven)."""
+    key = name.strip().lower().replace("_", "-")
+    if key not in MODULES:
+        raise KeyError(f"unknown benchmark {name!r}; known: {', '.join(MODULES)}")
+    return importlib.import_module(MODULES[key]).BENCHMARK

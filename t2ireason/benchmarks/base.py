@@ -1,0 +1,96 @@
+"""What every benchmark module provides.
+
+A benchmark module (one per paper benchmark) is the single source of truth for
+that benchmark: its record schema, the reader of its official release, the
+judge prompts it sends, how replies are parsed, how one image is scored and how
+scores aggregate into the paper's tables. The dataset builder, metric modules,
+generators and reports all read it.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import datasets
+
+
+class ReleaseError(ValueError):
+    """The official release could not be read; the message names the file and the row."""
+
+
+@dataclass
+class Anomaly:
+    """Something irregular met while reading a release. Reported, never hidden."""
+
+    kind: str  # e.g. "irregular_key", "orphan_question", "no_questions", "relabelled", "duplicate_id", "dropped_row"
+    file: str
+    row: str | int | None = None
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "file": self.file, "row": self.row, "detail": self.detail}
+
+
+@dataclass
+class Release:
+    """A release read into the project's schema: rows per config, with everything irregular listed."""
+
+    configs: dict[str, list[dict[str, Any]]]
+    anomalies: list[Anomaly] = field(default_factory=list)
+    #: per config, counts worth reporting (rows, questions, checklist items, pairs...)
+    counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    license: str | None = None
+    source: str = ""
+
+
+class Benchmark(ABC):
+    """A benchmark of the seed papers. Subclasses are declared once, in their own module."""
+
+    #: hub-style name, e.g. "r2i-bench"
+    name: str
+    pretty_name: str
+    #: the configs of its Hub dataset, in display order
+    configs: tuple[str, ...]
+    #: the evaluate metric module that scores it
+    metric: str | None = None
+    #: license of the official release when known (never invented); None: the user must say
+    license: str | None = None
+    #: BibTeX of the paper
+    citation: str = ""
+    #: one paragraph for cards and --help
+    description: str = ""
+    #: the dataset card body's how-to-score paragraph
+    scoring: str = ""
+
+    @property
+    @abstractmethod
+    def features(self) -> datasets.Features:
+        """The schema of one row of the Hub dataset."""
+
+    @abstractmethod
+    def read_release(self, source: str | Path, **options: Any) -> Release:
+        """Read the official release (a local folder laid out as its authors publish it)."""
+
+    def sample_path(self) -> Path:
+        """The small release of the project's own writing, in the official layout, shipped with the package."""
+        return Path(str(resources.files("t2ireason") / "samples" / self.name))
+
+    def row_id(self, row: dict[str, Any]) -> str:
+        """A benchmark-wide unique id of a row."""
+        return str(row["id"])
+
+    def prompt(self, row: dict[str, Any]) -> str:
+        """The prompt a generator draws."""
+        return row["prompt"]
+
+    def image_path(self, row: dict[str, Any], sample: int = 0) -> str:
+        """Where the official layout puts the image of ``row`` (relative to an output folder)."""
+        suffix = f"_{sample}" if sample else ""
+        return f"{row.get('config', 'all')}/{self.row_id(row)}{suffix}.png"
+
+    def __repr__(self) -> str:
+        return f"<benchmark {self.name}: {', '.join(self.configs)}>"

@@ -1,0 +1,155 @@
+"""Images as judges see them: loaded once, hashed once, resized and encoded once.
+
+A benchmark asks several questions about one image. Each question becomes a
+request, and every request holds the same :class:`JudgeImage` object, so the
+content digest, the size policy and the base64 encoding are computed once per
+image and reused, not once per question.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import math
+import os
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from PIL import Image
+
+__all__ = ["JudgeImage", "as_image", "ImageError"]
+
+
+class ImageError(ValueError):
+    """An input could not be read as an image; the message says which input and why."""
+
+
+class JudgeImage:
+    """An RGB image with a stable content digest and memoised derived forms.
+
+    Build it with :func:`as_image`, which accepts PIL images, paths, bytes,
+    numpy arrays and ``datasets`` image dicts.
+    """
+
+    __slots__ = ("image", "source", "__dict__")
+
+    def __init__(self, image: Image.Image, source: str | None = None):
+        if image.mode != "RGB":
+            image = image.convert("RGB")
+        self.image = image
+        self.source = source  # where it came from, for error messages and reports
+        self._resized: dict[int | None, Image.Image] = {}
+        self._encoded: dict[tuple, str] = {}
+
+    @cached_property
+    def digest(self) -> str:
+        """SHA-256 of the decoded pixels and size: the same picture gives the same key
+        whatever file format or path it came from."""
+        h = hashlib.sha256()
+        h.update(f"{self.image.width}x{self.image.height}:".encode())
+        h.update(self.image.tobytes())
+        return h.hexdigest()
+
+    @property
+    def size(self) -> tuple[int, int]:
+        return self.image.size
+
+    def resized(self, max_pixels: int | None = None, min_pixels: int | None = None) -> Image.Image:
+        """The image scaled (keeping its aspect) so that its area lies within the
+        judge's pixel budget. Memoised per policy."""
+        key = (max_pixels, min_pixels)
+        if key not in self._resized:
+            w, h = self.image.size
+            area = w * h
+            scale = 1.0
+            if max_pixels and area > max_pixels:
+                scale = math.sqrt(max_pixels / area)
+            elif min_pixels and area < min_pixels:
+                scale = math.sqrt(min_pixels / area)
+            img = self.image
+            if scale != 1.0:
+                size = (max(1, int(w * scale)), max(1, int(h * scale)))
+                img = img.resize(size, Image.Resampling.BICUBIC)
+            self._resized[key] = img
+        return self._resized[key]
+
+    def data_url(self, fmt: str = "PNG", max_pixels: int | None = None, quality: int = 95) -> str:
+        """A ``data:image/...;base64,`` URL for OpenAI-compatible APIs. Memoised."""
+        fmt = fmt.upper()
+        key = (fmt, max_pixels, quality)
+        if key not in self._encoded:
+            buf = io.BytesIO()
+            img = self.resized(max_pixels)
+            if fmt in ("JPEG", "JPG"):
+                img.save(buf, format="JPEG", quality=quality)
+                mime = "jpeg"
+            else:
+                img.save(buf, format=fmt)
+                mime = fmt.lower()
+            self._encoded[key] = f"data:image/{mime};base64," + base64.b64encode(buf.getvalue()).decode()
+        return self._encoded[key]
+
+    def __repr__(self) -> str:
+        src = f" from {self.source}" if self.source else ""
+        return f"JudgeImage({self.image.width}x{self.image.height}{src}, {self.digest[:12]})"
+
+    # JudgeImages are compared by content, so requests that carry equal images are equal.
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, JudgeImage) and other.digest == self.digest
+
+    def __hash__(self) -> int:
+        return hash(self.digest)
+
+
+def _open(data: bytes | str | os.PathLike, source: str) -> Image.Image:
+    try:
+        img = Image.open(io.BytesIO(data) if isinstance(data, bytes) else data)
+        img.load()
+        return img
+    except FileNotFoundError as e:
+        raise ImageError(f"image file not found: {source}") from e
+    except Exception as e:  # PIL raises several types for unreadable data
+        raise ImageError(f"cannot read image {source}: {e}") from e
+
+
+def as_image(x: Any, *, base_dir: str | os.PathLike | None = None) -> JudgeImage:
+    """Turn any common image form into a :class:`JudgeImage`.
+
+    Accepts a ``JudgeImage``, a PIL image, a path (``str``/``Path``, relative
+    paths resolved against ``base_dir``), raw encoded bytes, a numpy array
+    (HxW, HxWx3 or HxWx4; uint8 or floats in [0, 1]) and the dicts that
+    ``datasets.Image(decode=False)`` yields (``{"bytes": ..., "path": ...}``).
+    """
+    if isinstance(x, JudgeImage):
+        return x
+    if isinstance(x, Image.Image):
+        return JudgeImage(x, getattr(x, "filename", None) or None)
+    if isinstance(x, (str, os.PathLike)):
+        path = Path(x)
+        if base_dir is not None and not path.is_absolute():
+            path = Path(base_dir) / path
+        return JudgeImage(_open(path, str(path)), str(path))
+    if isinstance(x, (bytes, bytearray, memoryview)):
+        return JudgeImage(_open(bytes(x), "<bytes>"))
+    if isinstance(x, dict):
+        if x.get("bytes"):
+            return JudgeImage(_open(bytes(x["bytes"]), x.get("path") or "<bytes>"), x.get("path"))
+        if x.get("path"):
+            return as_image(x["path"], base_dir=base_dir)
+        raise ImageError(f"image dict has neither 'bytes' nor 'path': keys {sorted(x)}")
+    if type(x).__module__ == "numpy":
+        import numpy as np
+
+        arr = np.asarray(x)
+        if arr.dtype.kind == "f":
+            arr = (np.clip(arr, 0.0, 1.0) * 255).round().astype("uint8")
+        if arr.ndim not in (2, 3) or (arr.ndim == 3 and arr.shape[-1] not in (1, 3, 4)):
+            raise ImageError(f"numpy image must be HxW or HxWxC with C in 1, 3, 4; got shape {arr.shape}")
+        if arr.ndim == 3 and arr.shape[-1] == 1:
+            arr = arr[..., 0]
+        return JudgeImage(Image.fromarray(arr.astype("uint8")))
+    if x is None:
+        raise ImageError("image is missing (None)")
+    raise ImageError(f"unsupported image type {type(x).__name__}")

@@ -1,0 +1,85 @@
+"""Judges: one interface to multimodal models, many backends.
+
+``load_judge("openai:gpt-4.1")``, ``load_judge("hf:<folder or hub id>")``,
+``load_judge("vllm:<model>")`` or ``load_judge("openai:<model>@http://host:8000/v1")``.
+Any object implementing :class:`Judge`'s methods can be passed wherever a judge is taken.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import (
+    VQASCORE_QUESTION,
+    AnswerQuery,
+    ChatRequest,
+    Judge,
+    JudgeError,
+    Message,
+    Reply,
+    Sampling,
+    TokenLogprob,
+    assistant,
+    system,
+    user,
+)
+
+__all__ = [
+    "VQASCORE_QUESTION", "AnswerQuery", "ChatRequest", "Judge", "JudgeError", "Message", "Reply",
+    "Sampling", "TokenLogprob", "assistant", "system", "user", "load_judge", "parse_spec", "BACKENDS",
+]
+
+#: spec prefix -> "module:class", imported only when used (vllm and openai are optional extras)
+BACKENDS = {
+    "hf": "t2ireason.judges.transformers_judge:TransformersJudge",
+    "openai": "t2ireason.judges.openai_judge:OpenAIJudge",
+    "vllm": "t2ireason.judges.vllm_judge:VLLMJudge",
+}
+
+
+def parse_spec(spec: str) -> tuple[str, str, str | None]:
+    """Split ``backend:model[@base_url]`` into its parts.
+
+    >>> parse_spec("openai:Qwen/Qwen2.5-VL-72B-Instruct@http://localhost:8000/v1")
+    ('openai', 'Qwen/Qwen2.5-VL-72B-Instruct', 'http://localhost:8000/v1')
+    >>> parse_spec("hf:/models/tiny")
+    ('hf', '/models/tiny', None)
+    """
+    if ":" not in spec:
+        raise JudgeError(f"judge spec {spec!r} must look like 'backend:model', backends: {', '.join(BACKENDS)}")
+    backend, rest = spec.split(":", 1)
+    if backend not in BACKENDS:
+        raise JudgeError(f"unknown judge backend {backend!r} in {spec!r}; known: {', '.join(BACKENDS)}")
+    base_url = None
+    if "@" in rest and backend == "openai":
+        rest, base_url = rest.rsplit("@", 1)
+    if not rest:
+        raise JudgeError(f"judge spec {spec!r} names no model")
+    return backend, rest, base_url
+
+
+def load_judge(spec: str | Judge | Any, *, cache: str | None | bool = None, **kwargs: Any) -> Judge:
+    """A judge from a spec string, or ``spec`` itself if it already is one.
+
+    ``kwargs`` reach the backend's constructor (sampling defaults, ``dtype``,
+    ``api_key``, ``max_concurrency``...). ``cache`` wraps the judge in the on-disk
+    response cache: a path, ``True`` for the default location, or ``None``/``False``.
+    """
+    import importlib
+
+    if isinstance(spec, str):
+        backend, model, base_url = parse_spec(spec)
+        module_name, cls_name = BACKENDS[backend].split(":")
+        cls = getattr(importlib.import_module(module_name), cls_name)
+        if base_url is not None:
+            kwargs["base_url"] = base_url
+        judge = cls(model, **kwargs)
+    elif hasattr(spec, "chat") and hasattr(spec, "identity"):
+        judge = spec
+    else:
+        raise JudgeError(f"a judge is a spec string or an object with chat() and identity(); got {type(spec).__name__}")
+    if cache:
+        from .cache import CachedJudge, default_cache_path
+
+        judge = CachedJudge(judge, default_cache_path() if cache is True else cache)
+    return judge

@@ -1,0 +1,28 @@
+"""Test-wide setup: no hub, a private HF_HOME, tiny models built once per session."""
+
+import os
+import tempfile
+
+# Before anything imports huggingface_hub: never reach a hub, never touch the user's cache.
+_HOME = tempfile.mkdtemp(prefix="t2ireason-hfhome-")
+os.environ.update(
+    HF_HUB_OFFLINE="1",
+    HF_DATASETS_OFFLINE="1",
+    TRANSFORMERS_OFFLINE="1",
+    HF_HUB_DISABLE_TELEMETRY="1",
+    HF_HOME=_HOME,
+    HF_DATASETS_CACHE=os.path.join(_HOME, "datasets"),
+    TOKENIZERS_PARALLELISM="false",
+)
+for key in ("OPENAI_API_KEY", "GEMINI_API_KEY", "HF_TOKEN"):
+    os.environ.pop(key, None)
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def tiny_models(tmp_path_factory):
+    """Folders of tiny random models saved with save_pretrained (see t2ireason.testing)."""
+    from t2ireason import testing
+
+    return testing.build_all(tmp_path_factory.mktemp("tiny-models"))
