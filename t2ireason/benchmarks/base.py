@@ -10,12 +10,15 @@ generators and reports all read it.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import datasets
+
+from ..results import ImageResult
 
 
 class ReleaseError(ValueError):
@@ -74,6 +77,21 @@ class Benchmark(ABC):
     @abstractmethod
     def read_release(self, source: str | Path, **options: Any) -> Release:
         """Read the official release (a local folder laid out as its authors publish it)."""
+
+    #: named judge settings: {"paper": {"judge": spec, "judge_kwargs": {...}, "options": {...}}, "official": ...}
+    presets: dict[str, dict[str, Any]] = {}
+    default_preset: str = "paper"
+    #: per-field explanations for dataset cards
+    field_docs: dict[str, str] = {}
+
+    def score(self, rows: Sequence[dict[str, Any]], images: Sequence[Any], judge: Any, *,
+              progress: bool | str = False, **options: Any) -> list[ImageResult]:
+        """Score each image against its row with ``judge``: one ImageResult per image, in order."""
+        raise NotImplementedError(f"{self.name} is not scored by a judge")
+
+    def aggregate(self, results: Sequence[ImageResult], **options: Any) -> dict[str, Any]:
+        """The paper's table from per-image results (with confidence intervals where the paper has them)."""
+        raise NotImplementedError(f"{self.name} has no aggregate scores")
 
     def sample_path(self) -> Path:
         """The small release of the project's own writing, in the official layout, shipped with the package."""

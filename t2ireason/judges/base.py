@@ -290,7 +290,7 @@ class Judge(ABC):
         return self.answer_probability([AnswerQuery(as_image(i), q) for i, q in zip(images, questions)],
                                        progress=progress)
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook, a no-op by default
         """Release clients or models (optional)."""
 
     def __enter__(self):
