@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -254,9 +254,14 @@ class Judge(ABC):
     def resolve_sampling(self, request: ChatRequest) -> Sampling:
         return request.sampling or self.default_sampling
 
-    def chat(self, requests: Sequence[ChatRequest], *, progress: bool | str = False) -> list[Reply]:
+    def chat(self, requests: Sequence[ChatRequest], *, progress: bool | str = False,
+             on_reply: Callable[[int, Reply], None] | None = None) -> list[Reply]:
         """Answer every request, in order. A failed request yields a ``Reply`` with
-        ``error`` set rather than aborting the batch."""
+        ``error`` set rather than aborting the batch.
+
+        ``on_reply(index, reply)`` is called as soon as each reply exists, so a
+        caller (the response cache) can keep finished work if the batch is interrupted.
+        """
         requests = list(requests)
         from ..progress import progress_bar
 
@@ -264,7 +269,10 @@ class Judge(ABC):
         with progress_bar(len(requests), progress, desc=f"judge {self.model}") as bar:
             for start in range(0, len(requests), self.batch_size):
                 chunk = requests[start : start + self.batch_size]
-                replies.extend(self._chat_batch(chunk))
+                for reply in self._chat_batch(chunk):
+                    if on_reply is not None:
+                        on_reply(len(replies), reply)
+                    replies.append(reply)
                 bar.update(len(chunk))
         return replies
 
