@@ -1,0 +1,236 @@
+"""Image generation for the benchmarks: seeded per image, sharded, resumable.
+
+The path of one image: a benchmark row gives a prompt and the file name of
+the official layout; the image's seed comes from (benchmark, prompt id,
+sample index), never from the process, so the same images come out however
+many processes share the work; the image is written atomically, so an
+interrupted run restarts where it stopped and never counts a half-written file.
+At the end the output folder holds ``metadata.parquet`` (one row per image:
+prompt id, file, seed, prompt, generation configuration), which makes the
+folder itself a dataset: ``load_dataset(<folder>)`` gives an ``image`` column
+the metrics take directly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from PIL import Image
+
+from . import __version__
+from .benchmarks import Benchmark, get_benchmark
+from .progress import progress_bar
+
+__all__ = ["GenerationConfig", "Job", "image_seed", "plan_jobs", "generate", "write_manifest",
+           "load_pipeline", "is_readable_image", "MANIFEST"]
+
+MANIFEST = "metadata.parquet"
+CONFIG_FILE = "generation_config.json"
+
+
+@dataclass
+class GenerationConfig:
+    """Everything that decides the pixels; saved with the images."""
+
+    model: str
+    dtype: str = "auto"  # "auto": float16 on GPU, float32 on CPU
+    steps: int | None = None
+    guidance: float | None = None
+    height: int | None = None
+    width: int | None = None
+    images_per_prompt: int = 1
+    batch_size: int = 1  # prompts per pipeline call
+    seed: int = 0  # mixed into every image's seed, to draw another set of samples
+    pipeline_kwargs: dict[str, Any] = field(default_factory=dict)
+    cpu_offload: bool = False
+    vae_slicing: bool = False
+    revision: str | None = None
+
+    def __post_init__(self):
+        for name in ("images_per_prompt", "batch_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.steps is not None and self.steps < 1:
+            raise ValueError(f"steps must be >= 1, got {self.steps}")
+
+    def call_kwargs(self) -> dict[str, Any]:
+        kw = dict(self.pipeline_kwargs)
+        for ours, theirs in (("steps", "num_inference_steps"), ("guidance", "guidance_scale"),
+                             ("height", "height"), ("width", "width")):
+            if getattr(self, ours) is not None:
+                kw[theirs] = getattr(self, ours)
+        return kw
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One image to make."""
+
+    prompt_id: str
+    prompt: str
+    sample: int
+    file: str  # relative to the output folder, in the benchmark's official layout
+    seed: int
+    config: str | None = None
+
+
+def image_seed(benchmark: str, prompt_id: str, sample: int, base_seed: int = 0) -> int:
+    """A 63-bit seed from what identifies the image (not from the process that makes it)."""
+    digest = hashlib.sha256(f"{benchmark}\x1f{prompt_id}\x1f{sample}\x1f{base_seed}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def plan_jobs(benchmark: Benchmark | str, rows: Sequence[dict[str, Any]], *, images_per_prompt: int = 1,
+              base_seed: int = 0, prompts: dict[str, str] | None = None) -> list[Job]:
+    """Every image of a run, in a fixed order. ``prompts`` replaces a row's prompt by id
+    (the rewritten prompts of the decoupled baselines)."""
+    bench = get_benchmark(benchmark) if isinstance(benchmark, str) else benchmark
+    jobs, seen = [], set()
+    for row in rows:
+        pid = bench.row_id(row)
+        if pid in seen:
+            raise ValueError(f"duplicate prompt id {pid!r} in the rows of {bench.name}")
+        seen.add(pid)
+        prompt = prompts.get(pid, bench.prompt(row)) if prompts else bench.prompt(row)
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise ValueError(f"row {pid!r} of {bench.name} has no prompt")
+        for s in range(images_per_prompt):
+            jobs.append(Job(pid, prompt, s, bench.image_path(row, s),
+                            image_seed(bench.name, pid, s, base_seed), row.get("config")))
+    files = [j.file for j in jobs]
+    if len(set(files)) != len(files):
+        raise ValueError(f"{bench.name}: two images map to the same file; check image_path")
+    return jobs
+
+
+def is_readable_image(path: str | os.PathLike) -> bool:
+    """True when the file exists and decodes: a finished image, not a torn write."""
+    try:
+        with Image.open(path) as img:
+            img.load()
+        return True
+    except Exception:
+        return False
+
+
+def _save_atomic(image: Image.Image, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            image.save(f, format="PNG")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)  # atomic on POSIX: readers see the old state or the whole new file
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _resolve_dtype(name: str, device: str):
+    import torch
+
+    if name == "auto":
+        return torch.float16 if str(device).startswith("cuda") else torch.float32
+    try:
+        return getattr(torch, name)
+    except AttributeError:
+        raise ValueError(f"unknown dtype {name!r}; use auto, float32, float16 or bfloat16") from None
+
+
+def load_pipeline(config: GenerationConfig, device: str):
+    """The diffusers pipeline, once per process, with the memory options users expect."""
+    import torch
+    from diffusers import DiffusionPipeline
+
+    pipe = DiffusionPipeline.from_pretrained(config.model, dtype=_resolve_dtype(config.dtype, device),
+                                             revision=config.revision)
+    if config.cpu_offload and str(device).startswith("cuda"):
+        pipe.enable_model_cpu_offload(device=device)  # moves each sub-model to the GPU only while used
+    else:
+        pipe.to(device)
+    if config.vae_slicing and hasattr(getattr(pipe, "vae", None), "enable_slicing"):
+        pipe.vae.enable_slicing()
+    pipe.set_progress_bar_config(disable=True)
+    torch.set_grad_enabled(False)
+    return pipe
+
+
+def generate(jobs: Sequence[Job], config: GenerationConfig, out_dir: str | os.PathLike, *,
+             pipeline: Any = None, state: Any = None, progress: bool = True) -> dict[str, int]:
+    """Make the images of ``jobs`` this process is responsible for; skip finished ones.
+
+    Runs under ``accelerate launch``/``torchrun`` (each process takes its share
+    via ``PartialState.split_between_processes``) or as one plain process.
+    Returns counts for this process: ``generated``, ``skipped``.
+    """
+    import torch
+    from accelerate import PartialState
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    state = state or PartialState(cpu=not torch.cuda.is_available())
+    if state.is_main_process:
+        (out / CONFIG_FILE).write_text(json.dumps(config.to_dict(), indent=2))
+    counts = {"generated": 0, "skipped": 0}
+    with state.split_between_processes(list(jobs)) as mine:
+        todo = [j for j in mine if not is_readable_image(out / j.file)]
+        counts["skipped"] = len(mine) - len(todo)
+        if todo:
+            pipe = pipeline or load_pipeline(config, str(state.device))
+            desc = f"generating (rank {state.process_index})" if state.num_processes > 1 else "generating"
+            with progress_bar(len(todo), progress and state.is_local_main_process, desc=desc, unit="img") as bar:
+                for start in range(0, len(todo), config.batch_size):
+                    batch = todo[start : start + config.batch_size]
+                    # one CPU generator per image: the same seed gives the same latents on any device
+                    generators = [torch.Generator("cpu").manual_seed(j.seed) for j in batch]
+                    images = pipe(prompt=[j.prompt for j in batch], generator=generators,
+                                  num_images_per_prompt=1, **config.call_kwargs()).images
+                    for job, image in zip(batch, images):
+                        _save_atomic(image, out / job.file)
+                    counts["generated"] += len(batch)
+                    bar.update(len(batch))
+    state.wait_for_everyone()
+    if state.is_main_process:
+        write_manifest(jobs, config, out)
+    state.wait_for_everyone()
+    return counts
+
+
+def write_manifest(jobs: Sequence[Job], config: GenerationConfig, out_dir: str | os.PathLike) -> Path:
+    """``metadata.parquet`` for the finished images (an ImageFolder manifest: ``file_name`` plus
+    columns), so ``load_dataset(out_dir)`` yields the images with their prompt ids and seeds."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out = Path(out_dir)
+    done = [j for j in jobs if is_readable_image(out / j.file)]
+    missing = len(jobs) - len(done)
+    if missing:
+        raise RuntimeError(f"{missing} of {len(jobs)} images are missing in {out}; run again to resume")
+    generation = json.dumps({**config.to_dict(), "t2ireason_version": __version__}, sort_keys=True)
+    table = pa.table({
+        "file_name": [j.file for j in done],
+        "prompt_id": [j.prompt_id for j in done],
+        "config": [j.config for j in done],
+        "sample": pa.array([j.sample for j in done], pa.int32()),
+        "seed": pa.array([j.seed for j in done], pa.int64()),
+        "prompt": [j.prompt for j in done],
+        "generation": [generation] * len(done),
+    })
+    path = out / MANIFEST
+    tmp = path.with_suffix(".parquet.tmp")
+    pq.write_table(table, tmp)
+    os.replace(tmp, path)
+    return path
