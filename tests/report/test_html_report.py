@@ -1,0 +1,89 @@
+"""The HTML report in a real headless browser: loads cleanly, filters work, injected markup stays text."""
+
+import shutil
+
+import pytest
+from PIL import Image
+
+from t2ireason.report.html import write_html_report
+from t2ireason.results import ImageResult, QuestionResult
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--disable-quic"]
+
+EVIL = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
+
+
+def _results(tmp_path):
+    img = tmp_path / "images" / "0001.png"
+    img.parent.mkdir(parents=True)
+    Image.new("RGB", (16, 16), (200, 30, 30)).save(img)
+    ok = ImageResult(
+        id="idiom/1", prompt="A person who spills the beans", score=0.75, config="idiom", image=str(img),
+        context={"explicit meaning": "reveals a secret"}, subscores={"reason": 1.0, "quality": 0.5},
+        questions=[QuestionResult("Is a secret being revealed?", 1.0, criterion="1 if yes", group="reason",
+                                  reasoning="The person whispers." + EVIL)],
+        replies=["Reply holding markup: " + EVIL])
+    failed = ImageResult(
+        id="entity/2", prompt="The tallest building in 2010 " + EVIL, score=None, config="entity",
+        image="missing.png", failure="unparsable reply: no JSON dict or list found in reply",
+        questions=[QuestionResult("Is it the Burj Khalifa?", None, group="entity")], replies=["garbage"], reasks=2)
+    partial = ImageResult(id="entity/3", prompt="A durian", score=0.5, config="entity", image=str(img),
+                          questions=[QuestionResult("Is it a durian?", 0.5)])
+    return [ok, failed, partial]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    playwright = pytest.importorskip("playwright.sync_api")
+    with playwright.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        yield b
+        b.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("embed", [False, True])
+def test_report_in_browser(browser, tmp_path, embed):
+    out = tmp_path / "report"
+    path = write_html_report(_results(tmp_path), out, title="T2I-ReasonBench <b>run</b>",
+                             meta={"judge": "scripted"}, embed_images=embed,
+                             summary={"columns": ["dimension", "score"], "rows": [["idiom", "75.0"]]})
+    page = browser.new_page()
+    errors = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(path.as_uri())
+    page.wait_for_load_state("load")
+
+    # Injected markup neither runs nor becomes elements; it is shown as text.
+    assert page.evaluate("window.__pwned") is None
+    assert page.locator("#gallery script").count() == 0
+    assert page.locator("#gallery img[src='x']").count() == 0
+    assert "<script>window.__pwned = 1</script>" in page.locator("#gallery").inner_text()
+    assert page.title() == "T2I-ReasonBench <b>run</b>"
+
+    cards = page.locator("#gallery .card")
+    assert cards.count() == 3
+    assert page.locator(".card.failed").count() == 1
+    # the image loads from its relative path (or data URL) — the folder can be copied
+    assert page.evaluate("Array.from(document.querySelectorAll('#gallery img')).every(i => i.naturalWidth === 16)")
+    src = page.locator("#gallery img").first.get_attribute("src")
+    assert src.startswith("data:image/png;base64,") if embed else src == "../images/0001.png"
+
+    visible = lambda: page.locator("#gallery .card:not(.hidden)").count()  # noqa: E731
+    page.select_option("#filter-config", "entity")
+    assert visible() == 2
+    page.check("#filter-failed")
+    assert visible() == 1
+    assert "entity/2" in page.locator("#gallery .card:not(.hidden)").inner_text()
+    page.select_option("#filter-config", "idiom")
+    assert visible() == 0
+    page.select_option("#filter-config", "")
+    page.uncheck("#filter-failed")
+    page.fill("#filter-text", "durian")
+    assert visible() == 1
+    assert page.locator("#count").inner_text() == "1 of 3 images"
+    assert errors == []
+    page.close()
