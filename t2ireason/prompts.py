@@ -1,0 +1,39 @@
+"""Judge prompt templates, stored as package data in ``t2ireason/templates/<benchmark>/``.
+
+Templates are jinja2 files whose header is a ``{#- ... -#}`` comment citing
+the paper, figure or appendix they come from; the text after it is the
+paper's template, verbatim, with ``{{ placeholders }}`` for what the paper
+marks as slots.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import jinja2
+
+__all__ = ["render", "template_text"]
+
+_ENV = jinja2.Environment(
+    loader=jinja2.PackageLoader("t2ireason", "templates"),
+    undefined=jinja2.StrictUndefined,  # a missing slot is an error, never an empty string
+    keep_trailing_newline=False,
+    autoescape=False,  # prompts are plain text for a model, not HTML
+)
+
+
+@cache
+def _template(folder: str, name: str) -> jinja2.Template:
+    filename = name if "." in name else f"{name}.txt"
+    return _ENV.get_template(f"{folder}/{filename}")
+
+
+def render(folder: str, name: str, **slots: Any) -> str:
+    """The template ``name`` of ``folder`` (a benchmark's template folder) with its slots filled."""
+    return _template(folder, name).render(**slots).strip()
+
+
+def template_text(folder: str, name: str) -> str:
+    """A template with no slots, as text."""
+    return render(folder, name)
