@@ -29,8 +29,8 @@ from . import __version__
 from .benchmarks import Benchmark, get_benchmark
 from .progress import progress_bar
 
-__all__ = ["GenerationConfig", "Job", "image_seed", "plan_jobs", "generate", "write_manifest",
-           "load_pipeline", "is_readable_image", "MANIFEST"]
+__all__ = ["GenerationConfig", "Job", "image_seed", "plan_jobs", "generate", "write_manifest", "draw", "Drawer",
+           "load_pipeline", "is_readable_image", "save_image_atomic", "MANIFEST"]
 
 MANIFEST = "metadata.parquet"
 CONFIG_FILE = "generation_config.json"
@@ -124,7 +124,7 @@ def is_readable_image(path: str | os.PathLike) -> bool:
         return False
 
 
-def _save_atomic(image: Image.Image, path: Path) -> None:
+def save_image_atomic(image: Image.Image, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
     try:
@@ -167,6 +167,38 @@ def load_pipeline(config: GenerationConfig, device: str):
     return pipe
 
 
+def draw(pipe: Any, prompts: Sequence[str], seeds: Sequence[int], config: GenerationConfig) -> list[Image.Image]:
+    """One pipeline call for several prompts, each image with its own seed."""
+    import torch
+
+    # one CPU generator per image: the same seed gives the same latents on any device
+    generators = [torch.Generator("cpu").manual_seed(int(s)) for s in seeds]
+    return pipe(prompt=list(prompts), generator=generators, num_images_per_prompt=1,
+                **config.call_kwargs()).images
+
+
+class Drawer:
+    """A text-to-image model as a callable ``drawer(prompts, seeds) -> images``, loaded once
+    (the MT2IE agent draws through it, prompt by prompt, as it goes)."""
+
+    def __init__(self, config: GenerationConfig, device: str | None = None, name: str | None = None):
+        import torch
+
+        self.config = config
+        self.name = name or config.model
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self._pipe = None
+
+    def __call__(self, prompts: Sequence[str], seeds: Sequence[int]) -> list[Image.Image]:
+        if self._pipe is None:
+            self._pipe = load_pipeline(self.config, self.device)
+        out: list[Image.Image] = []
+        for start in range(0, len(prompts), self.config.batch_size):
+            end = start + self.config.batch_size
+            out.extend(draw(self._pipe, prompts[start:end], seeds[start:end], self.config))
+        return out
+
+
 def generate(jobs: Sequence[Job], config: GenerationConfig, out_dir: str | os.PathLike, *,
              pipeline: Any = None, state: Any = None, progress: bool = True) -> dict[str, int]:
     """Make the images of ``jobs`` this process is responsible for; skip finished ones.
@@ -193,12 +225,9 @@ def generate(jobs: Sequence[Job], config: GenerationConfig, out_dir: str | os.Pa
             with progress_bar(len(todo), progress and state.is_local_main_process, desc=desc, unit="img") as bar:
                 for start in range(0, len(todo), config.batch_size):
                     batch = todo[start : start + config.batch_size]
-                    # one CPU generator per image: the same seed gives the same latents on any device
-                    generators = [torch.Generator("cpu").manual_seed(j.seed) for j in batch]
-                    images = pipe(prompt=[j.prompt for j in batch], generator=generators,
-                                  num_images_per_prompt=1, **config.call_kwargs()).images
+                    images = draw(pipe, [j.prompt for j in batch], [j.seed for j in batch], config)
                     for job, image in zip(batch, images):
-                        _save_atomic(image, out / job.file)
+                        save_image_atomic(image, out / job.file)
                     counts["generated"] += len(batch)
                     bar.update(len(batch))
     state.wait_for_everyone()
