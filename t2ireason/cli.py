@@ -64,6 +64,10 @@ def _load_prompt_overrides(path: str | None) -> dict[str, str] | None:
     column = next((c for c in ("rewritten_prompt", "prompt") if c in ds.column_names), None)
     if "id" not in ds.column_names or column is None:
         raise SystemExit(f"error: {path} needs an 'id' column and a 'rewritten_prompt' or 'prompt' column; it has {ds.column_names}")
+    missing = [str(i) for i, t in zip(ds["id"], ds[column]) if not t]
+    if missing:  # never fall back to the original prompt in silence
+        raise SystemExit(f"error: {len(missing)} rows of {path} have no rewritten prompt (ids {missing[:5]}...); "
+                         "run the rewriting again (cached replies are reused) or drop them")
     return {str(i): str(t) for i, t in zip(ds["id"], ds[column])}
 
 
@@ -109,6 +113,43 @@ def run_generate(args: argparse.Namespace) -> int:
 
 
 COMMANDS["generate"] = (add_generate_args, run_generate, "generate the benchmark's images with a diffusers model")
+
+
+def _add_judge_args(p: argparse.ArgumentParser, default: str | None = None) -> None:
+    p.add_argument("--judge", default=default, required=default is None,
+                   help="judge spec: openai:<model>[@<base url>], hf:<model or folder>, vllm:<model>")
+    p.add_argument("--judge-kwargs", type=_json_dict, default={},
+                   help='backend options as JSON, e.g. \'{"max_concurrency": 8, "dtype": "bfloat16"}\'')
+    p.add_argument("--cache", default=True, help="response cache file (default: ~/.cache/t2ireason)")
+    p.add_argument("--no-cache", dest="cache", action="store_false", help="do not read or write the response cache")
+
+
+def add_rewrite_args(p: argparse.ArgumentParser) -> None:
+    from .rewriting import MODES
+
+    _add_data_args(p)
+    _add_judge_args(p)
+    p.add_argument("--mode", choices=MODES, default="rewrite",
+                   help="rewrite: an LLM makes prompts explicit (decoupled baseline); "
+                        "describe: a text module writes the visual description (text score)")
+    p.add_argument("--out", required=True, help="output folder (rewrites.parquet)")
+
+
+def run_rewrite(args: argparse.Namespace) -> int:
+    from .data import load_rows
+    from .judges import load_judge
+    from .rewriting import rewrite_prompts, save_rewrites
+
+    rows = load_rows(args.benchmark, args.data, args.configs)[: args.limit]
+    judge = load_judge(args.judge, cache=args.cache, **args.judge_kwargs)
+    records = rewrite_prompts(args.benchmark, rows, judge, mode=args.mode)
+    path = save_rewrites(records, args.out)
+    failed = sum(r["failure"] is not None for r in records)
+    print(f"{len(records) - failed} of {len(records)} prompts rewritten ({failed} failed) -> {path}")
+    return 1 if failed else 0
+
+
+COMMANDS["rewrite"] = (add_rewrite_args, run_rewrite, "rewrite prompts with an LLM, or describe them with a text module")
 
 
 def build_parser() -> argparse.ArgumentParser:
