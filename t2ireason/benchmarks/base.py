@@ -74,6 +74,10 @@ class Benchmark(ABC):
     def features(self) -> datasets.Features:
         """The schema of one row of the Hub dataset."""
 
+    def config_features(self, config: str) -> datasets.Features:
+        """The schema of the rows of ``config`` (the same for every config unless a benchmark says otherwise)."""
+        return self.features
+
     @abstractmethod
     def read_release(self, source: str | Path, **options: Any) -> Release:
         """Read the official release (a local folder laid out as its authors publish it)."""
