@@ -1,0 +1,401 @@
+"""An on-disk response cache that wraps any judge.
+
+Judging a benchmark costs hours of GPU time or API money; re-running a report,
+a resumed job or a second metric over the same images should not pay again.
+:class:`CachedJudge` answers a request from SQLite when the very same question
+was asked of the very same judge before, and asks the wrapped judge otherwise.
+
+What makes two requests "the same" (the key, a SHA-256):
+
+- the judge's :meth:`~t2ireason.judges.base.Judge.identity` (backend, model,
+  revision, whatever else its answers depend on; never an API key);
+- the request's :meth:`~t2ireason.judges.base.ChatRequest.fingerprint` with the
+  sampling resolved (the request's own, else the judge's default): messages,
+  images by content digest, sampling, ``json_schema``, ``top_logprobs``;
+- for answer probabilities: identity, image digest, question and answer.
+
+Only deterministic requests are cached by default (greedy, or a fixed seed):
+a sampled reply is one draw, and replaying it would hide the sampling.
+Replies with ``error`` set are never stored. Each reply is committed as soon as
+the wrapped judge produces it, so an interrupted run keeps its finished work,
+and several processes can share one cache file (WAL journal, busy time-outs,
+short transactions, retries when the database is locked).
+
+Each row also records the kind, backend, model, the judge identity, the request
+fingerprint (JSON) and when it was written, so the cache can be inspected with
+any SQLite tool and pruned with :meth:`ResponseCache.clear`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import math
+import os
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from tenacity import retry, retry_if_exception, stop_after_delay, wait_random_exponential
+
+from ..progress import progress_bar
+from .base import AnswerQuery, ChatRequest, Judge, Reply, Sampling
+
+__all__ = ["CachedJudge", "ResponseCache", "default_cache_path", "CACHE_MODES"]
+
+CACHE_MODES = ("use", "refresh", "off")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS replies (
+    key      TEXT PRIMARY KEY,   -- sha256 of the judge identity and the request fingerprint
+    kind     TEXT NOT NULL,      -- 'chat' or 'answer_probability'
+    backend  TEXT,
+    model    TEXT,
+    judge    TEXT NOT NULL,      -- identity() as JSON
+    request  TEXT NOT NULL,      -- fingerprint as JSON (images by digest)
+    reply    TEXT NOT NULL,      -- Reply.to_dict() as JSON, or {"probability": p}
+    created  REAL NOT NULL       -- unix time
+);
+CREATE INDEX IF NOT EXISTS replies_model ON replies (model);
+"""
+
+# identity() must never hold credentials; drop anything that looks like one all the same.
+_SECRET_NAME = re.compile(r"(api_?key|.*_key|.*token|.*secret|password|authorization)", re.IGNORECASE)
+
+
+def default_cache_path() -> Path:
+    """Where the cache lives unless told otherwise.
+
+    ``$T2IREASON_CACHE`` (a directory, or a ``.sqlite``/``.db`` file), else
+    ``$XDG_CACHE_HOME/t2ireason``, else ``~/.cache/t2ireason``; the file is
+    ``judge_cache.sqlite`` in that directory.
+    """
+    env = os.environ.get("T2IREASON_CACHE")
+    if env:
+        p = Path(env).expanduser()
+        return p if p.suffix in (".sqlite", ".db") else p / "judge_cache.sqlite"
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser()
+    return base / "t2ireason" / "judge_cache.sqlite"
+
+
+def _canonical(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _is_busy(exc: BaseException) -> bool:
+    msg = str(exc).lower()
+    return isinstance(exc, sqlite3.OperationalError) and ("locked" in msg or "busy" in msg)
+
+
+# SQLite's busy handler already waits `timeout`; this covers the cases it does not
+# (WAL set-up, lock upgrades inside a transaction) with jittered back-off.
+_retry_busy = retry(retry=retry_if_exception(_is_busy), wait=wait_random_exponential(0.01, 1.0),
+                    stop=stop_after_delay(120), reraise=True)
+
+
+class ResponseCache:
+    """The SQLite store behind :class:`CachedJudge`: keyed JSON rows, safe across
+    threads and processes. One connection per process (re-opened after a fork)."""
+
+    def __init__(self, path: str | os.PathLike, *, timeout: float = 60.0):
+        self.path = Path(path).expanduser()
+        self.timeout = timeout
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self._pid: int | None = None
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._conn is None or self._pid != os.getpid():
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # autocommit (isolation_level=None): every statement is its own short transaction
+            conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None,
+                                   check_same_thread=False)
+            self._setup(conn)
+            self._conn, self._pid = conn, os.getpid()
+        return self._conn
+
+    @_retry_busy
+    def _setup(self, conn: sqlite3.Connection) -> None:
+        conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")  # durable across process crashes in WAL mode
+        conn.executescript(_SCHEMA)
+
+    @_retry_busy
+    def _execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        with self._lock:
+            return self._connect().execute(sql, params).fetchall()
+
+    @_retry_busy
+    def _write(self, rows: list[tuple]) -> None:
+        with self._lock:
+            conn = self._connect()
+            conn.execute("BEGIN IMMEDIATE")  # take the write lock up front: no upgrade deadlock
+            try:
+                conn.executemany("INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, dict]:
+        """The stored values (decoded JSON) of those ``keys`` that are present."""
+        keys = list(dict.fromkeys(keys))
+        found: dict[str, dict] = {}
+        for start in range(0, len(keys), 500):  # stay under SQLite's bound-variable limit
+            chunk = keys[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for key, value in self._execute(f"SELECT key, reply FROM replies WHERE key IN ({marks})", chunk):
+                found[key] = json.loads(value)
+        return found
+
+    def put_many(self, entries: Iterable[tuple[str, str, dict, dict, dict]]) -> int:
+        """Store ``(key, kind, identity, request, value)`` entries in one transaction."""
+        now = time.time()
+        rows = [(key, kind, ident.get("backend"), ident.get("model"), _canonical(ident),
+                 _canonical(request), _canonical(value), now)
+                for key, kind, ident, request, value in entries]
+        if rows:
+            self._write(rows)
+        return len(rows)
+
+    def clear(self, *, model: str | None = None, judge: dict | None = None,
+              older_than: float | None = None) -> int:
+        """Delete rows (all, or those of ``model``, of the judge ``identity``, or
+        written more than ``older_than`` seconds ago); returns how many."""
+        where, params = [], []
+        if model is not None:
+            where.append("model = ?")
+            params.append(model)
+        if judge is not None:
+            where.append("judge = ?")
+            params.append(_canonical(judge))
+        if older_than is not None:
+            where.append("created < ?")
+            params.append(time.time() - older_than)
+        sql = "DELETE FROM replies" + (" WHERE " + " AND ".join(where) if where else "")
+        return self._delete(sql, params)
+
+    @_retry_busy
+    def _delete(self, sql: str, params: Sequence[Any]) -> int:
+        with self._lock:
+            return self._connect().execute(sql, params).rowcount
+
+    def summary(self) -> list[dict[str, Any]]:
+        """Rows per (kind, backend, model), with the oldest and newest write times."""
+        rows = self._execute("SELECT kind, backend, model, COUNT(*), MIN(created), MAX(created) "
+                             "FROM replies GROUP BY kind, backend, model ORDER BY model, kind")
+        return [dict(zip(("kind", "backend", "model", "rows", "oldest", "newest"), r)) for r in rows]
+
+    def __len__(self) -> int:
+        return self._execute("SELECT COUNT(*) FROM replies")[0][0]
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None and self._pid == os.getpid():
+                self._conn.close()
+            self._conn = None
+
+
+class CachedJudge(Judge):
+    """``judge`` with its answers kept in an SQLite file at ``path``.
+
+    ``mode``: ``"use"`` answers from the cache when it can and stores new
+    replies; ``"refresh"`` asks the judge again and overwrites; ``"off"`` passes
+    everything through. ``cache_nondeterministic=True`` also caches sampled
+    (temperature > 0, no seed) requests. Replies served from the cache have
+    ``cached=True``. Counts are in :attr:`hits`, :attr:`misses` (asked the
+    judge, then stored unless the reply was an error), :attr:`bypassed` (not
+    cacheable: mode off or nondeterministic) and :meth:`stats`.
+    """
+
+    def __init__(self, judge: Any, path: str | os.PathLike | None = None, *, mode: str = "use",
+                 cache_nondeterministic: bool = False):
+        if mode not in CACHE_MODES:
+            raise ValueError(f"cache mode must be one of {', '.join(CACHE_MODES)}, got {mode!r}")
+        if not (hasattr(judge, "chat") and hasattr(judge, "identity")):
+            raise TypeError(f"CachedJudge wraps a judge (chat() and identity()), got {type(judge).__name__}")
+        self.judge = judge
+        self.mode = mode
+        self.cache_nondeterministic = cache_nondeterministic
+        self.store = ResponseCache(default_cache_path() if path is None else path)
+        self.hits = self.misses = self.bypassed = self.stored = 0
+        self._accepts_on_reply = _accepts(judge.chat, "on_reply")
+
+    # -- the wrapped judge's description --------------------------------------
+
+    @property
+    def backend(self) -> str:
+        return getattr(self.judge, "backend", "custom")
+
+    @property
+    def model(self) -> str:
+        return getattr(self.judge, "model", "unknown")
+
+    @property
+    def revision(self) -> str | None:
+        return getattr(self.judge, "revision", None)
+
+    @property
+    def default_sampling(self) -> Sampling:
+        return getattr(self.judge, "default_sampling", Sampling())
+
+    @property
+    def batch_size(self) -> int:
+        return getattr(self.judge, "batch_size", 8)
+
+    @property
+    def max_pixels(self) -> int | None:
+        return getattr(self.judge, "max_pixels", None)
+
+    @property
+    def path(self) -> Path:
+        return self.store.path
+
+    def identity(self) -> dict[str, Any]:
+        """The wrapped judge's identity (caching does not change answers), secrets dropped."""
+        return {k: v for k, v in self.judge.identity().items() if not _SECRET_NAME.fullmatch(str(k))}
+
+    def resolve_sampling(self, request: ChatRequest) -> Sampling:
+        resolve = getattr(self.judge, "resolve_sampling", None)
+        return resolve(request) if resolve else request.sampling or self.default_sampling
+
+    def stats(self) -> dict[str, Any]:
+        return {"hits": self.hits, "misses": self.misses, "bypassed": self.bypassed,
+                "stored": self.stored, "mode": self.mode, "path": str(self.path)}
+
+    def clear(self) -> int:
+        """Forget every cached answer of this judge (same identity); returns how many rows."""
+        return self.store.clear(judge=self.identity())
+
+    def close(self) -> None:
+        self.store.close()
+        close = getattr(self.judge, "close", None)
+        if close:
+            close()
+
+    def __repr__(self) -> str:
+        return f"CachedJudge({self.judge!r}, {str(self.path)!r}, mode={self.mode!r})"
+
+    # -- keys -----------------------------------------------------------------
+
+    def chat_key(self, request: ChatRequest) -> tuple[str, dict] | None:
+        """``(key, fingerprint)`` for a request, or None when it is not to be cached."""
+        sampling = self.resolve_sampling(request)
+        if self.mode == "off" or not (sampling.deterministic or self.cache_nondeterministic):
+            return None
+        fingerprint = request.fingerprint(sampling)
+        return _digest("chat", self.identity(), fingerprint), fingerprint
+
+    def answer_key(self, query: AnswerQuery) -> tuple[str, dict] | None:
+        if self.mode == "off":
+            return None
+        fingerprint = {"image": query.image.digest, "question": query.question, "answer": query.answer}
+        return _digest("answer_probability", self.identity(), fingerprint), fingerprint
+
+    # -- answering ------------------------------------------------------------
+
+    def chat(self, requests: Sequence[ChatRequest], *, progress: bool | str = False,
+             on_reply: Callable[[int, Reply], None] | None = None) -> list[Reply]:
+        """Like :meth:`Judge.chat`; cached replies come back with ``cached=True``.
+        ``on_reply`` is called for hits first, then for each new reply as it arrives."""
+        requests = list(requests)
+        keys = [self.chat_key(r) for r in requests]
+        found = self.store.get_many(k[0] for k in keys if k) if self.mode == "use" else {}
+        replies: list[Reply | None] = [None] * len(requests)
+        todo: list[int] = []
+        ident = self.identity()
+
+        with progress_bar(len(requests), progress, desc=f"judge {self.model}") as bar:
+            for i, k in enumerate(keys):
+                if k and k[0] in found:
+                    replies[i] = Reply.from_dict({**found[k[0]], "cached": True})
+                    self.hits += 1
+                    if on_reply is not None:
+                        on_reply(i, replies[i])
+                else:
+                    todo.append(i)
+                    self.misses += k is not None
+                    self.bypassed += k is None
+            bar.update(len(requests) - len(todo))
+            bar.set_postfix(hits=self.hits, misses=self.misses)
+
+            def keep(j: int, reply: Reply) -> None:
+                """Store one new reply right away (crash safety) and pass it on."""
+                i = todo[j]
+                replies[i] = reply
+                if keys[i] and reply.error is None:
+                    key, fingerprint = keys[i]
+                    value = {**reply.to_dict(), "cached": False}
+                    self.stored += self.store.put_many([(key, "chat", ident, fingerprint, value)])
+                if on_reply is not None:
+                    on_reply(i, reply)
+                bar.update(1)
+
+            pending = [requests[i] for i in todo]
+            if self._accepts_on_reply:
+                result = self.judge.chat(pending, on_reply=keep)
+                for j, reply in enumerate(result):  # a judge that took on_reply but did not call it
+                    if replies[todo[j]] is None:
+                        keep(j, reply)
+            else:  # a judge without on_reply: chunks of its batch size, each stored before the next
+                for start in range(0, len(pending), self.batch_size):
+                    chunk = self.judge.chat(pending[start : start + self.batch_size])
+                    for j, reply in enumerate(chunk, start):
+                        keep(j, reply)
+        return replies  # type: ignore[return-value]  # every slot is filled above
+
+    def answer_probability(self, queries: Sequence[AnswerQuery], *, progress: bool | str = False) -> list[float]:
+        """Like :meth:`Judge.answer_probability`, cached per (image, question, answer)."""
+        queries = list(queries)
+        keys = [self.answer_key(q) for q in queries]
+        found = self.store.get_many(k[0] for k in keys if k) if self.mode == "use" else {}
+        out: list[float | None] = [None] * len(queries)
+        todo: list[int] = []
+        for i, k in enumerate(keys):
+            if k and k[0] in found:
+                out[i] = found[k[0]]["probability"]
+                self.hits += 1
+            else:
+                todo.append(i)
+                self.misses += k is not None
+                self.bypassed += k is None
+        ident = self.identity()
+        with progress_bar(len(queries), progress, desc=f"P(answer) {self.model}") as bar:
+            bar.update(len(queries) - len(todo))
+            bar.set_postfix(hits=self.hits, misses=self.misses)
+            for start in range(0, len(todo), self.batch_size):
+                chunk = todo[start : start + self.batch_size]
+                probs = self.judge.answer_probability([queries[i] for i in chunk])
+                entries = []
+                for i, p in zip(chunk, probs):
+                    out[i] = p
+                    if keys[i]:
+                        key, fingerprint = keys[i]
+                        entries.append((key, "answer_probability", ident, fingerprint, {"probability": p}))
+                self.stored += self.store.put_many(entries)
+                bar.update(len(chunk))
+        return out  # type: ignore[return-value]
+
+    def _chat_batch(self, requests: list[ChatRequest]) -> list[Reply]:
+        return self.chat(requests)
+
+    def _answer_logprobs(self, queries: list[AnswerQuery]) -> list[float]:
+        return [math.log(p) if p > 0 else float("-inf") for p in self.answer_probability(queries)]
+
+
+def _digest(kind: str, identity: dict, fingerprint: dict) -> str:
+    return hashlib.sha256(_canonical({"kind": kind, "judge": identity, "request": fingerprint}).encode()).hexdigest()
+
+
+def _accepts(fn: Callable, name: str) -> bool:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == name or p.kind is p.VAR_KEYWORD for p in params)
