@@ -1,0 +1,220 @@
+"""Tiny random models, built locally and saved with ``save_pretrained``.
+
+Tests and the offline demo never reach a model hub. They build these models
+(a few seconds each, well under 1 MB of weights) and load them back through the
+same ``from_pretrained`` paths a user's real model takes:
+
+- :func:`build_tiny_clip`: a CLIP model, tokenizer and image processor (CLIPScore);
+- :func:`build_tiny_vlm`: a LLaVA-layout vision-language judge whose tokenizer
+  makes ``▁Yes`` and ``▁No`` single tokens (VQAScore, chat judging);
+- :func:`build_tiny_sd`: a Stable Diffusion pipeline making 64x64 images in 2 steps;
+- :func:`build_all`: all three in one folder, reused when already built.
+
+The weights are random, so the text they generate is meaningless: use them to
+exercise code paths, never to check a score's value against a paper.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+__all__ = ["build_tiny_clip", "build_tiny_vlm", "build_tiny_sd", "build_all", "SEED", "VLM_CHAT_TEMPLATE"]
+
+#: every build starts from this torch seed, so the same call gives the same weights
+SEED = 0
+# Written last into each folder: its presence means the folder is complete and reusable.
+_MARKER = "t2ireason_tiny.json"
+_VERSION = 1
+
+#: A small chat template in the LLaVA-1.5 style: system, user and assistant turns, any
+#: number of them, image parts anywhere in a turn (rendered as ``<image>`` lines).
+VLM_CHAT_TEMPLATE = (
+    "{{ bos_token }}{% for message in messages %}"
+    "{% if message.role == 'system' %}{{ 'SYSTEM: ' }}"
+    "{% elif message.role == 'user' %}{{ 'USER: ' }}"
+    "{% else %}{{ 'ASSISTANT: ' }}{% endif %}"
+    "{% if message.content is string %}{{ message.content }}"
+    "{% else %}{% for part in message.content %}"
+    "{% if part.type == 'image' %}{{ '<image>\\n' }}"
+    "{% elif part.type == 'text' %}{{ part.text }}{% endif %}"
+    "{% endfor %}{% endif %}"
+    "{% if message.role == 'assistant' %}{{ eos_token }}{% endif %}{{ '\\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ 'ASSISTANT:' }}{% endif %}"
+)
+
+
+def _seed():
+    import torch
+
+    torch.manual_seed(SEED)
+
+
+def _clip_tokenizer(model_max_length: int = 16):
+    """A CLIPTokenizer over the 256 byte-level symbols, with and without ``</w>``."""
+    from tokenizers import pre_tokenizers
+    from transformers import CLIPTokenizer
+
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    symbols = alphabet + [s + "</w>" for s in alphabet]
+    merges = [("t", "h"), ("th", "e</w>"), ("a", "n"), ("o", "n</w>"), ("i", "n"), ("e", "r</w>")]
+    symbols += ["".join(m) for m in merges]
+    vocab = {s: i for i, s in enumerate(dict.fromkeys(symbols))}
+    for special in ("<|startoftext|>", "<|endoftext|>"):
+        vocab[special] = len(vocab)
+    return CLIPTokenizer(vocab=vocab, merges=merges, model_max_length=model_max_length)
+
+
+def _clip_image_processor():
+    from transformers import CLIPImageProcessorPil as CLIPImageProcessor  # PIL backend: no torchvision needed
+
+    return CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
+
+
+def _clip_text_config(tokenizer, projection_dim: int):
+    from transformers import CLIPTextConfig
+
+    # The ids matter: CLIP pools the text embedding at the eos position.
+    return CLIPTextConfig(
+        vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, max_position_embeddings=tokenizer.model_max_length, projection_dim=projection_dim,
+        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+    )
+
+
+def _clip_vision_config(projection_dim: int = 16):
+    from transformers import CLIPVisionConfig
+
+    return CLIPVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                            image_size=32, patch_size=8, projection_dim=projection_dim)
+
+
+def _done(path: Path, kind: str) -> bool:
+    marker = path / _MARKER
+    if not marker.is_file():
+        return False
+    try:
+        info = json.loads(marker.read_text())
+    except ValueError:
+        return False
+    return info.get("kind") == kind and info.get("version") == _VERSION
+
+
+def _mark(path: Path, kind: str, **extra) -> Path:
+    (path / _MARKER).write_text(json.dumps({"kind": kind, "version": _VERSION, "seed": SEED, **extra}))
+    return path
+
+
+def build_tiny_clip(path: str | Path) -> Path:
+    """A ~50k-parameter CLIP (towers of width 32, projection 16) with its
+    tokenizer and image processor, saved to ``path`` (loads with ``CLIPModel``
+    and ``CLIPProcessor``). Reuses ``path`` if already built."""
+    from transformers import CLIPConfig, CLIPModel, CLIPProcessor
+
+    path = Path(path)
+    if _done(path, "clip"):
+        return path
+    _seed()
+    tokenizer = _clip_tokenizer()
+    config = CLIPConfig(text_config=_clip_text_config(tokenizer, 16).to_dict(),
+                        vision_config=_clip_vision_config(16).to_dict(), projection_dim=16)
+    model = CLIPModel(config).eval()
+    model.save_pretrained(path)
+    CLIPProcessor(image_processor=_clip_image_processor(), tokenizer=tokenizer).save_pretrained(path)
+    return _mark(path, "clip")
+
+
+def _vlm_tokenizer():
+    """A Llama (SentencePiece-style BPE) tokenizer: byte fallback, printable
+    characters, and merges so that ``▁Yes`` and ``▁No`` are single tokens."""
+    from transformers import AddedToken, LlamaTokenizer
+
+    symbols = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
+    symbols += ["▁"] + [chr(c) for c in range(33, 127)]
+    merges = [("▁", "Y"), ("▁Y", "e"), ("▁Ye", "s"), ("▁", "N"), ("▁N", "o"),
+              ("Y", "e"), ("Ye", "s"), ("N", "o"), ("▁", "a"), ("▁", "t"), ("e", "s")]
+    symbols += ["".join(m) for m in merges]
+    vocab = {s: i for i, s in enumerate(dict.fromkeys(symbols))}
+    tokenizer = LlamaTokenizer(vocab=vocab, merges=merges, add_bos_token=True, add_eos_token=False)
+    tokenizer.add_special_tokens({"pad_token": AddedToken("<pad>", special=True),
+                                  "additional_special_tokens": [AddedToken("<image>", special=True, normalized=False)]})
+    for answer in ("Yes", "No"):
+        ids = tokenizer(answer, add_special_tokens=False).input_ids
+        if len(ids) != 1:  # merge order decides this: fail the build, not a test far away
+            raise RuntimeError(f"tiny VLM tokenizer splits {answer!r} into {ids}")
+    return tokenizer
+
+
+def build_tiny_vlm(path: str | Path) -> Path:
+    """A ~60k-parameter LLaVA judge (2-layer CLIP vision tower, 2-layer Llama of
+    width 32) with a ``LlavaProcessor`` and a chat template, saved to ``path``.
+    Loads with ``AutoModelForImageTextToText`` and ``AutoProcessor``."""
+    from transformers import LlamaConfig, LlavaConfig, LlavaForConditionalGeneration, LlavaProcessor
+
+    path = Path(path)
+    if _done(path, "vlm"):
+        return path
+    _seed()
+    tokenizer = _vlm_tokenizer()
+    image_token_id = tokenizer.convert_tokens_to_ids("<image>")
+    image_processor = _clip_image_processor()
+    processor = LlavaProcessor(image_processor=image_processor, tokenizer=tokenizer, patch_size=8,
+                               vision_feature_select_strategy="default", num_additional_image_tokens=1,
+                               image_token="<image>", chat_template=VLM_CHAT_TEMPLATE)
+    text_config = LlamaConfig(
+        vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+    )
+    config = LlavaConfig(
+        vision_config=_clip_vision_config().to_dict(), text_config=text_config.to_dict(),
+        image_token_index=image_token_id, image_seq_length=(32 // 8) ** 2,
+        vision_feature_select_strategy="default", vision_feature_layer=-2, pad_token_id=tokenizer.pad_token_id,
+    )
+    model = LlavaForConditionalGeneration(config).eval()
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.save_pretrained(path)
+    processor.save_pretrained(path)
+    return _mark(path, "vlm", yes_token_id=tokenizer.convert_tokens_to_ids("▁Yes"),
+                 no_token_id=tokenizer.convert_tokens_to_ids("▁No"))
+
+
+def build_tiny_sd(path: str | Path) -> Path:
+    """A tiny ``StableDiffusionPipeline`` (2-block UNet and VAE, tiny CLIP text
+    encoder, DDIM) making 64x64 images; reload with ``DiffusionPipeline.from_pretrained``."""
+    from diffusers import AutoencoderKL, DDIMScheduler, StableDiffusionPipeline, UNet2DConditionModel
+    from transformers import CLIPTextModel
+
+    path = Path(path)
+    if _done(path, "sd"):
+        return path
+    _seed()
+    unet = UNet2DConditionModel(
+        block_out_channels=(4, 8), layers_per_block=1, sample_size=8, in_channels=4, out_channels=4,
+        down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"), up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"),
+        cross_attention_dim=32, norm_num_groups=2, attention_head_dim=2,
+    ).eval()
+    vae = AutoencoderKL(
+        block_out_channels=(4, 8), in_channels=3, out_channels=3, latent_channels=4, norm_num_groups=2,
+        down_block_types=("DownEncoderBlock2D", "DownEncoderBlock2D"),
+        up_block_types=("UpDecoderBlock2D", "UpDecoderBlock2D"), sample_size=64,
+    ).eval()
+    tokenizer = _clip_tokenizer(model_max_length=16)
+    text_encoder = CLIPTextModel(_clip_text_config(tokenizer, 32)).eval()
+    scheduler = DDIMScheduler(beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear",
+                              clip_sample=False, set_alpha_to_one=False, steps_offset=1)
+    pipe = StableDiffusionPipeline(vae=vae, text_encoder=text_encoder, tokenizer=tokenizer, unet=unet,
+                                   scheduler=scheduler, safety_checker=None, feature_extractor=None,
+                                   image_encoder=None, requires_safety_checker=False)
+    pipe.save_pretrained(path)
+    return _mark(path, "sd", height=64, width=64, num_inference_steps=2)
+
+
+def build_all(root: str | Path) -> dict[str, Path]:
+    """Build (or reuse) the tiny CLIP, VLM and diffusion models under ``root``:
+    ``{"clip": root/"clip", "vlm": root/"vlm", "sd": root/"sd"}``."""
+    root = Path(root)
+    builders = {"clip": build_tiny_clip, "vlm": build_tiny_vlm, "sd": build_tiny_sd}
+    return {name: build(root / name) for name, build in builders.items()}
