@@ -1,0 +1,267 @@
+"""A local OpenAI-compatible chat-completions server, programmable per test.
+
+The HTTP judge is tested over real HTTP, on the real client code path, against
+this server: a starlette app run by uvicorn on 127.0.0.1 (a free port) in a
+background thread. What it does for each request is a *behaviour*:
+
+- an action, used for every request: ``Answer("Yes")``, ``Fail(429, retry_after=1)``,
+  ``Fail(500)``, ``Hang()``, ``Malformed()``;
+- a list of actions, used in arrival order (the last one repeats);
+- a plain string, shorthand for ``Answer(text)`` (also as a list item);
+- a function of the :class:`ReceivedRequest` returning an action or a plain
+  string (shorthand for ``Answer(text)``), e.g.
+  ``lambda r: Fail(500) if r.attempt == 0 else Answer(r.text.upper())``.
+
+The server records every request it receives (``server.requests``) and the
+largest number it was handling at once (``server.max_in_flight``)::
+
+    from t2ireason.testing_http import Answer, serve
+
+    with serve(Answer("Yes", top_logprobs=[{"Yes": -0.1, "No": -2.3}])) as server:
+        judge = load_judge(f"openai:my-model@{server.base_url}")
+        ...
+    assert server.requests[0].body["model"] == "my-model"
+
+Used by the tests, by ``perf/_http.py`` and by the offline demo.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Answer", "Fail", "Hang", "Malformed", "ReceivedRequest", "ChatServer", "serve"]
+
+
+# -- what the server does for one request ------------------------------------
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A normal completion with ``text``.
+
+    ``top_logprobs`` gives, per generated token, the alternatives (token ->
+    logprob); the generated token is the most likely one. When the request asks
+    for logprobs and none are given here, the whole text is one token of logprob 0.
+    """
+
+    text: str = "ok"
+    top_logprobs: Sequence[dict[str, float]] | None = None
+    finish_reason: str = "stop"
+    delay: float = 0.0
+
+
+@dataclass(frozen=True)
+class Fail:
+    """An error status with an OpenAI-style error body (and ``Retry-After`` if given)."""
+
+    status: int
+    message: str = "simulated failure"
+    retry_after: float | None = None
+    delay: float = 0.0
+
+
+@dataclass(frozen=True)
+class Hang:
+    """Never answer within ``seconds`` (or until the server stops): a client time-out."""
+
+    seconds: float = 60.0
+
+
+@dataclass(frozen=True)
+class Malformed:
+    """A 200 response whose body is not valid JSON (with a JSON content type)."""
+
+    body: str = '{"id": "chatcmpl-broken", "choices": [{"message": '
+    delay: float = 0.0
+
+
+Action = Answer | Fail | Hang | Malformed
+
+
+@dataclass
+class ReceivedRequest:
+    """One request as the server received it."""
+
+    body: dict[str, Any]
+    headers: dict[str, str]
+    index: int  # arrival order, from 0
+    attempt: int  # how many earlier requests had the same messages (0 on the first try)
+    received_at: float = field(default_factory=time.monotonic)
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return self.body.get("messages", [])
+
+    @property
+    def text(self) -> str:
+        """The text parts of the last user turn, joined by newlines."""
+        for m in reversed(self.messages):
+            if m.get("role") == "user":
+                return "\n".join(_texts(m.get("content")))
+        return ""
+
+    @property
+    def image_urls(self) -> list[str]:
+        """Every ``image_url`` URL in the conversation, in order."""
+        return [p["image_url"]["url"] for m in self.messages if isinstance(m.get("content"), list)
+                for p in m["content"] if p.get("type") == "image_url"]
+
+
+#: what the server does: one action, actions in arrival order, or a function of the request
+Behaviour = Action | str | Sequence[Action | str] | Callable[[ReceivedRequest], Action | str]
+
+
+def _texts(content: Any) -> list[str]:
+    if isinstance(content, str):
+        return [content]
+    return [p.get("text", "") for p in content or [] if p.get("type") == "text"]
+
+
+# -- the server ----------------------------------------------------------------
+
+
+class ChatServer:
+    """The server; use :func:`serve` (or ``with ChatServer(behaviour) as server``)."""
+
+    def __init__(self, behaviour: Behaviour = Answer()):
+        self.behaviour = behaviour
+        self.requests: list[ReceivedRequest] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.base_url: str | None = None
+        self._seen: dict[str, int] = {}
+        self._stopping = False
+        self._server = None
+        self._thread: threading.Thread | None = None
+
+    # The handlers run on the server's event loop thread, one at a time between
+    # awaits, so the counters need no lock.
+    def _action(self, req: ReceivedRequest) -> Action:
+        b = self.behaviour
+        if callable(b):
+            b = b(req)
+        elif isinstance(b, (list, tuple)):
+            b = b[min(req.index, len(b) - 1)]
+        return Answer(b) if isinstance(b, str) else b
+
+    async def _chat(self, request):
+        from starlette.responses import JSONResponse, Response
+
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            body = await request.json()
+            key = json.dumps(body.get("messages"), sort_keys=True)
+            req = ReceivedRequest(body, dict(request.headers), len(self.requests), self._seen.get(key, 0))
+            self._seen[key] = req.attempt + 1
+            self.requests.append(req)
+            action = self._action(req)
+            if isinstance(action, Hang):
+                end = time.monotonic() + action.seconds
+                while not self._stopping and time.monotonic() < end:
+                    await asyncio.sleep(0.02)
+                return Response(status_code=504)
+            if action.delay:
+                await asyncio.sleep(action.delay)
+            if isinstance(action, Fail):
+                headers = {} if action.retry_after is None else {"retry-after": f"{action.retry_after:g}"}
+                err = {"error": {"message": action.message, "type": "simulated", "code": str(action.status)}}
+                return JSONResponse(err, status_code=action.status, headers=headers)
+            if isinstance(action, Malformed):
+                return Response(action.body, media_type="application/json")
+            return JSONResponse(_completion(req, action))
+        finally:
+            self.in_flight -= 1
+
+    async def _models(self, request):
+        from starlette.responses import JSONResponse
+
+        return JSONResponse({"object": "list", "data": [{"id": "test-model", "object": "model"}]})
+
+    def _app(self):
+        from starlette.applications import Starlette
+        from starlette.routing import Route
+
+        return Starlette(routes=[Route("/v1/chat/completions", self._chat, methods=["POST"]),
+                                 Route("/v1/models", self._models, methods=["GET"])])
+
+    def start(self) -> ChatServer:
+        import uvicorn
+
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", 0))  # the OS picks a free port; no race with other servers
+        config = uvicorn.Config(self._app(), log_level="warning", access_log=False, lifespan="off",
+                                timeout_graceful_shutdown=2, backlog=4096)
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]},
+                                        name="t2ireason-test-http", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the test HTTP server did not start")
+            time.sleep(0.01)
+        self.base_url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+        return self
+
+    def stop(self) -> None:
+        self._stopping = True  # ends hanging handlers
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def __enter__(self) -> ChatServer:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+@contextlib.contextmanager
+def serve(behaviour: Behaviour = Answer()) -> Iterator[ChatServer]:
+    """Run a :class:`ChatServer` for the ``with`` block; ``server.base_url`` is its
+    OpenAI base URL (``http://127.0.0.1:<port>/v1``)."""
+    server = ChatServer(behaviour).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _completion(req: ReceivedRequest, answer: Answer) -> dict[str, Any]:
+    """An OpenAI ``chat.completion`` object for ``answer``."""
+    choice: dict[str, Any] = {"index": 0, "finish_reason": answer.finish_reason, "logprobs": None,
+                              "message": {"role": "assistant", "content": answer.text}}
+    if req.body.get("logprobs"):
+        k = int(req.body.get("top_logprobs") or 0)
+        steps = answer.top_logprobs or [{answer.text: 0.0}]
+        content = []
+        for alternatives in steps:
+            ranked = sorted(alternatives.items(), key=lambda kv: -kv[1])
+            token, logprob = ranked[0]
+            content.append({"token": token, "logprob": logprob, "bytes": list(token.encode()),
+                            "top_logprobs": [{"token": t, "logprob": lp, "bytes": list(t.encode())}
+                                             for t, lp in ranked[:k]]})
+        choice["logprobs"] = {"content": content}
+    prompt_tokens = sum(len(t.split()) for m in req.messages for t in _texts(m.get("content")))
+    completion_tokens = max(1, len(answer.text.split()))
+    return {
+        "id": f"chatcmpl-{req.index}",
+        "object": "chat.completion",
+        "created": math.floor(time.time()),
+        "model": req.body.get("model", "test-model"),
+        "choices": [choice],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                  "total_tokens": prompt_tokens + completion_tokens},
+    }
