@@ -1,0 +1,428 @@
+"""CachedJudge: keys, hits and misses, modes, crash safety, several processes, no secrets on disk."""
+
+import json
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from t2ireason.images import as_image
+from t2ireason.judges import AnswerQuery, ChatRequest, Judge, Reply, Sampling, load_judge
+from t2ireason.judges.cache import CachedJudge, ResponseCache, default_cache_path
+from t2ireason.judges.scripted import ScriptedJudge
+
+
+def echo_judge(**kw) -> ScriptedJudge:
+    """Answers each request with its last user text upper-cased; counts what reached it."""
+    return ScriptedJudge(lambda r: r.messages[-1].text.upper(), probabilities=lambda q: 0.25, **kw)
+
+
+def img(value=0, size=(8, 6)):
+    return Image.new("RGB", size, (value, 100, 200))
+
+
+def reqs(n, prefix="q", **kw):
+    return [ChatRequest.simple(img(i), f"{prefix}{i}", **kw) for i in range(n)]
+
+
+def rows(path) -> int:
+    with sqlite3.connect(path) as conn:
+        return conn.execute("SELECT COUNT(*) FROM replies").fetchone()[0]
+
+
+# -- hits, misses, what is served ----------------------------------------------------------
+
+
+def test_second_run_is_served_from_cache(tmp_path):
+    inner = echo_judge()
+    judge = CachedJudge(inner, tmp_path / "c.sqlite")
+    first = judge.chat(reqs(4))
+    assert [r.text for r in first] == ["Q0", "Q1", "Q2", "Q3"] and not any(r.cached for r in first)
+    assert (judge.hits, judge.misses, judge.stored) == (0, 4, 4)
+
+    second = judge.chat(reqs(4) + reqs(1, prefix="new"))
+    assert [r.text for r in second] == ["Q0", "Q1", "Q2", "Q3", "NEW0"]
+    assert [r.cached for r in second] == [True] * 4 + [False]
+    assert len(inner.requests) == 5  # only the new request reached the judge
+    assert judge.stats() | {"path": None} == {"hits": 4, "misses": 5, "bypassed": 0, "stored": 5,
+                                              "mode": "use", "path": None}
+    # the cached reply carries what the judge said about itself
+    assert second[0].model == "scripted" and second[0].sampling == Sampling().to_dict()
+
+
+def test_on_reply_gets_original_indices_for_hits_and_new_replies(tmp_path):
+    judge = CachedJudge(echo_judge(), tmp_path / "c.sqlite")
+    judge.chat(reqs(3)[1:2])
+    seen = {}
+    out = judge.chat(reqs(3), on_reply=lambda i, r: seen.__setitem__(i, (r.text, r.cached)))
+    assert seen == {0: ("Q0", False), 1: ("Q1", True), 2: ("Q2", False)}
+    assert [r.text for r in out] == ["Q0", "Q1", "Q2"]
+
+
+def test_progress_bar_shows_hits_and_misses(tmp_path, capsys):
+    judge = CachedJudge(echo_judge(), tmp_path / "c.sqlite")
+    judge.chat(reqs(2))
+    judge.chat(reqs(3), progress=True)
+    err = capsys.readouterr().err
+    assert "hits=2" in err and "misses=3" in err
+
+
+def test_answer_probabilities_are_cached(tmp_path):
+    inner = echo_judge()
+    judge = CachedJudge(inner, tmp_path / "c.sqlite")
+    assert judge.yes_probability([img(1), img(2)], ["a?", "b?"]) == [0.25, 0.25]
+    assert judge.yes_probability([img(1), img(2)], ["a?", "b?"]) == [0.25, 0.25]
+    assert len(inner.queries) == 2 and judge.hits == 2
+    # a different answer, question or image is a different query
+    judge.answer_probability([AnswerQuery(img(1), "a?", "No"), AnswerQuery(img(1), "c?"),
+                              AnswerQuery(img(3), "a?")])
+    assert len(inner.queries) == 5
+
+
+def test_zero_probability_round_trips(tmp_path):
+    judge = CachedJudge(ScriptedJudge(probabilities=[0.0, 1e-300]), tmp_path / "c.sqlite")
+    qs = [AnswerQuery(img(1), "a?"), AnswerQuery(img(2), "a?")]
+    first = judge.answer_probability(qs)
+    assert first[0] == 0.0 and first[1] == pytest.approx(1e-300, rel=1e-9)
+    assert judge.answer_probability(qs) == first and judge.hits == 2  # exactly, not approximately
+
+
+# -- keys --------------------------------------------------------------------------------
+
+
+def test_key_changes_with_everything_that_changes_the_answer(tmp_path):
+    judge = CachedJudge(echo_judge(), tmp_path / "c.sqlite")
+    base = ChatRequest.simple(img(1), "Is it red?")
+    key = judge.chat_key(base)[0]
+    variants = {
+        "text": ChatRequest.simple(img(1), "Is it blue?"),
+        "image": ChatRequest.simple(img(2), "Is it red?"),
+        "image size": ChatRequest.simple(img(1, size=(6, 8)), "Is it red?"),
+        "part order": ChatRequest.simple("Is it red?", img(1)),
+        "system": ChatRequest.simple(img(1), "Is it red?", system_prompt="Be strict."),
+        "sampling": ChatRequest.simple(img(1), "Is it red?", sampling=Sampling(max_tokens=10)),
+        "seed": ChatRequest.simple(img(1), "Is it red?", sampling=Sampling(seed=3)),
+        "schema": ChatRequest.simple(img(1), "Is it red?", json_schema={"type": "object"}),
+        "logprobs": ChatRequest.simple(img(1), "Is it red?", top_logprobs=5),
+    }
+    keys = {name: judge.chat_key(r)[0] for name, r in variants.items()}
+    keys["model"] = CachedJudge(echo_judge(model="other"), tmp_path / "c.sqlite").chat_key(base)[0]
+    keys["judge default sampling"] = CachedJudge(
+        echo_judge(sampling=Sampling(max_tokens=99)), tmp_path / "c.sqlite").chat_key(base)[0]
+    assert key not in keys.values()
+    assert len(set(keys.values())) == len(keys)
+
+
+def test_key_ignores_image_source_metadata_and_explicit_default(tmp_path):
+    judge = CachedJudge(echo_judge(), tmp_path / "c.sqlite")
+    picture = img(7)
+    path = tmp_path / "p.png"
+    picture.save(path)
+    key = judge.chat_key(ChatRequest.simple(picture, "Q"))[0]
+    assert judge.chat_key(ChatRequest.simple(path, "Q"))[0] == key
+    assert judge.chat_key(ChatRequest.simple(np.asarray(picture), "Q"))[0] == key
+    assert judge.chat_key(ChatRequest.simple(picture, "Q", metadata={"id": 1}))[0] == key
+    assert judge.chat_key(ChatRequest.simple(picture, "Q", sampling=Sampling()))[0] == key
+    # and behaviourally: the path form is a hit for what was asked with the PIL image
+    judge.chat([ChatRequest.simple(picture, "Q")])
+    assert judge.chat([ChatRequest.simple(path, "Q")])[0].cached
+
+
+def test_row_records_model_time_and_fingerprint(tmp_path):
+    judge = CachedJudge(echo_judge(model="m1"), tmp_path / "c.sqlite")
+    judge.chat([ChatRequest.simple(img(1), "Is it red?")])
+    with sqlite3.connect(tmp_path / "c.sqlite") as conn:
+        kind, model, ident, request, created = conn.execute(
+            "SELECT kind, model, judge, request, created FROM replies").fetchone()
+    assert (kind, model, json.loads(ident)["model"]) == ("chat", "m1", "m1")
+    fp = json.loads(request)
+    assert fp["messages"][0]["content"] == [{"image": as_image(img(1)).digest}, "Is it red?"]
+    assert fp["sampling"]["temperature"] == 0.0 and created > 0
+
+
+# -- what is not cached ----------------------------------------------------------------------
+
+
+def test_nondeterministic_requests_are_not_cached_by_default(tmp_path):
+    hot = Sampling(temperature=0.8)
+    inner = echo_judge(sampling=hot)
+    judge = CachedJudge(inner, tmp_path / "c.sqlite")
+    judge.chat(reqs(2))
+    out = judge.chat(reqs(2))
+    assert len(inner.requests) == 4 and not any(r.cached for r in out)
+    assert (judge.hits, judge.misses, judge.bypassed) == (0, 0, 4)
+    # a fixed seed makes sampling repeatable, so it is cached
+    judge.chat(reqs(2, sampling=hot.replace(seed=1)))
+    assert all(r.cached for r in judge.chat(reqs(2, sampling=hot.replace(seed=1))))
+    assert len(inner.requests) == 6
+
+
+def test_nondeterministic_requests_cached_on_request(tmp_path):
+    inner = echo_judge(sampling=Sampling(temperature=0.8))
+    judge = CachedJudge(inner, tmp_path / "c.sqlite", cache_nondeterministic=True)
+    judge.chat(reqs(2))
+    assert all(r.cached for r in judge.chat(reqs(2))) and len(inner.requests) == 2
+
+
+def test_error_replies_are_never_stored(tmp_path):
+    failure = Reply(text="", model="scripted", sampling={}, error="HTTP 500 after 3 retries")
+    inner = ScriptedJudge([failure, "fine", "never asked"])
+    judge = CachedJudge(inner, tmp_path / "c.sqlite")
+    [r1] = judge.chat(reqs(1))
+    assert r1.error and not r1.cached and judge.stored == 0 and rows(tmp_path / "c.sqlite") == 0
+    [r2] = judge.chat(reqs(1))
+    assert r2.text == "fine" and not r2.cached
+    [r3] = judge.chat(reqs(1))
+    assert r3.text == "fine" and r3.cached and len(inner.requests) == 2
+
+
+def test_refresh_recomputes_and_overwrites(tmp_path):
+    path = tmp_path / "c.sqlite"
+    CachedJudge(ScriptedJudge(["old"]), path).chat(reqs(1))
+    inner = ScriptedJudge(["new"])
+    refreshed = CachedJudge(inner, path, mode="refresh")
+    [r] = refreshed.chat(reqs(1))
+    assert r.text == "new" and not r.cached and len(inner.requests) == 1 and refreshed.hits == 0
+    [r] = CachedJudge(ScriptedJudge([]), path).chat(reqs(1))
+    assert r.text == "new" and r.cached and rows(path) == 1
+
+
+def test_off_bypasses_the_cache(tmp_path):
+    path = tmp_path / "c.sqlite"
+    CachedJudge(ScriptedJudge(["stored"]), path).chat(reqs(1))
+    inner = ScriptedJudge(["fresh", "fresh again"], probabilities=[0.5, 0.5])
+    off = CachedJudge(inner, path, mode="off")
+    assert [off.chat(reqs(1))[0].text, off.chat(reqs(1))[0].text] == ["fresh", "fresh again"]
+    assert off.answer_probability([AnswerQuery(img(1), "a?")] * 2) == [0.5, 0.5]
+    assert (off.hits, off.misses, off.bypassed) == (0, 0, 4)
+    assert rows(path) == 1  # still the one row of the first judge
+    assert not CachedJudge(ScriptedJudge([]), tmp_path / "new.sqlite", mode="off").path.exists()
+
+
+def test_bad_mode_and_non_judge_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="cache mode"):
+        CachedJudge(echo_judge(), tmp_path / "c.sqlite", mode="sometimes")
+    with pytest.raises(TypeError, match="wraps a judge"):
+        CachedJudge(object(), tmp_path / "c.sqlite")
+
+
+# -- crash safety ----------------------------------------------------------------------------
+
+
+class CrashingJudge(ScriptedJudge):
+    """Dies (like a killed process would) once ``after`` replies have been handed out,
+    in batches of 2 through the base Judge.chat."""
+
+    def __init__(self, after):
+        super().__init__(lambda r: r.messages[-1].text.upper(), batch_size=2)
+        self.after = after
+
+    def _chat_batch(self, requests):
+        if len(self.requests) >= self.after:
+            raise RuntimeError("the GPU fell over")
+        return super()._chat_batch(requests)
+
+
+class StreamingCrashingJudge(ScriptedJudge):
+    """A backend that hands each reply to on_reply as it completes (like a concurrent
+    HTTP client), then dies in the middle of its batch."""
+
+    def __init__(self, after):
+        super().__init__(lambda r: r.messages[-1].text.upper(), batch_size=8)
+        self.after = after
+
+    def chat(self, requests, *, progress=False, on_reply=None):
+        for i, req in enumerate(requests):
+            if i == self.after:
+                raise RuntimeError("the GPU fell over")
+            on_reply(i, self._chat_batch([req])[0])
+
+
+@pytest.mark.parametrize("crashing", [CrashingJudge(after=4), StreamingCrashingJudge(after=5)],
+                         ids=["between-batches", "inside-a-batch"])
+def test_crash_keeps_every_finished_reply(tmp_path, crashing):
+    path = tmp_path / "c.sqlite"
+    with pytest.raises(RuntimeError, match="GPU"):
+        CachedJudge(crashing, path).chat(reqs(8))
+    n = crashing.after
+    inner = echo_judge()
+    judge = CachedJudge(inner, path)
+    out = judge.chat(reqs(8))
+    assert [r.cached for r in out] == [True] * n + [False] * (8 - n)
+    assert [r.text for r in out] == [f"Q{i}" for i in range(8)] and judge.hits == n
+    assert len(inner.requests) == 8 - n
+
+
+class PlainJudge:
+    """A duck-typed judge whose chat takes no on_reply: the cache stores it chunk by chunk."""
+
+    backend, model, batch_size = "custom", "plain", 3
+    default_sampling = Sampling()
+
+    def __init__(self, fail_on_call=None):
+        self.calls = []
+        self.fail_on_call = fail_on_call
+
+    def identity(self):
+        return {"backend": self.backend, "model": self.model}
+
+    def chat(self, requests, progress=False):
+        self.calls.append(len(requests))
+        if len(self.calls) == self.fail_on_call:
+            raise RuntimeError("connection reset")
+        return [Reply(r.messages[-1].text, self.model, {}) for r in requests]
+
+
+def test_judge_without_on_reply_is_stored_chunk_by_chunk(tmp_path):
+    path = tmp_path / "c.sqlite"
+    crashing = PlainJudge(fail_on_call=3)
+    with pytest.raises(RuntimeError, match="reset"):
+        CachedJudge(crashing, path).chat(reqs(8))
+    assert crashing.calls == [3, 3, 2]
+    inner = PlainJudge()
+    out = CachedJudge(inner, path).chat(reqs(8))
+    assert [r.cached for r in out] == [True] * 6 + [False] * 2 and inner.calls == [2]
+
+
+# -- processes ---------------------------------------------------------------------------------
+
+WORKER = textwrap.dedent("""
+    import sys, time, json
+    from pathlib import Path
+    from t2ireason.judges import ChatRequest
+    from t2ireason.judges.cache import CachedJudge
+    from t2ireason.judges.scripted import ScriptedJudge
+
+    path, name, n, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
+    while not go.exists():  # start every writer at the same moment
+        time.sleep(0.005)
+    inner = ScriptedJudge(lambda r: r.messages[-1].text.upper(), batch_size=1)
+    judge = CachedJudge(inner, path)
+    # each writer's own requests, and a shared set that every writer asks too
+    requests = [ChatRequest.simple(f"{name}-{i}") for i in range(n)] + [ChatRequest.simple(f"shared-{i}") for i in range(20)]
+    replies = judge.chat(requests)
+    assert all(r.ok for r in replies)
+    print(json.dumps(judge.stats() | {"asked": len(inner.requests)}))
+""")
+
+
+def run_worker(tmp_path, *args):
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER)
+    return subprocess.Popen([sys.executable, str(script), *map(str, args)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+@pytest.mark.slow
+def test_cache_persists_across_processes(tmp_path):
+    path, go = tmp_path / "c.sqlite", tmp_path / "go"
+    go.touch()
+    results = []
+    for _ in range(2):
+        proc = run_worker(tmp_path, path, "w", 5, go)
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        results.append(json.loads(out))
+    assert results[0]["asked"] == 25 and results[0]["stored"] == 25
+    assert results[1]["asked"] == 0 and results[1]["hits"] == 25
+
+
+@pytest.mark.slow
+def test_several_processes_write_at_once(tmp_path):
+    path, go = tmp_path / "c.sqlite", tmp_path / "go"
+    n, writers = 1000, 4
+    procs = [run_worker(tmp_path, path, f"w{k}", n, go) for k in range(writers)]
+    go.touch()
+    outs = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=180)
+        assert proc.returncode == 0, err
+        assert "locked" not in err and "Traceback" not in err
+        outs.append(json.loads(out))
+    assert rows(path) == writers * n + 20  # every writer's rows, the shared ones once
+    assert all(o["stored"] >= n for o in outs)
+    with sqlite3.connect(path) as conn:
+        texts = {json.loads(r)["text"] for (r,) in conn.execute("SELECT reply FROM replies")}
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert {f"W{k}-{i}" for k in range(writers) for i in range(n)} <= texts
+
+
+# -- secrets and maintenance ---------------------------------------------------------------------
+
+SECRET = "sk-live-DO-NOT-STORE-0123456789"
+
+
+class KeyHoldingJudge(Judge):
+    """Like an OpenAI-compatible judge: a key on the object and in its client, never in identity."""
+
+    backend, model = "openai", "gpt-test"
+
+    def __init__(self):
+        self.api_key = SECRET
+        self.client = {"headers": {"Authorization": f"Bearer {SECRET}"}}
+        self.base_url = "http://127.0.0.1:9/v1"
+
+    def identity(self):
+        # a careless backend leaking its key into identity(): the cache drops it all the same
+        return super().identity() | {"base_url": self.base_url, "api_key": self.api_key}
+
+    def _chat_batch(self, requests):
+        return [Reply("Yes", self.model, self.resolve_sampling(r).to_dict()) for r in requests]
+
+    def _answer_logprobs(self, queries):
+        return [-0.1 for _ in queries]
+
+
+def test_api_key_never_reaches_the_database(tmp_path):
+    path = tmp_path / "c.sqlite"
+    judge = CachedJudge(KeyHoldingJudge(), path)
+    judge.chat(reqs(3))
+    judge.yes_probability([img(1)], ["a?"])
+    assert judge.chat(reqs(3))[0].cached
+    files = list(tmp_path.glob("c.sqlite*"))  # the database and its WAL
+    assert files and rows(path) == 4
+    for f in files:
+        assert SECRET.encode() not in f.read_bytes()
+    assert SECRET not in repr(judge) and SECRET not in str(judge.stats())
+    assert "api_key" not in judge.identity() and judge.identity()["base_url"].startswith("http")
+
+
+def test_clear_and_summary(tmp_path):
+    path = tmp_path / "c.sqlite"
+    a = CachedJudge(echo_judge(model="a"), path)
+    b = CachedJudge(echo_judge(model="b"), path)
+    a.chat(reqs(3))
+    b.chat(reqs(2))
+    b.yes_probability([img(1)], ["q"])
+    store = ResponseCache(path)
+    summary = {(s["model"], s["kind"]): s["rows"] for s in store.summary()}
+    assert summary == {("a", "chat"): 3, ("b", "chat"): 2, ("b", "answer_probability"): 1}
+    assert a.clear() == 3 and len(store) == 3
+    assert store.clear(older_than=3600) == 0 and store.clear(model="b") == 3 and len(store) == 0
+
+
+def test_load_judge_wraps_in_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("T2IREASON_CACHE", str(tmp_path / "dir"))
+    judge = load_judge(echo_judge(), cache=True)
+    assert isinstance(judge, CachedJudge) and judge.path == tmp_path / "dir" / "judge_cache.sqlite"
+    judge.chat(reqs(1))
+    assert judge.path.exists()
+    explicit = load_judge(echo_judge(), cache=str(tmp_path / "x.sqlite"))
+    assert explicit.path == tmp_path / "x.sqlite" and explicit.chat(reqs(1))[0].text == "Q0"
+
+
+def test_default_cache_path_follows_environment(tmp_path, monkeypatch):
+    monkeypatch.delenv("T2IREASON_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_cache_path() == tmp_path / "xdg" / "t2ireason" / "judge_cache.sqlite"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert default_cache_path() == tmp_path / "home" / ".cache" / "t2ireason" / "judge_cache.sqlite"
+    monkeypatch.setenv("T2IREASON_CACHE", str(tmp_path / "my.sqlite"))
+    assert default_cache_path() == tmp_path / "my.sqlite"
+    assert isinstance(default_cache_path(), Path)
