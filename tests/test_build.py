@@ -1,0 +1,292 @@
+"""The dataset builder and publisher, exercised with a toy benchmark of this file (no other module needed)."""
+
+import json
+import sys
+from pathlib import Path
+
+import datasets
+import pytest
+import yaml
+from huggingface_hub import DatasetCard, DatasetCardData
+from PIL import Image
+
+from t2ireason import build
+from t2ireason.benchmarks import Anomaly, Benchmark, Release, ReleaseError
+
+FEATURES = datasets.Features({
+    "id": datasets.Value("string"),
+    "prompt": datasets.Value("string"),
+    "image": datasets.Image(),
+    "questions": datasets.List({"question": datasets.Value("string"), "weight": datasets.Value("float32")}),
+})
+
+
+class Toy(Benchmark):
+    """Reads ``<config>.json`` files: lists of {id, prompt, image (file name), questions}."""
+
+    name = "toy-bench"
+    pretty_name = "Toy Bench"
+    configs = ("alpha", "beta", "gamma")
+    metric = "toy_metric"
+    license = "cc-by-4.0"
+    citation = "@article{toy2025, title={Toy}, year={2025}}"
+    description = "A toy benchmark for the builder's tests."
+    scoring = "Each question is judged 0 or 1; the image score is the weighted mean."
+    field_docs = {"id": "unique id", "prompt": "what to draw", "image": "a reference image",
+                  "questions": "what the judge is asked", "questions.question": "the question text"}
+
+    @property
+    def features(self):
+        return FEATURES
+
+    def read_release(self, source, **options):
+        source = Path(source)
+        configs, anomalies, counts = {}, [], {}
+        for config in self.configs:
+            path = source / f"{config}.json"
+            if not path.exists():
+                continue
+            rows = json.loads(path.read_text())
+            for i, row in enumerate(rows):
+                if row.get("image"):
+                    row["image"] = str(source / row["image"])
+                if not row["questions"]:
+                    anomalies.append(Anomaly("no_questions", path.name, i, "kept with an empty list"))
+            configs[config] = rows[: options.get("limit")]
+            counts[config] = {"questions": sum(len(r["questions"]) for r in rows)}
+        return Release(configs=configs, anomalies=anomalies, counts=counts)
+
+
+@pytest.fixture
+def toy_release(tmp_path):
+    src = tmp_path / "release"
+    src.mkdir()
+    Image.new("RGB", (8, 8), (200, 10, 10)).save(src / "red.png")
+    alpha = [{"id": f"a{i}", "prompt": f"prompt {i}", "image": "red.png",
+              "questions": [{"question": f"q{i}.{j}", "weight": float(j)} for j in range(i % 3)]}
+             for i in range(5)]
+    beta = [{"id": "b0", "prompt": "a blue cube", "image": None, "questions": [{"question": "cube?", "weight": 1}]}]
+    (src / "alpha.json").write_text(json.dumps(alpha))
+    (src / "beta.json").write_text(json.dumps(beta))
+    return src
+
+
+def test_build_end_to_end(toy_release, tmp_path):
+    out = tmp_path / "out"
+    report = build.build_dataset(Toy(), toy_release, out, repo_id="me/toy")
+
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == sorted(report.files)
+    alpha = datasets.load_dataset(str(out), "alpha", split="test")
+    assert alpha["id"] == [f"a{i}" for i in range(5)]
+    assert [len(q) for q in alpha["questions"]] == [0, 1, 2, 0, 1]
+    assert alpha[2]["questions"][1] == {"question": "q2.1", "weight": 1.0}
+    img = alpha[0]["image"]
+    assert img.size == (8, 8) and img.getpixel((0, 0)) == (200, 10, 10)  # bytes embedded, not a path
+    beta = datasets.load_dataset(str(out), "beta", split="test")
+    assert beta[0]["image"] is None and beta.features == FEATURES
+
+    # counts and anomalies: in the report object, the JSON file and the summary
+    assert report.configs == {"alpha": {"rows": 5, "questions": 4}, "beta": {"rows": 1, "questions": 1}}
+    assert report.absent_configs == ["gamma"]
+    assert report.anomaly_counts() == {"no_questions": 2}
+    saved = json.loads((out / "build_report.json").read_text())
+    assert saved["configs"] == report.configs and len(saved["anomalies"]) == 2
+    assert saved["anomalies"][0] == {"kind": "no_questions", "file": "alpha.json", "row": 0,
+                                     "detail": "kept with an empty list"}
+    summary = report.summary()
+    assert "alpha: 5 rows, questions 4" in summary and "no_questions: 2 (first: alpha.json row 0" in summary
+    assert "questions.weight" in report.undocumented_fields and "id" not in report.undocumented_fields
+
+
+def test_card_metadata(toy_release, tmp_path):
+    out = tmp_path / "out"
+    build.build_dataset(Toy(), toy_release, out, repo_id="me/toy")
+    card = DatasetCard.load(out / "README.md")
+    data = card.data
+    assert isinstance(data, DatasetCardData)
+    assert data.pretty_name == "Toy Bench" and data.license == "cc-by-4.0"
+    assert data.task_categories == ["text-to-image"] and data.size_categories == ["n<1K"]
+    configs = {c["config_name"]: c for c in data["configs"]}
+    assert configs["alpha"]["data_files"] == [{"split": "test", "path": "alpha/test-*"}]
+    assert configs["alpha"].get("default") is True and "gamma" not in configs
+    infos = {i["config_name"]: i for i in data["dataset_info"]}
+    assert datasets.Features._from_yaml_list(infos["beta"]["features"]) == FEATURES
+    assert infos["alpha"]["splits"] == [{"name": "test", "num_bytes": infos["alpha"]["splits"][0]["num_bytes"],
+                                         "num_examples": 5}]
+    body = card.text
+    assert 'load_dataset("me/toy", "alpha", split="test")' in body
+    assert "| `questions.question` | string | the question text |" in body
+    assert "| `image` | image | a reference image |" in body
+    assert "toy_metric" in body and "weighted mean" in body and "@article{toy2025" in body
+    assert "| `no_questions` | 2 |" in body
+
+    # eval.yaml: the Hub's benchmark registration, one task per config
+    ev = yaml.safe_load((out / "eval.yaml").read_text())
+    assert ev["name"] == "Toy Bench" and ev["evaluation_framework"] == "t2i-reason"
+    assert ev["tasks"] == [{"id": "alpha", "config": "alpha", "split": "test"},
+                           {"id": "beta", "config": "beta", "split": "test"}]
+    assert "weighted mean" in ev["description"]
+
+
+# ---------------------------------------------------------------------------------------------- bad input
+
+def test_missing_source(tmp_path):
+    with pytest.raises(FileNotFoundError, match="release folder not found: .*nowhere"):
+        build.build_dataset(Toy(), tmp_path / "nowhere", tmp_path / "out")
+
+
+def test_unknown_benchmark(toy_release, tmp_path):
+    with pytest.raises(KeyError, match="unknown benchmark 'no-such-bench'; known: t2i-reasonbench"):
+        build.build_dataset("no-such-bench", toy_release, tmp_path / "out")
+
+
+def test_license_never_invented(toy_release, tmp_path):
+    class NoLicense(Toy):
+        license = None
+
+    with pytest.raises(build.BuildError, match="pass --license"):
+        build.build_dataset(NoLicense(), toy_release, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    report = build.build_dataset(NoLicense(), toy_release, tmp_path / "out", license="mit")
+    assert report.license == "mit"
+    assert DatasetCard.load(tmp_path / "out" / "README.md").data.license == "mit"
+
+
+def test_output_folder_protection(toy_release, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    with pytest.raises(build.BuildError, match="not empty; pass --overwrite"):
+        build.build_dataset(Toy(), toy_release, out)
+    with pytest.raises(build.BuildError, match="not written by this builder"):
+        build.build_dataset(Toy(), toy_release, out, overwrite=True)
+    assert (out / "notes.txt").read_text() == "mine"
+
+    out2 = tmp_path / "out2"
+    build.build_dataset(Toy(), toy_release, out2)
+    (toy_release / "beta.json").unlink()
+    report = build.build_dataset(Toy(), toy_release, out2, overwrite=True)
+    assert list(report.configs) == ["alpha"] and not (out2 / "beta").exists()
+
+
+def test_row_errors_name_config_and_row(toy_release, tmp_path):
+    rows = json.loads((toy_release / "alpha.json").read_text())
+    rows[3]["questions"] = "not a list"
+    (toy_release / "alpha.json").write_text(json.dumps(rows))
+    with pytest.raises(ReleaseError, match=r"config 'alpha', row 3 \(id 'a3'\) does not fit the schema"):
+        build.build_dataset(Toy(), toy_release, tmp_path / "out")
+
+    rows[3]["questions"], rows[4]["colour"] = [], "red"
+    (toy_release / "alpha.json").write_text(json.dumps(rows))
+    with pytest.raises(ReleaseError, match=r"row 4 \(id 'a4'\): fields \['colour'\] are not in the schema"):
+        build.build_dataset(Toy(), toy_release, tmp_path / "out")
+
+    rows[4].pop("colour")
+    rows[1]["image"] = "missing.png"
+    (toy_release / "alpha.json").write_text(json.dumps(rows))
+    with pytest.raises(ReleaseError, match="cannot embed a file.*missing.png"):
+        build.build_dataset(Toy(), toy_release, tmp_path / "out")
+    assert not (tmp_path / "out").exists()  # nothing half-written is left behind
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out")]
+
+
+def test_cli_reports_errors_in_one_line(tmp_path, capsys):
+    code = build.main(build.add_build_args, build.run_build,
+                      ["mt2ie", "--source", str(tmp_path / "nowhere"), "--out", str(tmp_path / "o")])
+    assert code == 2
+    assert capsys.readouterr().err.strip() == f"error: release folder not found: {tmp_path / 'nowhere'}"
+    code = build.main(build.add_build_args, build.run_build,
+                      ["nope", "--source", str(tmp_path), "--out", str(tmp_path / "o")])
+    assert code == 2 and "unknown benchmark 'nope'" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------- publishing
+
+SECRET = "hf_do_not_print_this_token_123456"
+
+
+@pytest.fixture
+def built(toy_release, tmp_path):
+    out = tmp_path / "built"
+    build.build_dataset(Toy(), toy_release, out, repo_id="me/toy")
+    (out / ".cache").mkdir()
+    (out / ".cache" / "junk").write_text("x")  # hidden files are never uploaded
+    return out
+
+
+def _run_push(argv, monkeypatch):
+    import runpy
+
+    monkeypatch.setattr(sys, "argv", ["push.py", *argv])
+    with pytest.raises(SystemExit) as exit_info:
+        runpy.run_path(str(Path(__file__).parents[1] / "datasets_scripts" / "push.py"), run_name="__main__")
+    return exit_info.value.code
+
+
+def test_push_dry_run_lists_files_and_sends_nothing(built, monkeypatch, capsys):
+    from huggingface_hub import HfApi
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a dry run must not reach the Hub")
+
+    monkeypatch.setattr(HfApi, "create_repo", refuse)
+    monkeypatch.setattr(HfApi, "upload_folder", refuse)
+    assert _run_push([str(built), "--repo", "me/toy", "--dry-run"], monkeypatch) == 0
+    out = capsys.readouterr().out
+    assert f"would upload 5 files from {built} to dataset me/toy:" in out
+    for f in ("README.md", "eval.yaml", "build_report.json", "alpha/test-00000-of-00001.parquet",
+              "beta/test-00000-of-00001.parquet"):
+        assert f"  {f}\n" in out
+    assert ".cache" not in out
+
+
+def test_push_uploads_the_folder(built, monkeypatch, capsys):
+    from huggingface_hub import HfApi
+
+    calls = []
+
+    def create_repo(self, repo_id, **kwargs):
+        calls.append(("create_repo", repo_id, kwargs))
+        return f"https://huggingface.co/datasets/{repo_id}"
+
+    def upload_folder(self, **kwargs):
+        calls.append(("upload_folder", kwargs.pop("repo_id"), kwargs))
+        assert "token" not in kwargs and self.token is None  # huggingface_hub resolves HF_TOKEN / login itself
+        return type("Commit", (), {"commit_url": "https://huggingface.co/datasets/me/toy/commit/abc"})()
+
+    monkeypatch.setenv("HF_TOKEN", SECRET)
+    monkeypatch.setattr(HfApi, "create_repo", create_repo)
+    monkeypatch.setattr(HfApi, "upload_folder", upload_folder)
+    assert _run_push([str(built), "--repo", "me/toy", "--private"], monkeypatch) == 0
+    (name1, repo1, kw1), (name2, repo2, kw2) = calls
+    assert (name1, repo1) == ("create_repo", "me/toy")
+    assert kw1["repo_type"] == "dataset" and kw1["private"] is True and kw1["exist_ok"] is True
+    assert (name2, repo2) == ("upload_folder", "me/toy")
+    assert kw2["repo_type"] == "dataset" and Path(kw2["folder_path"]) == built
+    assert ".*" in kw2["ignore_patterns"]
+    captured = capsys.readouterr()
+    assert "uploaded 5 files" in captured.out and "commit/abc" in captured.out
+    assert SECRET not in captured.out + captured.err
+
+
+def test_push_refuses_a_folder_that_is_not_a_build(tmp_path, monkeypatch, capsys):
+    assert _run_push([str(tmp_path), "--repo", "me/toy", "--dry-run"], monkeypatch) == 2
+    assert "has no README.md: build it with datasets_scripts/build.py first" in capsys.readouterr().err
+    assert _run_push([str(tmp_path / "nope"), "--repo", "me/toy"], monkeypatch) == 2
+    assert "dataset folder not found" in capsys.readouterr().err
+
+
+def test_push_failure_does_not_leak_the_token(built, monkeypatch, capsys):
+    import httpx2
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import HfHubHTTPError
+
+    def denied(self, repo_id, **kwargs):
+        request = httpx2.Request("POST", "https://huggingface.co/api/repos/create")
+        raise HfHubHTTPError("401 Client Error: Unauthorized", response=httpx2.Response(401, request=request))
+
+    monkeypatch.setenv("HF_TOKEN", SECRET)
+    monkeypatch.setattr(HfApi, "create_repo", denied)
+    assert _run_push([str(built), "--repo", "me/toy"], monkeypatch) == 2
+    captured = capsys.readouterr()
+    assert "error: 401 Client Error" in captured.err and SECRET not in captured.out + captured.err
