@@ -1,21 +1,29 @@
-"""The logic shared by the judged evaluate modules in ``metrics/``.
+"""The logic shared by the evaluate modules in ``metrics/``, and how to find them.
 
-A metric module is a thin shell: it names its benchmark and documents itself;
-:class:`JudgedMetric` does the rest by calling the benchmark module's
-``score`` and ``aggregate``. Shells must import this module as a module
-(``from t2ireason import metric as tm``) and subclass ``tm.JudgedMetric``:
-evaluate takes the first ``EvaluationModule`` subclass found in a module's
-namespace, which must be the shell's own class.
+A metric module is a thin shell: it names its benchmark (or its scoring
+function) and documents itself; the classes here do the rest. Shells must
+import this module as a module (``from t2ireason import metric as tm``) and
+subclass ``tm.JudgedMetric`` (or ``tm.JudgeMixin``): evaluate takes the first
+``EvaluationModule`` subclass found in a module's namespace, which must be the
+shell's own class.
 
-Usage (any judge spec, preset or object)::
+The metric folders ship inside the package (``t2ireason/metrics`` is the
+top-level ``metrics/`` folder), so once the package is installed a metric
+loads by its bare name::
 
-    m = evaluate.load("metrics/r2i_score", judge="openai:gpt-4o")
+    m = t2ireason.load_metric("r2i_score", judge="openai:gpt-4o")
     out = m.compute(predictions=images, references=rows)   # rows as load_dataset gives them
+
+which is ``evaluate.load(metric_path("r2i_score"), judge=...)``. From a
+checkout, ``evaluate.load("metrics/r2i_score")`` does the same, and from the
+Hub ``evaluate.load("<org>/r2i_score")``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import datasets
@@ -24,27 +32,90 @@ import evaluate
 from .benchmarks import get_benchmark
 from .results import ImageResult
 
-__all__ = ["JudgedMetric", "check_inputs", "results_payload"]
+__all__ = ["ImageMetric", "JudgeMixin", "JudgedMetric", "check_inputs", "results_payload", "image_features",
+           "metric_path", "known_metrics", "load_metric"]
+
+
+# -- finding the metric modules ----------------------------------------------
+
+def _metrics_root() -> Path:
+    # ``t2ireason/metrics`` is a symlink to the checkout's ``metrics/`` and a real
+    # folder in a wheel (package data), so the same lookup serves both.
+    return Path(str(resources.files("t2ireason") / "metrics"))
+
+
+def known_metrics() -> list[str]:
+    """The names of the metric modules shipped with the package."""
+    root = _metrics_root()
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if (p / f"{p.name}.py").is_file())
+
+
+def metric_path(name: str) -> str:
+    """The folder of the metric module called ``name`` (``-`` and case forgiven),
+    for ``evaluate.load(metric_path(name))``."""
+    key = name.strip().lower().replace("-", "_")
+    path = _metrics_root() / key
+    if not (path / f"{key}.py").is_file():
+        known = known_metrics()
+        raise ValueError(f"unknown metric {name!r}; known: {', '.join(known) if known else '(none installed)'}")
+    return str(path)
+
+
+def load_metric(name: str, **kwargs: Any) -> evaluate.EvaluationModule:
+    """``evaluate.load`` of a metric shipped with the package, by its bare name.
+
+    ``kwargs`` reach ``evaluate.load`` (``config_name``, ``experiment_id``,
+    ``num_process``...) and the metric's constructor (``judge``, ``preset``...).
+    """
+    return evaluate.load(metric_path(name), **kwargs)
+
+
+# -- inputs and outputs --------------------------------------------------------
+
+def image_features(**other: datasets.features.FeatureType) -> list[datasets.Features]:
+    """Feature options for ``predictions`` as images: PIL images (or anything
+    ``datasets.Image`` encodes) and file paths.
+
+    ``decode=False``: ``_compute`` receives ``{"bytes", "path"}`` dicts, which
+    :func:`~t2ireason.images.as_image` reads once, instead of evaluate decoding
+    every image into PIL and the scorer converting it again. A path is stored as
+    a path: passing files costs no encoding at all.
+    """
+    return [
+        datasets.Features({"predictions": datasets.Image(decode=False), **other}),
+        datasets.Features({"predictions": datasets.Value("string"), **other}),
+    ]
 
 
 def check_inputs(predictions: Sequence[Any] | None, references: Sequence[dict] | None,
-                 required: Sequence[str], benchmark: str) -> None:
+                 required: Sequence[str] | None, benchmark: str) -> None:
     """Clear errors for the mistakes users make: mismatched lengths, rows from another
-    benchmark, missing fields, missing images."""
-    if predictions is None or references is None:
+    benchmark, missing fields, missing images. ``required=None`` means the references
+    are plain values (prompts), not benchmark rows."""
+    if predictions is None and references is None:
         return
+    if predictions is None or references is None:
+        raise ValueError("pass both predictions (images) and references (" +
+                         ("prompts" if required is None else f"{benchmark} rows") + ")")
     if len(predictions) != len(references):
-        raise ValueError(f"got {len(predictions)} images (predictions) but {len(references)} rows (references)")
-    for i, row in enumerate(references):
-        if not isinstance(row, dict):
-            raise ValueError(f"references[{i}] is a {type(row).__name__}; pass the rows as load_dataset returns them (dicts)")
-        missing = [f for f in required if f not in row]
-        if missing:
-            raise ValueError(f"references[{i}] lacks field(s) {missing}: is it a {benchmark} row? "
-                             f"expected the fields {list(required)}")
+        raise ValueError(f"got {len(predictions)} images (predictions) but {len(references)} "
+                         f"{'prompts' if required is None else 'rows'} (references)")
+    if required is not None:
+        for i, row in enumerate(references):
+            if not isinstance(row, dict):
+                raise ValueError(f"references[{i}] is a {type(row).__name__}; "
+                                 "pass the rows as load_dataset returns them (dicts)")
+            missing = [f for f in required if f not in row]
+            if missing:
+                raise ValueError(f"references[{i}] lacks field(s) {missing}: is it a {benchmark} row? "
+                                 f"expected the fields {list(required)}")
     for i, img in enumerate(predictions):
         if img is None:
-            raise ValueError(f"predictions[{i}] (the image for row {references[i].get('id', i)!r}) is None")
+            ref = references[i]
+            what = ref.get("id", i) if isinstance(ref, dict) else ref
+            raise ValueError(f"predictions[{i}] (the image for {what!r}) is None")
 
 
 def results_payload(results: list[ImageResult], aggregate: dict[str, Any], judge_info: dict[str, Any]) -> dict[str, Any]:
@@ -60,7 +131,71 @@ def results_payload(results: list[ImageResult], aggregate: dict[str, Any], judge
     }
 
 
-class JudgedMetric(evaluate.Metric):
+# -- the judge, loaded once per module instance ----------------------------------
+
+class JudgeMixin:
+    """A judge given as a spec string or object, loaded on first use and kept for
+    every later ``compute`` of the same module instance."""
+
+    judge_spec: Any = None
+    judge_kwargs: dict[str, Any]
+    cache: str | bool = True
+    _judge: Any = None
+
+    def _set_judge(self, judge: Any, judge_kwargs: dict | None, cache: str | bool) -> None:
+        self.judge_spec = judge
+        self.judge_kwargs = dict(judge_kwargs or {})
+        self.cache = cache
+        self._judge = None
+
+    def _missing_judge_message(self) -> str:
+        return "no judge given: pass judge='backend:model' (or a judge object) to evaluate.load"
+
+    @property
+    def judge(self):
+        if self._judge is None:
+            if self.judge_spec is None:
+                raise ValueError(self._missing_judge_message())
+            from .judges import load_judge
+
+            self._judge = load_judge(self.judge_spec, cache=self.cache, **self.judge_kwargs)
+        return self._judge
+
+    def judge_info(self) -> dict[str, Any]:
+        """The judge's identity and sampling defaults, for the results (never secrets)."""
+        j = self.judge
+        info = dict(j.identity())
+        sampling = getattr(j, "default_sampling", None)
+        info["sampling"] = sampling.to_dict() if sampling is not None else None
+        return info
+
+
+class ImageMetric(evaluate.Metric):
+    """An evaluate module whose predictions are images (PIL images or paths).
+
+    Every batch is checked before evaluate stores it (:meth:`_check_inputs`), so
+    a wrong input fails at once with a message naming it, not deep in scoring.
+    """
+
+    def _check_inputs(self, predictions, references) -> None:
+        """Default: references are prompts (plain values), one per image."""
+        check_inputs(predictions, references, None, "")
+
+    # evaluate appends the inputs description to these docstrings: they must exist.
+    def add_batch(self, *, predictions=None, references=None, **kwargs):
+        """Add a batch of images (predictions) and their references, checked first.
+        """
+        self._check_inputs(predictions, references)
+        return super().add_batch(predictions=predictions, references=references, **kwargs)
+
+    def add(self, *, prediction=None, reference=None, **kwargs):
+        """Add one image (prediction) and its reference, checked first.
+        """
+        self._check_inputs([prediction], [reference])
+        return super().add(prediction=prediction, reference=reference, **kwargs)
+
+
+class JudgedMetric(JudgeMixin, ImageMetric):
     """An evaluate module scoring images against benchmark rows with a judge.
 
     Init keyword arguments (through ``evaluate.load(path, **kwargs)``):
@@ -68,12 +203,13 @@ class JudgedMetric(evaluate.Metric):
     default: the preset's), ``preset`` (a named judge setting from the
     benchmark module, e.g. ``"paper"`` or ``"official"``), ``judge_kwargs``
     (passed to the backend), ``cache`` (response cache path, ``True`` for the
-    default place, ``False`` to disable), ``progress``.
+    default place, ``False`` to disable), ``progress``. A ``config_name`` that
+    is one of the benchmark's configs selects that config's row schema.
     """
 
     #: the benchmark name (see t2ireason.benchmarks.MODULES); set by the shell
     benchmark_name: str = ""
-    #: row fields the metric needs; default: all the benchmark's features
+    #: row fields the metric needs; default: all the fields of the row schema
     required_fields: tuple[str, ...] | None = None
 
     def __init__(self, judge: Any = None, preset: str | None = None, judge_kwargs: dict | None = None,
@@ -85,11 +221,12 @@ class JudgedMetric(evaluate.Metric):
         if presets and self.preset_name not in presets:
             raise ValueError(f"unknown preset {self.preset_name!r} for {self.bench.name}; known: {', '.join(presets)}")
         self.preset = dict(presets.get(self.preset_name, {}))
-        self.judge_spec = judge if judge is not None else self.preset.get("judge")
-        self.judge_kwargs = {**self.preset.get("judge_kwargs", {}), **(judge_kwargs or {})}
-        self.cache = cache
+        self._set_judge(judge if judge is not None else self.preset.get("judge"),
+                        {**self.preset.get("judge_kwargs", {}), **(judge_kwargs or {})}, cache)
         self.progress = progress
-        self._judge = None
+        config = kwargs.get("config_name")
+        self.row_features = (self.bench.config_features(config) if config in self.bench.configs
+                             else self.bench.features)
         super().__init__(**kwargs)
 
     # -- evaluate's hooks --------------------------------------------------
@@ -97,46 +234,26 @@ class JudgedMetric(evaluate.Metric):
     def _judged_info(self, *, description: str, citation: str, inputs_description: str,
                      reference_urls: Sequence[str] = ()) -> evaluate.MetricInfo:
         """The MetricInfo of a judged metric: images (PIL or paths) and benchmark rows."""
-        rows = datasets.Features(self.bench.features)
         return evaluate.MetricInfo(
             description=description,
             citation=citation,
             inputs_description=inputs_description,
-            features=[
-                datasets.Features({"predictions": datasets.Image(), "references": rows}),
-                datasets.Features({"predictions": datasets.Value("string"), "references": rows}),
-            ],
+            features=image_features(references=datasets.Features(self.row_features)),
             reference_urls=list(reference_urls),
         )
 
-    def add_batch(self, *, predictions=None, references=None, **kwargs):
-        required = self.required_fields or tuple(self.bench.features)
+    def _check_inputs(self, predictions, references) -> None:
+        required = self.required_fields or tuple(self.row_features)
         check_inputs(predictions, references, required, self.bench.name)
-        return super().add_batch(predictions=predictions, references=references, **kwargs)
 
     def _compute(self, predictions, references, **options):
-        judge = self.judge
-        results = self.bench.score(references, predictions, judge, progress=self.progress,
-                                   **{**self.preset.get("options", {}), **options})
-        aggregate = self.bench.aggregate(results, **{**self.preset.get("options", {}), **options})
+        options = {**self.preset.get("options", {}), **options}
+        results = self.bench.score(references, predictions, self.judge, progress=self.progress, **options)
+        aggregate = self.bench.aggregate(results, **options)
         return results_payload(results, aggregate, self.judge_info())
 
-    # -- the judge, loaded once per module instance ------------------------
-
-    @property
-    def judge(self):
-        if self._judge is None:
-            if self.judge_spec is None:
-                raise ValueError(f"no judge given and the {self.preset_name!r} preset of {self.bench.name} names none")
-            from .judges import load_judge
-
-            self._judge = load_judge(self.judge_spec, cache=self.cache, **self.judge_kwargs)
-        return self._judge
+    def _missing_judge_message(self) -> str:
+        return f"no judge given and the {self.preset_name!r} preset of {self.bench.name} names none"
 
     def judge_info(self) -> dict[str, Any]:
-        j = self.judge
-        info = dict(j.identity())
-        sampling = getattr(j, "default_sampling", None)
-        info["sampling"] = sampling.to_dict() if sampling is not None else None
-        info["preset"] = self.preset_name
-        return info
+        return {**super().judge_info(), "preset": self.preset_name}
