@@ -143,10 +143,20 @@ def as_image(x: Any, *, base_dir: str | os.PathLike | None = None) -> JudgeImage
         import numpy as np
 
         arr = np.asarray(x)
-        if arr.dtype.kind == "f":
-            arr = (np.clip(arr, 0.0, 1.0) * 255).round().astype("uint8")
-        if arr.ndim not in (2, 3) or (arr.ndim == 3 and arr.shape[-1] not in (1, 3, 4)):
+        if arr.ndim not in (2, 3) or (arr.ndim == 3 and arr.shape[-1] not in (1, 3, 4)) or arr.size == 0:
             raise ImageError(f"numpy image must be HxW or HxWxC with C in 1, 3, 4; got shape {arr.shape}")
+        # out-of-range values would wrap or clip into a different picture without a word
+        if arr.dtype.kind == "f":
+            if not np.all((arr >= -1e-3) & (arr <= 1 + 1e-3)):  # rounding noise passes; NaN does not
+                raise ImageError(f"float numpy image values must lie in [0, 1]; got [{arr.min()}, {arr.max()}] "
+                                 "(divide 0-255 data by 255)")
+            arr = (np.clip(arr, 0.0, 1.0) * 255).round()
+        elif arr.dtype.kind in "iu" and (arr.min() < 0 or arr.max() > 255):
+            raise ImageError(f"integer numpy image values must lie in [0, 255]; got [{arr.min()}, {arr.max()}]")
+        elif arr.dtype.kind == "b":  # a mask: black and white
+            arr = arr * 255
+        elif arr.dtype.kind not in "iu":
+            raise ImageError(f"numpy image dtype must be integer, bool or float; got {arr.dtype}")
         if arr.ndim == 3 and arr.shape[-1] == 1:
             arr = arr[..., 0]
         return JudgeImage(Image.fromarray(arr.astype("uint8")))

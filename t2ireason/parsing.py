@@ -50,7 +50,7 @@ def _strict_candidates(text: str) -> list[Any]:
         if text[i] in "{[":
             try:
                 value, end = _DECODER.raw_decode(text, i)
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: absurdly deep nesting
                 i += 1
                 continue
             found.append(value)
@@ -113,14 +113,25 @@ def as_score(value: Any, *, allowed: Sequence[float] | None = None, lo: float | 
             value = float(s)
         except ValueError:
             raise ReplyParseError(f"{name} {value!r} is not a number") from None
-    if not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ReplyParseError(f"{name} {value!r} is not a finite number")
-    value = float(value)
+    if not isinstance(value, (int, float)):
+        raise ReplyParseError(f"{name} {value!r:.60} is not a number")
+    value = _float(value)
+    if not math.isfinite(value):
+        raise ReplyParseError(f"{name} is not a finite number ({value})")
     if allowed is not None and not any(math.isclose(value, a) for a in allowed):
         raise ReplyParseError(f"{name} {value:g} is not one of {', '.join(f'{a:g}' for a in allowed)}")
-    if (lo is not None and value < lo) or (hi is not None and value > hi):
-        raise ReplyParseError(f"{name} {value:g} is outside [{lo:g}, {hi:g}]")
+    if lo is not None and value < lo:
+        raise ReplyParseError(f"{name} {value:g} is below the minimum {lo:g}")
+    if hi is not None and value > hi:
+        raise ReplyParseError(f"{name} {value:g} is above the maximum {hi:g}")
     return value
+
+
+def _float(value: int | float) -> float:
+    try:
+        return float(value)
+    except OverflowError:  # an integer too large for a float
+        return math.inf
 
 
 def score_list(value: Any, n: int, **checks: Any) -> list[float]:
