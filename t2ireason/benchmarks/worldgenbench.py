@@ -1,0 +1,521 @@
+"""WorldGenBench (seed 001): world knowledge and implicit reasoning, scored by knowledge checklists.
+
+Record -> request -> reply -> score, for one image:
+
+1. a row holds a prompt and its knowledge checklist (items, each with an explanation);
+2. the judge gets the paper's strict checklist prompt (Appendix 8) with every item and explanation,
+   and the image where the paper puts ``{image}``;
+3. it answers one binary value per item, e.g. ``[1, 0, 0]`` (exactly one 0/1 per item, else re-asked);
+4. the image's Knowledge Checklist Score is satisfied / total;
+5. a model's score is the mean over images x 100, per continent (humanities, the paper's Table 2),
+   per discipline (nature, Table 3), per domain and overall.
+
+The release is published on the Hub as ``worldrl/WorldGenBench`` (JSON, MIT). Its exact field names
+were not available when this reader was written, so it maps field names through :data:`FIELD_NAMES`
+(candidates matched case- and separator-insensitively), which ``read_release(field_map=...)``
+overrides, and accepts the common shapes of a checklist (see :func:`normalize_checklist`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import datasets
+
+from ..images import as_image
+from ..judges.base import ChatRequest, Sampling
+from ..parsing import ReplyParseError, ask_structured, extract_json, score_list
+from ..prompts import render
+from ..results import ImageResult, QuestionResult
+from ..stats import summarize
+from .base import Anomaly, Benchmark, Release, ReleaseError
+
+__all__ = ["BENCHMARK", "WorldGenBench", "FIELD_NAMES", "CONTINENTS", "DISCIPLINES", "normalize_checklist",
+           "parse_checklist_reply", "checklist_request"]
+
+DOMAINS = ("humanities", "nature")
+
+#: continent codes of the paper's Table 4, in its column order, with their names
+CONTINENTS = {"AF": "Africa", "AN": "Antarctica", "AS": "Asia", "EU": "Europe", "NA": "North America",
+              "OC": "Oceania", "SA": "South America"}
+#: discipline codes of the paper's Table 5, in its column order, with their names
+DISCIPLINES = {"ASTR": "Astronomy", "BIO&MED": "Biology & Medicine", "CHEM": "Chemistry", "EASC": "Earth Sciences",
+               "PHYS": "Physics", "XDIS": "Cross-Disciplinary"}
+
+#: release field -> candidate names in the official JSON (first match wins; override with field_map=...).
+#: "checklist" holds the whole checklist; "checklist_items"/"checklist_explanations" are parallel lists;
+#: "item"/"explanation" are the keys inside one checklist entry.
+FIELD_NAMES: dict[str, tuple[str, ...]] = {
+    "id": ("id", "idx", "index", "prompt_id", "uid", "qid", "no"),
+    "prompt": ("prompt", "text_prompt", "caption", "instruction", "input", "text"),
+    "domain": ("domain", "perspective", "category", "type"),
+    "continent": ("continent", "continent_code"),
+    "country": ("country", "region", "country_region", "country/region", "countries", "nation"),
+    "discipline": ("discipline", "field", "fields", "subject"),
+    "checklist": ("checklist", "knowledge_checklist", "check_list", "checklists", "knowledge_check_list"),
+    "checklist_items": ("checklist_items", "items", "item_list", "checklist_item"),
+    "checklist_explanations": ("checklist_explanations", "explanations", "explanation_list",
+                               "checklist_explanation"),
+    "item": ("item", "checklist_item", "check_item", "requirement", "point", "content", "name", "question", "text"),
+    "explanation": ("explanation", "explanations", "explain", "reason", "rationale", "description", "detail",
+                    "details", "note"),
+}
+
+_CONTINENT_ALIASES = {**{c.lower(): c for c in CONTINENTS},
+                      **{re.sub(r"[^a-z]", "", name.lower()): c for c, name in CONTINENTS.items()}}
+_DISCIPLINE_ALIASES = {
+    **{re.sub(r"[^a-z]", "", c.lower()): c for c in DISCIPLINES},
+    **{re.sub(r"[^a-z]", "", name.lower()): c for c, name in DISCIPLINES.items()},
+    "biologyandmedicine": "BIO&MED", "biology": "BIO&MED", "medicine": "BIO&MED", "earthscience": "EASC",
+    "crossdiscipline": "XDIS", "interdisciplinary": "XDIS",
+}
+
+#: the options score() and aggregate() take (the metric passes both the same preset options)
+SCORE_OPTIONS = {"max_reasks", "sampling"}
+AGGREGATE_OPTIONS = {"confidence", "n_resamples", "seed"}
+
+_IMAGE_SLOT = "\x00IMAGE\x00"
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[\s_\-/]", "", str(name).lower())
+
+
+def _lookup(record: dict[str, Any], candidates: Sequence[str]) -> tuple[str | None, Any]:
+    """The first of ``candidates`` present in ``record`` (case and separators ignored): (key, value)."""
+    by_key = {_key(k): k for k in record}
+    for name in candidates:
+        k = by_key.get(_key(name))
+        if k is not None:
+            return k, record[k]
+    return None, None
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value).strip()
+
+
+_ITEM_TEXT = re.compile(r"^\s*\**\s*item\s*\**\s*:\s*\**\s*(.*?)\s*\**\s*explanation\s*\**\s*:\s*\**\s*(.*)$",
+                        re.IGNORECASE | re.DOTALL)
+
+
+def normalize_checklist(value: Any, names: dict[str, tuple[str, ...]] | None = None,
+                        explanations: Any = None) -> list[dict[str, str]]:
+    """A checklist as ``[{"item": ..., "explanation": ...}, ...]`` from any common shape.
+
+    Accepted: a list of objects (item and explanation keys as in :data:`FIELD_NAMES`, or one
+    ``{item: explanation}`` pair each), a dict ``item -> explanation``, a dict of parallel lists,
+    a list of strings (``"Item: ... Explanation: ..."`` is split; otherwise no explanation), parallel
+    lists (``value`` items, ``explanations``), or any of these as a JSON string.
+    Raises ValueError (with what is wrong) for shapes it cannot read.
+
+    >>> normalize_checklist({"Stone floors": "Monasteries are paved with stone."})
+    [{'item': 'Stone floors', 'explanation': 'Monasteries are paved with stone.'}]
+    >>> normalize_checklist(["A", "B"], explanations=["why A", "why B"])[1]
+    {'item': 'B', 'explanation': 'why B'}
+    """
+    names = names or FIELD_NAMES
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            value = [value]
+    if explanations is not None:
+        if isinstance(explanations, str):
+            try:
+                explanations = json.loads(explanations)
+            except ValueError:
+                explanations = [explanations]
+        if not isinstance(value, list) or not isinstance(explanations, list):
+            raise ValueError("parallel checklist fields must both be lists")
+        if len(value) != len(explanations):
+            raise ValueError(f"{len(value)} checklist items but {len(explanations)} explanations")
+        return [{"item": _text(i), "explanation": _text(e)} for i, e in zip(value, explanations)]
+    if value is None:
+        return []
+    if isinstance(value, dict):
+        k_item, items = _lookup(value, names["item"] + names["checklist_items"])
+        if isinstance(items, list):  # parallel lists inside one object ({"item": [...], "explanation": [...]})
+            _, expl = _lookup({k: v for k, v in value.items() if k != k_item},
+                              names["explanation"] + names["checklist_explanations"])
+            return normalize_checklist(items, names, expl if expl is not None else [""] * len(items))
+        return [{"item": _text(k), "explanation": _text(v)} for k, v in value.items()]
+    if not isinstance(value, list):
+        raise ValueError(f"a checklist is a list or an object, got {type(value).__name__}")
+    out = []
+    for n, entry in enumerate(value, 1):
+        if isinstance(entry, str):
+            m = _ITEM_TEXT.match(entry)
+            out.append({"item": m[1].strip(), "explanation": m[2].strip()} if m else
+                       {"item": entry.strip(), "explanation": ""})
+        elif isinstance(entry, dict):
+            k_item, item = _lookup(entry, names["item"])
+            _, expl = _lookup({k: v for k, v in entry.items() if k != k_item}, names["explanation"])
+            if k_item is None and len(entry) == 1:  # {"<item>": "<explanation>"}
+                (item, expl), = entry.items()
+            elif k_item is None:
+                raise ValueError(f"checklist entry {n} has no item key (keys: {sorted(entry)}); "
+                                 "name it with field_map={'item': ...}")
+            out.append({"item": _text(item), "explanation": _text(expl)})
+        else:
+            raise ValueError(f"checklist entry {n} is a {type(entry).__name__}, not text or an object")
+    return out
+
+
+def _records(path: Path) -> list[tuple[Any, str | None, int | str]]:
+    """The records of one JSON or JSONL file: (record, domain hint from an enclosing key, row label)."""
+    text = path.read_text(encoding="utf-8-sig")
+    try:
+        data = json.loads(text)
+    except ValueError as first:
+        data, lines = [], [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+        if path.suffix != ".jsonl":  # a .json file may hold JSON lines; if its first line is not JSON, it is broken
+            try:
+                json.loads(lines[0][1] if lines else "")
+            except ValueError:
+                raise ReleaseError(f"{path}: not valid JSON: {first}") from None
+        for n, line in lines:
+            try:
+                data.append((json.loads(line), None, f"line {n}"))
+            except ValueError as e:
+                raise ReleaseError(f"{path}: line {n} is not valid JSON: {e}") from None
+        return data
+    if isinstance(data, list):
+        return [(r, None, f"record {i}") for i, r in enumerate(data)]
+    if isinstance(data, dict):
+        lists = {k: v for k, v in data.items() if isinstance(v, list) and v and all(isinstance(r, dict) for r in v)}
+        if lists and not _lookup(data, FIELD_NAMES["prompt"])[0]:
+            return [(r, _domain(k), f"{k}[{i}]") for k, v in lists.items() for i, r in enumerate(v)]
+        return [(data, None, "record 0")]
+    return []
+
+
+def _domain(value: Any) -> str | None:
+    v = _key(_text(value))
+    if v.startswith("human") or v in ("culture", "人文"):
+        return "humanities"
+    if v.startswith("natur") or v in ("science", "sciences", "自然"):
+        return "nature"
+    return None
+
+
+class WorldGenBench(Benchmark):
+    name = "worldgenbench"
+    pretty_name = "WorldGenBench"
+    configs = DOMAINS
+    metric = "knowledge_checklist_score"
+    license = "mit"  # the worldrl/WorldGenBench Hub card
+    citation = """@article{zhang2025worldgenbench,
+  title   = {WorldGenBench: A World-Knowledge-Integrated Benchmark for Reasoning-Driven Text-to-Image Generation},
+  author  = {Zhang, Daoan and Jiang, Che and Xu, Ruoshi and Chen, Biaoxiang and Jin, Zijian and Lu, Yutian
+             and Zhang, Jianguo and Yong, Liang and Luo, Jiebo and Luo, Shengda},
+  journal = {arXiv preprint arXiv:2505.01490},
+  year    = {2025}
+}"""
+    description = (
+        "WorldGenBench evaluates whether text-to-image models bring world knowledge and implicit reasoning "
+        "to underspecified prompts: 732 humanities prompts (3 for each of 244 countries or regions, grouped "
+        "by continent) and 340 nature prompts over 6 scientific disciplines, each with a knowledge checklist "
+        "of items the image should show, each item with an explanation.")
+    scoring = (
+        "A vision-language judge (GPT-4o in the paper) reads the checklist under a strict procedure with "
+        "reverse verification (paper Appendix 8) and answers one binary value per item. An image's Knowledge "
+        "Checklist Score is the share of items satisfied; a model's score is the mean over images x 100, "
+        "reported per continent (humanities) and per discipline (nature). Use the `knowledge_checklist_score` "
+        "metric of t2i-reason.")
+    field_docs = {
+        "id": "The prompt's id in the release (generated from its position when the release has none).",
+        "prompt": "The text-to-image prompt.",
+        "domain": "`humanities` or `nature` (the paper's two perspectives).",
+        "continent": "Humanities: continent code AF, AN, AS, EU, NA, OC or SA (paper Table 4); null for nature.",
+        "country": "Humanities: the country or region the prompt is about; null for nature.",
+        "discipline": "Nature: ASTR, BIO&MED, CHEM, EASC, PHYS or XDIS (paper Table 5); null for humanities.",
+        "checklist": "The knowledge checklist: items the image should show, each with its explanation.",
+        "extra": "Every other field of the release record, as a JSON object string.",
+    }
+    presets = {
+        # Section 3.2 and Appendix 8: GPT-4o; the paper gives no decoding settings, so greedy.
+        "paper": {"judge": "openai:gpt-4o", "judge_kwargs": {"sampling": Sampling(temperature=0.0)}},
+    }
+
+    @property
+    def features(self) -> datasets.Features:
+        s = datasets.Value("string")
+        return datasets.Features({
+            "id": s, "prompt": s, "domain": s, "continent": s, "country": s, "discipline": s,
+            "checklist": datasets.List({"item": s, "explanation": s}),
+            "extra": s,
+        })
+
+    def row_id(self, row: dict[str, Any]) -> str:
+        return f"{row['domain']}-{row['id']}"
+
+    def image_path(self, row: dict[str, Any], sample: int = 0) -> str:
+        suffix = f"_{sample}" if sample else ""
+        return f"{row['domain']}/{row['id']}{suffix}.png"
+
+    # -- the release ---------------------------------------------------------------------------
+
+    def read_release(self, source: str | Path, *, field_map: dict[str, str | Sequence[str]] | None = None,
+                     domain: str | None = None, **options: Any) -> Release:
+        """Read the release: a JSON or JSONL file, or a folder of them (read recursively).
+
+        Records are a JSON list, an object holding lists (its keys may name the domain, e.g.
+        ``{"humanities": [...], "nature": [...]}``) or JSONL lines. Field names are found through
+        :data:`FIELD_NAMES`; ``field_map={"prompt": "Instruction", "checklist": ["kc", "list"]}``
+        replaces the candidates of the fields it names. A record's domain comes from its domain
+        field, else the key or file name holding it (``humanities``/``nature`` in it), else
+        ``domain=``, else from having a continent or a discipline.
+        """
+        if options:
+            raise TypeError(f"unknown option(s) {sorted(options)} for reading {self.pretty_name}")
+        names = dict(FIELD_NAMES)
+        for field, cand in (field_map or {}).items():
+            if field not in names:
+                raise ValueError(f"field_map names unknown field {field!r}; known: {', '.join(names)}")
+            names[field] = (cand,) if isinstance(cand, str) else tuple(cand)
+        if domain is not None and domain not in DOMAINS:
+            raise ValueError(f"domain must be one of {DOMAINS}, got {domain!r}")
+        source = Path(source)
+        if source.is_dir():
+            files = sorted(p for p in source.rglob("*") if p.suffix in (".json", ".jsonl") and p.is_file()
+                           and not any(part.startswith(".") for part in p.relative_to(source).parts))
+        elif source.is_file():
+            files = [source]
+        else:
+            raise ReleaseError(f"release not found: {source}")
+        if not files:
+            raise ReleaseError(f"no .json or .jsonl file under {source}")
+
+        configs: dict[str, list[dict[str, Any]]] = {d: [] for d in DOMAINS}
+        anomalies: list[Anomaly] = []
+        seen: dict[str, Counter] = {d: Counter() for d in DOMAINS}
+        for path in files:
+            where = str(path.relative_to(source)) if source.is_dir() else path.name
+            records = _records(path)
+            usable = [r for r in records if isinstance(r[0], dict) and _lookup(r[0], names["prompt"])[0]]
+            if not usable:
+                anomalies.append(Anomaly("skipped_file", where, None, "no records with a prompt field"))
+                continue
+            file_domain = _domain(path.stem) or _domain(path.parent.name)
+            generated = 0
+            for record, hint, label in records:
+                if not isinstance(record, dict):
+                    raise ReleaseError(f"{where}, {label}: a record is a {type(record).__name__}, not an object")
+                row, used = self._row(record, names, where, label, hint or file_domain or domain, anomalies)
+                if row["id"] is None:
+                    generated += 1
+                    row["id"] = str(len(configs[row["domain"]]))
+                dup = seen[row["domain"]][row["id"]]
+                seen[row["domain"]][row["id"]] += 1
+                if dup:
+                    new = f"{row['id']}~{dup + 1}"
+                    anomalies.append(Anomaly("duplicate_id", where, label, f"id {row['id']!r} repeated; kept as {new!r}"))
+                    row["id"] = new
+                extra = {k: v for k, v in record.items() if k not in used}
+                row["extra"] = json.dumps(extra, ensure_ascii=False, sort_keys=True)
+                configs[row["domain"]].append(row)
+            if generated:
+                anomalies.append(Anomaly("generated_id", where, None,
+                                         f"{generated} record(s) without an id: numbered by position"))
+        counts = {}
+        for d, rows in configs.items():
+            c = {"rows": len(rows), "checklist_items": sum(len(r["checklist"]) for r in rows)}
+            key = "continent" if d == "humanities" else "discipline"
+            c.update({f"{key}:{k}": v for k, v in sorted(Counter(r[key] for r in rows if r[key]).items())})
+            if d == "humanities":
+                c["countries"] = len({r["country"] for r in rows if r["country"]})
+            counts[d] = c
+        return Release(configs={d: r for d, r in configs.items() if r}, anomalies=anomalies, counts=counts,
+                       license=self.license, source=str(source))
+
+    def _row(self, record: dict, names: dict, where: str, label: Any, fallback_domain: str | None,
+             anomalies: list[Anomaly]) -> tuple[dict[str, Any], set[str]]:
+        """One release record in the project's schema, and the record keys it used."""
+        used: set[str] = set()
+
+        def get(field: str) -> Any:
+            k, v = _lookup(record, names[field])
+            if k is not None:
+                used.add(k)
+            return v
+
+        prompt = _text(get("prompt"))
+        if not prompt:
+            raise ReleaseError(f"{where}, {label}: empty prompt")
+        raw_id = get("id")
+        domain_value = get("domain")
+        continent, country, discipline = get("continent"), get("country"), get("discipline")
+        domain = _domain(domain_value) or fallback_domain
+        if domain is None:
+            domain = "humanities" if continent or country else "nature" if discipline else None
+        if domain is None:
+            raise ReleaseError(f"{where}, {label}: cannot tell humanities from nature (no domain field, no "
+                               "continent or discipline, and the file name says neither): pass domain=...")
+        if domain_value is not None and _domain(domain_value) is None:
+            anomalies.append(Anomaly("unknown_domain", where, label, f"domain {domain_value!r}; read as {domain}"))
+
+        try:
+            k_list, checklist = _lookup(record, names["checklist"])
+            if k_list is not None:
+                used.add(k_list)
+                checklist = normalize_checklist(checklist, names)
+            else:  # parallel lists (or only a list of items)
+                k_items, items = _lookup(record, names["checklist_items"])
+                k_expl, expl = _lookup(record, names["checklist_explanations"])
+                used.update(k for k in (k_items, k_expl) if k)
+                checklist = normalize_checklist(items, names, expl)
+        except ValueError as e:
+            raise ReleaseError(f"{where}, {label}: checklist: {e}") from None
+        if not checklist:
+            anomalies.append(Anomaly("no_questions", where, label, "no checklist items: the row cannot be scored"))
+        elif any(not c["explanation"] for c in checklist):
+            anomalies.append(Anomaly("missing_explanation", where, label,
+                                     f"{sum(not c['explanation'] for c in checklist)} item(s) without explanation"))
+
+        row = {"id": None if raw_id is None or _text(raw_id) == "" else _text(raw_id), "prompt": prompt,
+               "domain": domain, "continent": None, "country": None, "discipline": None, "checklist": checklist}
+        if domain == "humanities":
+            row["country"] = _text(country) or None
+            row["continent"] = self._code(continent, _CONTINENT_ALIASES, "continent", where, label, anomalies)
+            for field in ("continent", "country"):
+                if row[field] is None:
+                    anomalies.append(Anomaly("missing_field", where, label, f"humanities record without {field}"))
+        else:
+            row["discipline"] = self._code(discipline, _DISCIPLINE_ALIASES, "discipline", where, label, anomalies)
+            if row["discipline"] is None:
+                anomalies.append(Anomaly("missing_field", where, label, "nature record without discipline"))
+        return row, used
+
+    @staticmethod
+    def _code(value: Any, aliases: dict[str, str], kind: str, where: str, label: Any,
+              anomalies: list[Anomaly]) -> str | None:
+        """A continent or discipline code; unknown values are kept as given and reported."""
+        text = _text(value)
+        if not text:
+            return None
+        code = aliases.get(re.sub(r"[^a-z]", "", text.lower()))
+        if code is None:
+            anomalies.append(Anomaly(f"unknown_{kind}", where, label, f"{kind} {text!r} is not a paper code"))
+            return text
+        if code != text:
+            anomalies.append(Anomaly("relabelled", where, label, f"{kind} {text!r} read as {code!r}"))
+        return code
+
+    # -- scoring -----------------------------------------------------------------------------------
+
+    def score(self, rows: Sequence[dict[str, Any]], images: Sequence[Any], judge: Any, *,
+              progress: bool | str = False, **options: Any) -> list[ImageResult]:
+        """One ImageResult per image: score = satisfied items / items (None when the judge failed).
+
+        Options: ``max_reasks`` (default 2) follow-ups when a reply is not exactly one 0/1 per item;
+        ``sampling`` (a :class:`Sampling` or a dict of its fields) overrides the judge's defaults.
+        """
+        opts = _options(options, SCORE_OPTIONS)
+        if len(rows) != len(images):
+            raise ValueError(f"got {len(rows)} rows but {len(images)} images")
+        sampling = opts.get("sampling")
+        if isinstance(sampling, dict):
+            sampling = Sampling(**sampling)
+        results, requests, parsers, asked = [], [], [], []
+        for row, img in zip(rows, images):
+            checklist = normalize_checklist(row.get("checklist"))
+            image = as_image(img)
+            results.append(ImageResult(
+                id=self.row_id(row), prompt=row["prompt"], score=None, config=row["domain"],
+                image=image.source,
+                context={k: row.get(k) for k in ("continent", "country", "discipline")},
+                questions=[QuestionResult(question=c["item"], criterion=c["explanation"], score=None,
+                                          group="checklist", id=str(n)) for n, c in enumerate(checklist, 1)]))
+            if not checklist:
+                results[-1].failure = "the row has no checklist items"
+                continue
+            requests.append(checklist_request(checklist, image, sampling))
+            parsers.append(partial(parse_checklist_reply, n=len(checklist)))
+            asked.append(results[-1])
+        parsed = ask_structured(judge, requests, parsers, max_reasks=opts.get("max_reasks", 2), progress=progress)
+        for result, p in zip(asked, parsed):
+            result.replies, result.reasks = p.texts, p.reasks
+            if not p.ok:
+                result.failure = p.error
+                continue
+            for q, v in zip(result.questions, p.value):
+                q.score = float(v)
+            satisfied = sum(p.value)
+            result.score = satisfied / len(p.value)
+            result.subscores = {"satisfied": float(satisfied), "items": float(len(p.value))}
+        return results
+
+    def aggregate(self, results: Sequence[ImageResult], **options: Any) -> dict[str, Any]:
+        """The paper's Tables 2 and 3: mean Knowledge Checklist Score x 100 per continent, per
+        discipline, per domain and overall, each with a bootstrap CI (``confidence``, ``n_resamples``,
+        ``seed``). Failed images are left out of the means and counted under ``failed``."""
+        opts = _options(options, AGGREGATE_OPTIONS)
+        stat = partial(summarize, scale=100.0, **opts)
+        groups: dict[str, list[float | None]] = defaultdict(list)
+        for r in results:
+            domain = r.config or "unknown"
+            groups["overall"].append(r.score)
+            groups[domain].append(r.score)
+            sub = r.context.get("continent") if domain == "humanities" else r.context.get("discipline")
+            if sub:
+                groups[f"{domain}/{sub}"].append(r.score)
+        summary = {k: stat(v) for k, v in groups.items()}
+
+        def mean(key: str) -> float | None:
+            m = summary.get(key, {}).get("mean")
+            return None if m is None or math.isnan(m) else m
+
+        def columns(domain: str, codes: Sequence[str]) -> dict[str, float | None]:
+            extra = sorted({k.split("/", 1)[1] for k in summary if k.startswith(f"{domain}/")} - set(codes))
+            return {**{c: mean(f"{domain}/{c}") for c in [*codes, *extra]}, "Avg.": mean(domain)}
+
+        table = {"humanities": columns("humanities", list(CONTINENTS)),
+                 "nature": columns("nature", list(DISCIPLINES))}
+        return {
+            "knowledge_checklist_score": mean("overall"),
+            "humanities": mean("humanities"),
+            "nature": mean("nature"),
+            "by_continent": {k: v for k, v in table["humanities"].items() if k != "Avg."},
+            "by_discipline": {k: v for k, v in table["nature"].items() if k != "Avg."},
+            "table": table,
+            "summary": summary,
+        }
+
+
+def _options(options: dict[str, Any], own: set[str]) -> dict[str, Any]:
+    """``options`` meant for this step; unknown names (typos) are errors, the other step's are ignored."""
+    unknown = set(options) - SCORE_OPTIONS - AGGREGATE_OPTIONS
+    if unknown:
+        raise TypeError(f"unknown WorldGenBench option(s) {sorted(unknown)}; known: "
+                        f"{sorted(SCORE_OPTIONS | AGGREGATE_OPTIONS)}")
+    return {k: v for k, v in options.items() if k in own}
+
+
+def checklist_request(checklist: Sequence[dict[str, str]], image: Any, sampling: Sampling | None = None) -> ChatRequest:
+    """The judge request for one image: the Appendix 8 prompt listing every item and explanation,
+    with the image where the paper's ``{image}`` slot is."""
+    before, after = render("worldgenbench", "checklist", checklist=checklist, image=_IMAGE_SLOT).split(_IMAGE_SLOT)
+    return ChatRequest.simple(before.rstrip() + "\n", as_image(image), "\n" + after.lstrip(), sampling=sampling)
+
+
+def parse_checklist_reply(text: str, n: int) -> list[int]:
+    """Exactly ``n`` binary values from a reply such as ``[1, 0, 0]`` (an object holding one list is
+    accepted too). Raises ReplyParseError otherwise, which triggers a re-ask."""
+    value = extract_json(text, expect=(list, dict))
+    if isinstance(value, dict):
+        lists = [v for v in value.values() if isinstance(v, list)]
+        if len(lists) != 1:
+            raise ReplyParseError(f"expected a list of {n} binary values, got an object")
+        value = lists[0]
+    return [int(v) for v in score_list(value, n, allowed=(0, 1))]
+
+
+BENCHMARK = WorldGenBench()
