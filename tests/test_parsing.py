@@ -1,0 +1,286 @@
+"""Reply parsing: JSON extraction and repair, score validation, bounded re-asks."""
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from t2ireason.judges import ChatRequest, Reply
+from t2ireason.judges.scripted import ScriptedJudge
+from t2ireason.parsing import (
+    REASK_PROMPT,
+    Parsed,
+    ReplyParseError,
+    as_score,
+    ask_structured,
+    extract_json,
+    score_list,
+)
+
+# -- extract_json on the shapes judges really produce --------------------------------------------
+
+REPLIES = {
+    "fenced json": ('Here is my evaluation:\n```json\n{"score": 7, "reason": "ok"}\n```\nThanks!',
+                    {"score": 7, "reason": "ok"}),
+    "fenced no language": ('```\n{"score": 3}\n```', {"score": 3}),
+    "fence on one line": ('```json {"score": 2}```', {"score": 2}),
+    "bare": ('{"score": 5}', {"score": 5}),
+    "bare with surrounding prose and braces in strings": (
+        'The image shows a cat. {"score": 8, "explanation": "the cat {is} there"} I hope this helps.',
+        {"score": 8, "explanation": "the cat {is} there"}),
+    "braces in prose before the answer": ('Use {curly} braces. Answer: {"score": 3}', {"score": 3}),
+    "single quotes": ("{'score': 7, 'reason': 'fine'}", {"score": 7, "reason": "fine"}),
+    "trailing commas": ('{"score": 7, "items": [1, 2, 3,],}', {"score": 7, "items": [1, 2, 3]}),
+    "python literals": ("{'answer': True, 'note': None}", {"answer": True, "note": None}),
+    "comment": ('{"score": 7 // out of 10\n}', {"score": 7}),
+    "truncated in a string": ('```json\n{"score": 6, "reason": "the image shows a dog on a',
+                              {"score": 6, "reason": "the image shows a dog on a"}),
+    "truncated in an array": ('{"scores": [1, 0, 1', {"scores": [1, 0, 1]}),
+    "nested": ('{"a": {"b": [1, {"c": 2}]}, "score": 4}', {"a": {"b": [1, {"c": 2}]}, "score": 4}),
+    "array": ("Answers: [1, 0, 1, 1]", [1, 0, 1, 1]),
+    "several fenced blocks: the last wins": (
+        '```json\n{"draft": 1}\n```\nWait, let me correct that:\n```json\n{"score": 9}\n```', {"score": 9}),
+    "several bare values: the last wins": ('first {"score": 1} then final {"score": 2}', {"score": 2}),
+    "reasoning trace before the answer": ('<think>maybe {"score": 1}</think>\n{"score": 2}', {"score": 2}),
+    "markdown around": ('**Score:** {"score": 5}', {"score": 5}),
+    "unicode": ('{"reason": "café ☕", "score": 1}', {"reason": "café ☕", "score": 1}),
+    "fence inside a string": ('text ```json\n{"a": "```"}\n```', {"a": "```"}),
+}
+
+
+@pytest.mark.parametrize("text, expected", REPLIES.values(), ids=REPLIES.keys())
+def test_extract_json_on_realistic_replies(text, expected):
+    assert extract_json(text) == expected
+
+
+def test_expect_filters_by_type():
+    text = 'Scores: [1, 2] and details {"score": 3}'
+    assert extract_json(text, expect=list) == [1, 2]
+    assert extract_json(text, expect=dict) == {"score": 3}
+    # the last *dict* wins, even when a list comes after it
+    assert extract_json('{"a": 1} then [5]', expect=dict) == {"a": 1}
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "empty reply"),
+    ("   \n ", "empty reply"),
+    ("I cannot evaluate this image.", "no JSON dict or list"),
+    ("7", "no JSON dict or list"),
+    ("[" * 5000, "no JSON"),  # deeper than the JSON decoder recurses
+])
+def test_extract_json_failures_say_why(text, message):
+    with pytest.raises(ReplyParseError, match=message):
+        extract_json(text)
+
+
+def test_extract_json_refuses_non_text():
+    with pytest.raises(ReplyParseError, match="NoneType, not text"):
+        extract_json(None)
+    with pytest.raises(ReplyParseError, match="no JSON list"):
+        extract_json('{"a": 1}', expect=list)
+
+
+# -- as_score and score_list ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value, kw, expected", [
+    (7, {}, 7.0),
+    (0.5, {"lo": 0, "hi": 1}, 0.5),
+    ("8", {}, 8.0),
+    (" 8.5 ", {}, 8.5),
+    ("85%", {"lo": 0, "hi": 100}, 85.0),
+    (1, {"allowed": [0, 0.5, 1]}, 1.0),
+    (0.5000000001, {"allowed": [0, 0.5, 1]}, 0.5000000001),
+    (0, {"lo": 0}, 0.0),
+    (10, {"hi": 10}, 10.0),
+])
+def test_as_score_accepts(value, kw, expected):
+    assert as_score(value, **kw) == expected
+
+
+@pytest.mark.parametrize("value, kw, message", [
+    (True, {}, "boolean"),
+    (None, {}, "None is not a number"),
+    ("seven", {}, "'seven' is not a number"),
+    ("7/10", {}, "is not a number"),
+    ([7], {}, "is not a number"),
+    (float("nan"), {}, "not a finite number"),
+    ("inf", {}, "not a finite number"),
+    (10**400, {}, "not a finite number"),
+    (0.7, {"allowed": [0, 0.5, 1]}, "0.7 is not one of 0, 0.5, 1"),
+    (-1, {"lo": 0}, "below the minimum 0"),
+    (11, {"lo": 0, "hi": 10}, "above the maximum 10"),
+    (11, {"hi": 10}, "above the maximum 10"),
+])
+def test_as_score_refuses_with_a_reason(value, kw, message):
+    with pytest.raises(ReplyParseError, match=message):
+        as_score(value, **kw)
+
+
+def test_as_score_names_the_field():
+    with pytest.raises(ReplyParseError, match="^realism 12 is above"):
+        as_score(12, hi=10, name="realism")
+
+
+def test_score_list():
+    assert score_list([1, "0", 0.5], 3, allowed=[0, 0.5, 1]) == [1.0, 0.0, 0.5]
+    with pytest.raises(ReplyParseError, match="expected 3 scores, got 2"):
+        score_list([1, 0], 3)
+    with pytest.raises(ReplyParseError, match="expected a list of 2 scores, got dict"):
+        score_list({"a": 1}, 2)
+    with pytest.raises(ReplyParseError, match="score 2 0.3 is not one of 0, 1"):
+        score_list([1, 0.3], 2, allowed=[0, 1])
+
+
+# -- ask_structured ----------------------------------------------------------------------------
+
+
+def parse_score(text):
+    return as_score(extract_json(text, expect=dict).get("score"), lo=0, hi=10)
+
+
+def request(text="Rate the image."):
+    return ChatRequest.simple(text)
+
+
+def test_good_replies_need_no_reask():
+    judge = ScriptedJudge(['{"score": 3}', '```json\n{"score": 9}\n```'])
+    out = ask_structured(judge, [request("a"), request("b")], parse_score)
+    assert [p.value for p in out] == [3.0, 9.0] and all(p.ok and p.reasks == 0 for p in out)
+    assert len(judge.requests) == 2
+
+
+def test_reask_continues_the_conversation_and_names_the_error():
+    judge = ScriptedJudge(['{"score": 12}', '{"score": 6}'])
+    [p] = ask_structured(judge, [request()], parse_score)
+    assert p.ok and p.value == 6.0 and p.reasks == 1
+    followup = judge.requests[1]
+    assert [m.role for m in followup.messages] == ["user", "assistant", "user"]
+    assert followup.messages[1].text == '{"score": 12}'
+    assert "score 12 is above the maximum 10" in followup.messages[2].text
+    assert followup.messages[2].text == REASK_PROMPT.format(error="score 12 is above the maximum 10")
+
+
+def test_reasks_are_bounded_and_failure_keeps_every_raw_reply():
+    judge = ScriptedJudge(lambda r: "I refuse to give a number.")
+    [p] = ask_structured(judge, [request()], parse_score, max_reasks=2)
+    assert not p.ok and p.value is None
+    assert p.error.startswith("unparsable reply: no JSON dict")
+    assert len(judge.requests) == 3 and p.reasks == 2
+    assert p.texts == ["I refuse to give a number."] * 3
+    assert len(judge.requests[-1].messages) == 5  # two re-asks in one conversation
+
+
+def test_max_reasks_zero_asks_once():
+    judge = ScriptedJudge(lambda r: "no json")
+    [p] = ask_structured(judge, [request()], parse_score, max_reasks=0)
+    assert not p.ok and len(judge.requests) == 1
+    with pytest.raises(ValueError, match="max_reasks"):
+        ask_structured(judge, [request()], parse_score, max_reasks=-1)
+
+
+def test_backend_errors_are_resent_unchanged_and_recorded():
+    failure = Reply(text="", model="scripted", sampling={}, error="HTTP 503")
+    judge = ScriptedJudge([failure, '{"score": 4}'])
+    [p] = ask_structured(judge, [request("same question")], parse_score)
+    assert p.ok and p.value == 4.0
+    assert judge.requests[1] == judge.requests[0]  # sent again as it was, no re-ask text
+    assert p.texts == ["[judge error] HTTP 503", '{"score": 4}']
+
+
+def test_backend_error_to_the_end_is_a_failure():
+    failure = Reply(text="", model="scripted", sampling={}, error="HTTP 500")
+    [p] = ask_structured(ScriptedJudge(lambda r: failure), [request()], parse_score, max_reasks=1)
+    assert not p.ok and p.error == "judge error: HTTP 500" and len(p.replies) == 2
+
+
+def test_rounds_are_batched_and_results_stay_in_order():
+    script = {"a": ['{"score": 1}'], "b": ["oops", '{"score": 2}'], "c": ["x", "y", '{"score": 3}']}
+
+    def reply(req):
+        return script[req.messages[0].text].pop(0)
+
+    calls = []
+    judge = ScriptedJudge(reply)
+    original = judge.chat
+    judge.chat = lambda reqs, **kw: calls.append(len(reqs)) or original(reqs, **kw)
+    out = ask_structured(judge, [request("a"), request("b"), request("c")], parse_score)
+    assert [p.value for p in out] == [1.0, 2.0, 3.0]
+    assert [p.reasks for p in out] == [0, 1, 2]
+    assert calls == [3, 2, 1]  # one batch per round, only the unfinished items
+
+
+def test_per_request_parsers():
+    judge = ScriptedJudge(['{"score": 5}', "[1, 0, 1]"])
+    parsers = [parse_score, lambda t: score_list(extract_json(t, expect=list), 3, allowed=[0, 1])]
+    out = ask_structured(judge, [request("a"), request("b")], parsers)
+    assert [p.value for p in out] == [5.0, [1.0, 0.0, 1.0]]
+    with pytest.raises(ValueError, match="2 parsers for 1 requests"):
+        ask_structured(judge, [request()], parsers)
+
+
+def test_custom_reask_prompt():
+    judge = ScriptedJudge(["bad", '{"score": 1}'])
+    ask_structured(judge, [request()], parse_score, reask_prompt="Fix this: {error}")
+    assert judge.requests[1].messages[-1].text.startswith("Fix this: no JSON dict")
+
+
+def test_parsed_without_replies_is_not_ok():
+    assert not Parsed().ok
+
+
+# -- properties: whatever the text, only ReplyParseError ----------------------------------------
+
+JSONISH = st.text(alphabet=st.sampled_from(list('{}[]":,\'`\n 0123456789.-eE+truefalsnNIy\\/abc')), max_size=120)
+# no backticks inside values: a fence inside a JSON string is beyond what fence detection can tell apart
+plain = st.text(st.characters(blacklist_characters="`"), max_size=10)
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | plain,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(plain, inner, max_size=4),
+    max_leaves=12,
+)
+
+FAST = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@FAST
+@given(st.one_of(st.text(max_size=200), JSONISH))
+def test_extract_json_raises_only_reply_parse_error(text):
+    try:
+        value = extract_json(text)
+    except ReplyParseError:
+        return
+    assert isinstance(value, (dict, list))
+
+
+@FAST
+@given(json_values, st.text(max_size=30), st.text(max_size=30), st.sampled_from(["", "```json\n", "```\n"]))
+def test_valid_json_in_prose_is_found(value, before, after, fence):
+    """Any JSON object, wherever it sits in prose, comes back exactly (when the prose holds no JSON)."""
+    doc = {"answer": value}
+    before, after = before.replace("{", "(").replace("[", "("), after.replace("{", "(").replace("[", "(")
+    closing = "\n```" if fence else ""
+    text = f"{before}\n{fence}{json.dumps(doc)}{closing}\n{after}"
+    assert extract_json(text, expect=dict) == doc
+
+
+@FAST
+@given(st.one_of(json_values, st.text(max_size=30), st.binary(max_size=5)),
+       st.none() | st.lists(st.floats(-10, 10), max_size=3),
+       st.none() | st.floats(-10, 10), st.none() | st.floats(-10, 10))
+def test_as_score_raises_only_reply_parse_error(value, allowed, lo, hi):
+    try:
+        score = as_score(value, allowed=allowed, lo=lo, hi=hi)
+    except ReplyParseError:
+        return
+    assert isinstance(score, float) and (lo is None or score >= lo) and (hi is None or score <= hi)
+
+
+@FAST
+@given(st.one_of(st.text(max_size=200), JSONISH))
+def test_score_pipeline_never_raises_anything_else(text):
+    try:
+        score_list(extract_json(text), 3, lo=0, hi=1)
+    except ReplyParseError:
+        pass
