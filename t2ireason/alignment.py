@@ -27,7 +27,7 @@ from .judges.base import VQASCORE_QUESTION
 
 __all__ = [
     "VQASCORE_QUESTION", "DEFAULT_VQASCORE_JUDGE", "vqascore",
-    "CLIP_DEFINITIONS", "DEFAULT_CLIP_MODEL", "CLIPScorer", "clip_score", "aggregate_clip_scores",
+    "CLIP_DEFINITIONS", "DEFAULT_CLIP_MODEL", "clip_definition", "CLIPScorer", "clip_score", "aggregate_clip_scores",
 ]
 
 #: The judge MT2IE (seed 002) uses for VQAScore, and the best of its Table 2. The
@@ -67,7 +67,8 @@ CLIP_DEFINITIONS: dict[str, tuple[float, str]] = {
 DEFAULT_CLIP_MODEL = "openai/clip-vit-base-patch32"
 
 
-def _check_definition(definition: str) -> tuple[float, str]:
+def clip_definition(definition: str) -> tuple[float, str]:
+    """(weight, default text prefix) of a CLIPScore definition; a clear error for an unknown one."""
     if definition not in CLIP_DEFINITIONS:
         raise ValueError(f"unknown CLIPScore definition {definition!r}; known: {', '.join(CLIP_DEFINITIONS)}")
     return CLIP_DEFINITIONS[definition]
@@ -123,7 +124,7 @@ def clip_score(images: Sequence[Any], prompts: Sequence[str], scorer: CLIPScorer
     definition's, "A photo depicts " for Hessel, none for torchmetrics) is put
     before each prompt. Hessel scores are clamped per image; torchmetrics
     scores are not (only their average is, see :func:`aggregate_clip_scores`)."""
-    weight, default_prefix = _check_definition(definition)
+    weight, default_prefix = clip_definition(definition)
     prefix = default_prefix if prefix is None else prefix
     cos = scorer.cosines(images, [prefix + p for p in prompts])
     if definition == "hessel":
@@ -133,7 +134,7 @@ def clip_score(images: Sequence[Any], prompts: Sequence[str], scorer: CLIPScorer
 
 def aggregate_clip_scores(scores: Sequence[float], definition: str = "hessel") -> float:
     """The corpus CLIPScore: the mean (Hessel), or the mean clamped at 0 (torchmetrics)."""
-    _check_definition(definition)
+    clip_definition(definition)
     if not scores:
         raise ValueError("no scores to aggregate")
     mean = sum(scores) / len(scores)

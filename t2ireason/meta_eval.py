@@ -36,7 +36,8 @@ __all__ = [
 ]
 
 #: human choices in the preference form -> verdict (+1: A better, -1: B better, 0: tie)
-CHOICES = {"a": 1, "b": -1, "tie": 0}
+CHOICES = {"A": 1, "B": -1, "tie": 0}
+_CHOICE_KEYS = {k.lower(): v for k, v in CHOICES.items()}
 
 
 def _floats(values: Sequence[float | None], name: str) -> np.ndarray:
@@ -143,9 +144,9 @@ def _choices(human_choice: Sequence[str]) -> np.ndarray:
     out = []
     for i, c in enumerate(human_choice):
         key = str(c).strip().lower()
-        if key not in CHOICES:
+        if key not in _CHOICE_KEYS:
             raise ValueError(f"human_choice[{i}] is {c!r}; choose 'A', 'B' or 'tie'")
-        out.append(CHOICES[key])
+        out.append(_CHOICE_KEYS[key])
     return np.asarray(out, dtype=float)
 
 
@@ -245,7 +246,7 @@ def judge_agreement(scores_a: Mapping[str, float | None] | Sequence[float | None
     if model_of is not None:
         def model_means(sel: np.ndarray) -> dict[str, Any]:
             sums: dict[str, list[list[float]]] = defaultdict(lambda: [[], []])
-            for m, xi, yi in zip(np.asarray(model_of)[sel], x[sel], y[sel]):
+            for m, xi, yi in zip(np.asarray(model_of)[sel].tolist(), x[sel], y[sel]):
                 if not (math.isnan(xi) or math.isnan(yi)):  # a model's mean over images both judged
                     sums[m][0].append(xi)
                     sums[m][1].append(yi)

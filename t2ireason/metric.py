@@ -246,6 +246,13 @@ class JudgedMetric(JudgeMixin, ImageMetric):
         required = self.required_fields or tuple(self.row_features)
         check_inputs(predictions, references, required, self.bench.name)
 
+    def _enforce_nested_string_type(self, schema, obj):
+        # evaluate rejects None for string fields, but rows have nullable ones (a humanities
+        # WorldGenBench row has no discipline; a PRISM-Bench subset may be unknown).
+        if obj is None and isinstance(schema, datasets.Value):
+            return None
+        return super()._enforce_nested_string_type(schema, obj)
+
     def _compute(self, predictions, references, **options):
         options = {**self.preset.get("options", {}), **options}
         results = self.bench.score(references, predictions, self.judge, progress=self.progress, **options)

@@ -1,0 +1,83 @@
+"""CLIPScore in either definition in use: Hessel et al. (2.5 * max(cos, 0)) or torchmetrics (100 * cos)."""
+
+import datasets
+import evaluate
+
+from t2ireason import alignment
+from t2ireason import metric as tm
+
+_DESCRIPTION = """\
+CLIPScore measures prompt-image alignment as the cosine similarity of CLIP's image and text embeddings.
+Two definitions are in use and this module says which one it computes (`definition`):
+"hessel" (default; Hessel et al., 2021): 2.5 * max(cos(E_I, E_T), 0) per image, averaged, with each
+prompt prefixed by "A photo depicts " as in the reference code; "torchmetrics": 100 * cos per image,
+averaged, then the average clamped at 0, with no prefix. The CLIP model is loaded once per module
+instance with transformers' from_pretrained (a Hub id or a local folder; default
+openai/clip-vit-base-patch32, the model of Hessel et al. and of MT2IE's baseline).
+"""
+
+_CITATION = """\
+@inproceedings{hessel2021clipscore,
+  title={{CLIPScore}: A Reference-free Evaluation Metric for Image Captioning},
+  author={Hessel, Jack and Holtzman, Ari and Forbes, Maxwell and Le Bras, Ronan and Choi, Yejin},
+  booktitle={Proceedings of the 2021 Conference on Empirical Methods in Natural Language Processing (EMNLP)},
+  year={2021}
+}
+"""
+
+_KWARGS_DESCRIPTION = """
+Args:
+    predictions: the generated images, as PIL images or file paths.
+    references: the prompts (strings), one per image; truncated to the CLIP text context.
+    definition (optional, per call): "hessel" or "torchmetrics"; default: the module's.
+Init keyword arguments (evaluate.load(..., model=...)):
+    model: a CLIP model id or folder (default "openai/clip-vit-base-patch32"; torchmetrics'
+        own default is "openai/clip-vit-large-patch14").
+    definition: "hessel" (default) or "torchmetrics".
+    prefix: text put before each prompt (default: "A photo depicts " for hessel, "" for torchmetrics).
+    batch_size, device, dtype, revision: how the model is loaded and run.
+Returns:
+    clip_score: the corpus score under the definition.
+    scores: the per-image scores (hessel: clamped per image; torchmetrics: unclamped).
+    definition, model: what was computed, with which model.
+Examples:
+    >>> clip = evaluate.load("metrics/clip_score", model=tiny_clip_folder)
+    >>> out = clip.compute(predictions=[image_a, image_b], references=["a red cube", "two cats"])
+    >>> out["definition"], len(out["scores"])
+    ('hessel', 2)
+"""
+
+
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
+class ClipScore(tm.ImageMetric):
+    """CLIPScore of each image for its prompt, and the corpus score."""
+
+    def __init__(self, model=alignment.DEFAULT_CLIP_MODEL, definition="hessel", prefix=None, batch_size=32,
+                 device=None, dtype=None, revision=None, **kwargs):
+        alignment.clip_definition(definition)  # an unknown definition fails here, not at compute
+        self.definition = definition
+        self.prefix = prefix
+        self.scorer = alignment.CLIPScorer(model, device=device, dtype=dtype, batch_size=batch_size,
+                                           revision=revision)
+        super().__init__(**kwargs)
+
+    def _info(self):
+        return evaluate.MetricInfo(
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            inputs_description=_KWARGS_DESCRIPTION,
+            features=tm.image_features(references=datasets.Value("string")),
+            reference_urls=["https://arxiv.org/abs/2104.08718", "https://github.com/jmhessel/clipscore",
+                            "https://lightning.ai/docs/torchmetrics/stable/multimodal/clip_score.html"],
+        )
+
+    def _compute(self, predictions, references, definition=None):
+        definition = definition or self.definition
+        scores = alignment.clip_score(predictions, references, self.scorer, definition=definition,
+                                      prefix=self.prefix)
+        return {
+            "clip_score": alignment.aggregate_clip_scores(scores, definition),
+            "scores": scores,
+            "definition": definition,
+            "model": self.scorer.identity(),
+        }
