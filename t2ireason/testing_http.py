@@ -197,7 +197,10 @@ class ChatServer:
     def start(self) -> ChatServer:
         import uvicorn
 
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # proto must be IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY on accepted
+        # connections only then, and without it Nagle + delayed ACK add 40 ms per
+        # keep-alive request.
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))  # the OS picks a free port; no race with other servers
         config = uvicorn.Config(self._app(), log_level="warning", access_log=False, lifespan="off",

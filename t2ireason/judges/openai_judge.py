@@ -260,6 +260,7 @@ class OpenAIJudge(Judge):
         # The key lives only inside the client; _scrub removes it from any text we emit.
         self._client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, timeout=self.timeout, max_retries=0)
         self._loop: _LoopThread | None = None
+        self._closed = False
         self._loop_lock = threading.Lock()
         self._semaphore: asyncio.Semaphore | None = None
         self._structured_ok = structured_output is not False
@@ -353,6 +354,7 @@ class OpenAIJudge(Judge):
         """Close the HTTP client and stop the private event loop."""
         with self._loop_lock:
             loop, self._loop = self._loop, None
+            self._closed = True
         if loop is not None:
             try:
                 loop.submit(self._client.close()).result(timeout=5)
@@ -368,6 +370,8 @@ class OpenAIJudge(Judge):
 
     def _loop_thread(self) -> _LoopThread:
         with self._loop_lock:
+            if self._closed:
+                raise JudgeError(f"{self} is closed")
             if self._loop is None:
                 self._loop = _LoopThread()
             return self._loop

@@ -290,3 +290,12 @@ def test_connection_refused_is_a_reply_error():
     [reply] = judge.chat([ChatRequest.simple("q")])
     judge.close()
     assert reply.error.startswith(f"cannot connect to http://127.0.0.1:{port}/v1 after 2 attempts")
+
+
+def test_closed_judge_says_so():
+    with serve() as server:
+        judge = _judge(server)
+        judge.chat([ChatRequest.simple("q")])
+        judge.close()
+        with pytest.raises(JudgeError, match="is closed"):
+            judge.chat([ChatRequest.simple("q")])
