@@ -77,11 +77,10 @@ REASK_PROMPT = (
     "End your reply with the fenced JSON block that maps every question id to its score."
 )
 
-_CITATION = """@inproceedings{chen2025r2ibench,
+_CITATION = """@misc{chen2025r2ibench,
   title     = {R2I-Bench: Benchmarking Reasoning-Driven Text-to-Image Generation},
   author    = {Chen, Kaijie and Lin, Zihao and Xu, Zhiyang and Shen, Ying and Yao, Yuguang and
                Rimchala, Joy and Zhang, Jiaxin and Huang, Lifu},
-  booktitle = {Proceedings of the 2025 Conference on Empirical Methods in Natural Language Processing},
   year      = {2025},
   url       = {https://r2i-bench.github.io}
 }"""
