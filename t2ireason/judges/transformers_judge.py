@@ -154,10 +154,14 @@ class TransformersJudge(Judge):
         return self.hf_model.device
 
     def identity(self) -> dict[str, Any]:
+        """Backend, model and revision, plus what else changes the answers: dtype,
+        pixel budget and extra generation arguments (JSON-safe, for cache keys)."""
         ident = super().identity()
-        ident.update(max_pixels=self.max_pixels, min_pixels=self.min_pixels)
+        ident.update(dtype=str(self.hf_model.dtype).removeprefix("torch."),
+                     max_pixels=self.max_pixels, min_pixels=self.min_pixels)
         if self.generate_kwargs:
-            ident["generate_kwargs"] = dict(sorted(self.generate_kwargs.items()))
+            ident["generate_kwargs"] = {k: v if isinstance(v, (bool, int, float, str, list, type(None))) else repr(v)
+                                        for k, v in sorted(self.generate_kwargs.items())}
         return ident
 
     # -- rendering ---------------------------------------------------------

@@ -247,3 +247,9 @@ def test_bad_model_path_is_a_clear_error(tmp_path):
     missing = tmp_path / "no-such-model"
     with pytest.raises(JudgeError, match="no-such-model"):
         load_judge(f"hf:{missing}")
+
+
+def test_identity_names_what_changes_answers(judge):
+    ident = judge.identity()
+    assert ident["backend"] == "hf" and ident["model"] == judge.model and ident["dtype"] == "float32"
+    assert ident["generate_kwargs"] == {"min_new_tokens": LENGTH} and ident["max_pixels"] is None
