@@ -1,0 +1,170 @@
+"""as_image and JudgeImage: every input form, content digests, memoised resizing and encoding, errors."""
+
+import base64
+import io
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from t2ireason.images import ImageError, JudgeImage, as_image
+from t2ireason.judges import ChatRequest
+
+
+@pytest.fixture
+def picture():
+    """A 12x8 RGB picture with distinct pixels (so any flip, crop or channel swap shows)."""
+    rng = np.random.default_rng(0)
+    return Image.fromarray(rng.integers(0, 256, (8, 12, 3), dtype=np.uint8))
+
+
+def png_bytes(img):
+    buf = io.BytesIO()
+    img.save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def test_every_form_of_one_picture_gives_one_digest(picture, tmp_path):
+    path = tmp_path / "pic.png"
+    picture.save(path)
+    arr = np.asarray(picture)
+    forms = {
+        "PIL": picture,
+        "JudgeImage": JudgeImage(picture),
+        "Path": path,
+        "str path": str(path),
+        "relative path": ("pic.png", {"base_dir": tmp_path}),
+        "bytes": png_bytes(picture),
+        "bytearray": bytearray(png_bytes(picture)),
+        "memoryview": memoryview(png_bytes(picture)),
+        "numpy uint8": arr,
+        "numpy float": arr / 255.0,
+        "numpy float32": (arr / 255.0).astype(np.float32),
+        "numpy RGBA opaque": np.dstack([arr, np.full(arr.shape[:2], 255, np.uint8)]),
+        "PIL RGBA": picture.convert("RGBA"),
+        "datasets bytes": {"bytes": png_bytes(picture), "path": None},
+        "datasets bytes and path": {"bytes": png_bytes(picture), "path": "pic.png"},
+        "datasets path": {"bytes": None, "path": str(path)},
+    }
+    expected = JudgeImage(picture).digest
+    for name, form in forms.items():
+        x, kw = form if isinstance(form, tuple) else (form, {})
+        img = as_image(x, **kw)
+        assert img.size == (12, 8), name
+        assert img.image.mode == "RGB", name
+        assert img.digest == expected, name
+
+
+def test_grayscale_forms(tmp_path):
+    gray = np.arange(24, dtype=np.uint8).reshape(4, 6) * 10
+    digest = as_image(Image.fromarray(gray)).digest
+    assert as_image(gray).digest == digest
+    assert as_image(gray[..., None]).digest == digest  # HxWx1
+    assert as_image(gray / 255.0).digest == digest
+    assert as_image(gray).image.getpixel((1, 0)) == (10, 10, 10)
+    mask = as_image(np.array([[True, False]]))
+    assert mask.image.getpixel((0, 0)) == (255, 255, 255) and mask.image.getpixel((1, 0)) == (0, 0, 0)
+
+
+def test_datasets_image_column_without_decoding(picture, tmp_path):
+    datasets = pytest.importorskip("datasets")
+    path = tmp_path / "pic.png"
+    picture.save(path)
+    ds = datasets.Dataset.from_dict({"image": [str(path)]}).cast_column("image", datasets.Image(decode=False))
+    row = ds[0]["image"]
+    assert isinstance(row, dict)
+    assert as_image(row).digest == as_image(picture).digest
+    decoded = datasets.Dataset.from_dict({"image": [picture]}, features=datasets.Features(
+        {"image": datasets.Image()}))[0]["image"]
+    assert as_image(decoded).digest == as_image(picture).digest
+
+
+def test_digest_depends_on_pixels_and_shape_only():
+    black = np.zeros((2, 3, 3), np.uint8)
+    assert as_image(black).digest != as_image(black.reshape(3, 2, 3)).digest  # same bytes, other shape
+    changed = black.copy()
+    changed[1, 2, 0] = 1
+    assert as_image(black).digest != as_image(changed).digest
+    # equal content makes equal images and equal requests, whatever the source
+    a, b = as_image(black), as_image(Image.fromarray(black))
+    assert a == b and len({a, b}) == 1 and a is not b
+    assert ChatRequest.simple(a, "q") == ChatRequest.simple(b, "q")
+
+
+def test_as_image_returns_judge_images_unchanged(picture):
+    img = as_image(picture)
+    assert as_image(img) is img
+
+
+def test_resized_keeps_aspect_within_budget_and_is_memoised(picture, monkeypatch):
+    big = as_image(picture.resize((400, 200)))
+    calls = []
+    real_resize = Image.Image.resize
+    monkeypatch.setattr(Image.Image, "resize", lambda self, *a, **k: calls.append(a) or real_resize(self, *a, **k))
+    small = big.resized(max_pixels=20_000)
+    assert small.width * small.height <= 20_000 and small.size == (200, 100)
+    assert big.resized(max_pixels=20_000) is small and len(calls) == 1
+    up = big.resized(min_pixels=320_000)
+    assert up.size == (800, 400) and len(calls) == 2
+    assert big.resized() is big.image and big.resized(max_pixels=10**9) is big.image and len(calls) == 2
+
+
+def test_data_url_round_trips_and_is_encoded_once(picture, monkeypatch):
+    img = as_image(picture)
+    saves = []
+    real_save = Image.Image.save
+    monkeypatch.setattr(Image.Image, "save", lambda self, *a, **k: saves.append(k.get("format")) or
+                        real_save(self, *a, **k))
+    url = img.data_url()
+    assert url.startswith("data:image/png;base64,")
+    assert img.data_url() is url and saves == ["PNG"]
+    decoded = Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1])))
+    assert as_image(decoded).digest == img.digest
+    jpeg = img.data_url("jpeg", quality=80)
+    assert jpeg.startswith("data:image/jpeg;base64,") and saves == ["PNG", "JPEG"]
+    assert img.data_url("JPEG", quality=80) is jpeg
+    small = img.data_url(max_pixels=24)
+    assert Image.open(io.BytesIO(base64.b64decode(small.split(",", 1)[1]))).size == (6, 4)
+
+
+def test_repr_names_source_and_digest(picture, tmp_path):
+    path = tmp_path / "pic.png"
+    picture.save(path)
+    r = repr(as_image(path))
+    assert "12x8" in r and str(path) in r and as_image(path).digest[:12] in r
+
+
+@pytest.mark.parametrize("bad, message", [
+    (None, "missing \\(None\\)"),
+    (b"definitely not an image", "cannot read image <bytes>"),
+    (b"", "cannot read image <bytes>"),
+    ({"bytes": None, "path": None}, "neither 'bytes' nor 'path'"),
+    ({"bytes": b"\x89PNG garbage", "path": "x.png"}, "cannot read image x.png"),
+    (42, "unsupported image type int"),
+    (np.zeros((4, 4, 2), np.uint8), "got shape \\(4, 4, 2\\)"),
+    (np.zeros((1, 4, 4, 3), np.uint8), "got shape \\(1, 4, 4, 3\\)"),
+    (np.zeros((0, 4, 3), np.uint8), "got shape \\(0, 4, 3\\)"),
+    (np.zeros(5, np.uint8), "got shape \\(5,\\)"),
+    (np.full((2, 2, 3), 128.0), "float numpy image values must lie in \\[0, 1\\]; got \\[128.0, 128.0\\]"),
+    (np.full((2, 2), np.nan), "must lie in \\[0, 1\\]"),
+    (np.full((2, 2), 300, np.int64), "integer numpy image values must lie in \\[0, 255\\]"),
+    (np.full((2, 2), -1, np.int16), "must lie in \\[0, 255\\]"),
+    (np.zeros((2, 2), object), "dtype must be integer, bool or float; got object"),
+])
+def test_bad_inputs_raise_image_error_naming_the_problem(bad, message):
+    with pytest.raises(ImageError, match=message):
+        as_image(bad)
+
+
+def test_missing_and_unreadable_files(tmp_path):
+    missing = tmp_path / "nope.png"
+    with pytest.raises(ImageError, match=f"image file not found: {missing}"):
+        as_image(missing)
+    with pytest.raises(ImageError, match="image file not found: .*rel.png"):
+        as_image({"path": "rel.png"}, base_dir=tmp_path)
+    garbage = tmp_path / "garbage.png"
+    garbage.write_bytes(b"\x00" * 100)
+    with pytest.raises(ImageError, match=f"cannot read image {garbage}"):
+        as_image(garbage)
+    with pytest.raises(ImageError, match="cannot read image"):
+        as_image(tmp_path)  # a directory
