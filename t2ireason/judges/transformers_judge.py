@@ -242,7 +242,7 @@ class TransformersJudge(Judge):
         any sampling transform) and its ``k`` most likely alternatives."""
         out = []
         for step, token in enumerate(tokens):
-            values, ids = logprobs[step].topk(k)
+            values, ids = logprobs[step].topk(min(k, logprobs.shape[-1]))
             top: dict[str, float] = {}
             for v, j in zip(values.tolist(), ids.tolist()):
                 top.setdefault(self.tokenizer.decode([j]), v)  # distinct ids can decode alike: keep the likelier
@@ -263,6 +263,10 @@ class TransformersJudge(Judge):
 
     def _teacher_forced(self, queries: list[AnswerQuery]) -> list[float]:
         """log P(answer tokens | image, question), summed over the answer's tokens.
+
+        The answer is tokenised on its own, as the model would write it right after
+        the generation prompt (``▁Yes`` for SentencePiece-style tokenizers, ``Yes``
+        for byte-level ones), so no merge can straddle the prompt and the answer.
 
         Each row is [left padding, prompt ending in the generation prompt, answer
         tokens, right padding]: every prompt ends at the same column, so the logits
@@ -290,7 +294,8 @@ class TransformersJudge(Judge):
         inputs["input_ids"] = torch.cat([enc["input_ids"], answer_ids], 1)
         inputs["attention_mask"] = torch.cat([enc["attention_mask"], answer_mask], 1)
         for key, value in enc.items():  # other per-token inputs (token types...) extend as plain text
-            if key not in ("input_ids", "attention_mask") and torch.is_tensor(value) and value.shape[:2] == (batch, prompt_len):
+            if (key not in ("input_ids", "attention_mask") and torch.is_tensor(value)
+                    and not value.is_floating_point() and value.shape[:2] == (batch, prompt_len)):
                 inputs[key] = torch.cat([value, value.new_zeros((batch, width, *value.shape[2:]))], 1)
         if self._takes_positions:
             # generate's own rule (3-D rope for Qwen-VL); the model's default would count the left padding
