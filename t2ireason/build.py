@@ -227,8 +227,6 @@ def build_dataset(benchmark: Benchmark | str, source: str | os.PathLike, out: st
     if not Path(source).exists() and not getattr(bench, "reads_hub", False):
         raise FileNotFoundError(f"release folder not found: {source}")
     _prepare_out(out, overwrite)
-    if license is None and bench.license is None:
-        _license(bench, None, None)  # fail before a long read when no license can come from anywhere
     release = bench.read_release(source, **(options or {}))
     chosen_license = _license(bench, license, release.license)
 

@@ -290,3 +290,24 @@ def test_push_failure_does_not_leak_the_token(built, monkeypatch, capsys):
     assert _run_push([str(built), "--repo", "me/toy"], monkeypatch) == 2
     captured = capsys.readouterr()
     assert "error: 401 Client Error" in captured.err and SECRET not in captured.out + captured.err
+
+
+def test_metric_card_skeleton_renders_a_valid_card():
+    from huggingface_hub import RepoCard
+
+    text = build.render_template(
+        "metric_card.md.j2", title="Toy Metric", description="Scores toy images: a 'quoted' word.", metric="toy_metric",
+        benchmark=Toy(), how_to_use=">>> 1 + 1\n2", inputs=[{"name": "images", "type": "list", "doc": "the images"}],
+        outputs=[{"name": "score", "range": "0 to 100", "doc": "mean score"}],
+        differences=["the paper averages per image; the official code per question (option per_question=True)"],
+        limitations="Judged by a model.", citation=Toy.citation, references=["seed 000"])
+    card = RepoCard(text)
+    assert card.data.title == "Toy Metric" and card.data.sdk == "gradio" and card.data.app_file == "app.py"
+    assert card.data.description == "Scores toy images: a 'quoted' word."
+    headings = [line for line in card.text.splitlines() if line.startswith("## ")]
+    assert headings == ["## Metric Description", "## How to Use", "## Output Values", "## Limitations and Bias",
+                        "## Citation", "## Further References"]
+    assert "per_question=True" in card.text and "weighted mean" in card.text
+    with pytest.raises(Exception, match="'limitations' is undefined"):
+        build.render_template("metric_card.md.j2", title="x", description="x", metric="x", benchmark=None,
+                              how_to_use="", inputs=[], outputs=[], differences=[], citation="", references=[])

@@ -367,7 +367,7 @@ class FluxReason6M(Benchmark):
     scoring = ("FLUX-Reason-6M is a training set and is not scored. PRISM-Bench, built from its characteristics, "
                "evaluates models on the same six tracks plus long text (see the prism-bench dataset).")
     field_docs = {
-        "id": "row id in the published dataset (or <split>-<row index> when it has none)",
+        "id": "row id in the published dataset (or split-index, e.g. train-12, when it has none)",
         "image": "the FLUX.1-dev image",
         "characteristics": "multi-label: the characteristics assigned to the image (imagination, entity, "
                            "text_rendering, style, affection, composition; appendix B.1)",

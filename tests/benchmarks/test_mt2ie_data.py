@@ -98,10 +98,18 @@ def test_bad_runs_name_file_and_line(run_release, tmp_path):
         BENCH.read_release(run_release)
 
 
-def test_build_script_on_the_sample(tmp_path, capsys):
-    code = build.main(build.add_build_args, build.run_build,
-                      ["mt2ie", "--source", str(BENCH.sample_path()), "--out", str(tmp_path / "o")])
-    assert code == 0
+def test_build_script_on_the_sample(tmp_path, capsys, monkeypatch):
+    import runpy
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).parents[2] / "datasets_scripts" / "build.py"
+    monkeypatch.setattr(sys, "argv", [str(script), "mt2ie", "--source", str(BENCH.sample_path()),
+                                      "--out", str(tmp_path / "o")])
+    with pytest.raises(SystemExit) as exit_info:
+        runpy.run_path(str(script), run_name="__main__")
+    assert exit_info.value.code == 0
+    assert datasets.load_dataset(str(tmp_path / "o"), "seed_prompts", split="test").num_rows == 16
     out = capsys.readouterr().out
     assert "seed_prompts: 16 rows, household scenes 4, people 4, animals 4, locations 4" in out
     assert "not in this release: runs" in out and "no anomalies" in out
