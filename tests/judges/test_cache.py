@@ -426,3 +426,51 @@ def test_default_cache_path_follows_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("T2IREASON_CACHE", str(tmp_path / "my.sqlite"))
     assert default_cache_path() == tmp_path / "my.sqlite"
     assert isinstance(default_cache_path(), Path)
+
+
+def test_reply_details_round_trip(tmp_path):
+    from t2ireason.judges import TokenLogprob
+
+    full = Reply(text="Yes", model="m", sampling=Sampling(seed=1).to_dict(), finish_reason="length",
+                 usage={"prompt_tokens": 12, "completion_tokens": 1, "total_tokens": 13},
+                 logprobs=[TokenLogprob("Yes", -0.1, {"Yes": -0.1, "No": float("-inf")})])
+    judge = CachedJudge(ScriptedJudge([full]), tmp_path / "c.sqlite")
+    judge.chat(reqs(1))
+    [again] = judge.chat(reqs(1))
+    assert again.cached and again.to_dict() == {**full.to_dict(), "cached": True}
+
+
+def _child_asks(judge):
+    judge.chat(reqs(3, prefix="child"))
+
+
+def test_connection_is_reopened_in_a_forked_child(tmp_path):
+    import multiprocessing
+
+    judge = CachedJudge(echo_judge(), tmp_path / "c.sqlite")
+    judge.chat(reqs(2))  # the parent's connection is open now
+    child = multiprocessing.get_context("fork").Process(target=_child_asks, args=(judge,))
+    child.start()
+    child.join(60)
+    assert child.exitcode == 0
+    assert rows(tmp_path / "c.sqlite") == 5
+    assert all(r.cached for r in judge.chat(reqs(3, prefix="child")))  # the parent still works
+
+
+def test_real_http_judge_behind_the_cache(tmp_path):
+    """The OpenAI-compatible judge over real HTTP: the re-run never reaches the server, and
+    its API key appears nowhere in the cache files."""
+    from t2ireason.testing_http import Answer, serve
+
+    path = tmp_path / "c.sqlite"
+    with serve(Answer('{"answer": "yes"}')) as server:
+        for run in range(2):
+            judge = load_judge(f"openai:test-model@{server.base_url}", api_key=SECRET, cache=str(path))
+            with judge:
+                out = judge.chat(reqs(3))
+            assert [r.text for r in out] == ['{"answer": "yes"}'] * 3
+            assert [r.cached for r in out] == [bool(run)] * 3
+        assert len(server.requests) == 3
+        assert server.requests[0].headers.get("authorization") == f"Bearer {SECRET}"  # the key was used
+    for f in tmp_path.glob("c.sqlite*"):
+        assert SECRET.encode() not in f.read_bytes()
