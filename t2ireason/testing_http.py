@@ -13,7 +13,8 @@ background thread. What it does for each request is a *behaviour*:
   ``lambda r: Fail(500) if r.attempt == 0 else Answer(r.text.upper())``.
 
 The server records every request it receives (``server.requests``) and the
-largest number it was handling at once (``server.max_in_flight``)::
+largest number it was handling at once (``server.max_in_flight``; both counts
+are also served at ``GET /v1/_stats`` for a client in another process)::
 
     from t2ireason.testing_http import Answer, serve
 
@@ -187,12 +188,19 @@ class ChatServer:
 
         return JSONResponse({"object": "list", "data": [{"id": "test-model", "object": "model"}]})
 
+    async def _stats(self, request):
+        """What was received, for callers in another process (``GET /v1/_stats``)."""
+        from starlette.responses import JSONResponse
+
+        return JSONResponse({"requests": len(self.requests), "max_in_flight": self.max_in_flight})
+
     def _app(self):
         from starlette.applications import Starlette
         from starlette.routing import Route
 
         return Starlette(routes=[Route("/v1/chat/completions", self._chat, methods=["POST"]),
-                                 Route("/v1/models", self._models, methods=["GET"])])
+                                 Route("/v1/models", self._models, methods=["GET"]),
+                                 Route("/v1/_stats", self._stats, methods=["GET"])])
 
     def start(self) -> ChatServer:
         import uvicorn
