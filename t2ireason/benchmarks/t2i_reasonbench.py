@@ -217,6 +217,14 @@ def _description(text: str) -> str:
     return text.strip()
 
 
+def _as_text(x: Any) -> Any:
+    """A text-mode prediction: a string, or the ``{"bytes": None, "path": text}`` that an evaluate
+    module's image feature makes of a string."""
+    if isinstance(x, dict) and not x.get("bytes") and isinstance(x.get("path"), str):
+        return x["path"]
+    return x
+
+
 def _json_text(value: Any) -> str | None:
     return None if value is None else json.dumps(value, ensure_ascii=False, sort_keys=False)
 
@@ -396,6 +404,7 @@ class T2IReasonBench(Benchmark):
                     results[i].failure = f"describe turn: {outcome.error}"
         else:
             for i, text in enumerate(images):
+                text = _as_text(text)
                 if not isinstance(text, str) or not text.strip():
                     raise ValueError(f"text mode scores descriptions: item {i} ({results[i].id}) is "
                                      f"{type(text).__name__ if not isinstance(text, str) else 'an empty string'}, "
@@ -489,7 +498,7 @@ class T2IReasonBench(Benchmark):
                 failures.append(f"group {g['group']}: {outcome.error}")
                 by_role[role].extend([None] * len(qs))
         # a group's score is the mean of its questions (eq. 1); None if any question failed
-        result.subscores = {role: (None if not v or any(s is None for s in v) else sum(v) / len(v))
+        result.subscores = {role: (None if not v or any(s is None for s in v) else math.fsum(v) / len(v))
                             for role, v in by_role.items()}
         if aggregation == "paper":
             w = weights[dim]
@@ -502,7 +511,7 @@ class T2IReasonBench(Benchmark):
         if absent:
             failures.append(f"no {', '.join(absent)} questions for a {dim} row")
         if not absent and all(result.subscores[r] is not None for r in needed):
-            result.score = sum(wt * result.subscores[r] for r, wt in needed.items())
+            result.score = math.fsum(wt * result.subscores[r] for r, wt in needed.items())
         if failures:
             result.failure = "; ".join(dict.fromkeys(failures))
         result.context.update(aggregation=aggregation, weights=dict(w))

@@ -1,0 +1,503 @@
+"""T2I-ReasonBench: the release reader (every quirk, every pair), the two-stage scoring protocol with
+hand-computed values, re-asks and failures, the text score, and stage-1 criteria generation."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+
+import datasets
+import pytest
+from PIL import Image
+
+from t2ireason.benchmarks import ReleaseError, get_benchmark
+from t2ireason.benchmarks.t2i_reasonbench import DIMENSIONS, parse_pairs
+from t2ireason.images import JudgeImage
+from t2ireason.judges.base import Reply
+from t2ireason.judges.scripted import ScriptedJudge
+from t2ireason.prompts import render
+
+BENCH = get_benchmark("t2i-reasonbench")
+
+FIG14 = ("Based on the image and your previous description, answer the following questions: q1, q2, ...",
+         "For each question, assign a score of 1, 0.5 or 0 according to the corresponding scoring criteria: c1, c2, ...",
+         'provide your answer in json format: {"reason": [your detailed reasoning], "score": [s1,s2, ...]}')
+
+
+@pytest.fixture(scope="module")
+def release():
+    return BENCH.read_release(BENCH.sample_path())
+
+
+def _row(release, dim, rid):
+    return next(r for r in release.configs[dim] if r["id"] == rid)
+
+
+def _group(row, name):
+    return next(g for g in row["evaluation"] if g["group"] == name)
+
+
+# -- reading the release ----------------------------------------------------------------------------
+
+def test_sample_counts_equal_what_was_written(release):
+    # written by hand in the sample: pairs per row, group by group
+    assert release.counts == {
+        "idiom": {"rows": 4, "pairs": 22, "reason_pairs": 15, "detail_pairs": 0, "quality_pairs": 7},
+        "textual": {"rows": 4, "pairs": 21, "reason_pairs": 15, "detail_pairs": 0, "quality_pairs": 6},
+        "entity": {"rows": 4, "pairs": 19, "reason_pairs": 8, "detail_pairs": 6, "quality_pairs": 5},
+        "scientific": {"rows": 4, "pairs": 23, "reason_pairs": 11, "detail_pairs": 6, "quality_pairs": 6},
+    }
+    sizes = {d: [[len(g["pairs"]) for g in r["evaluation"]] for r in rows] for d, rows in release.configs.items()}
+    assert sizes == {"idiom": [[4, 2], [3, 1], [5, 3], [3, 1]], "textual": [[4, 2], [3, 1], [5, 1], [3, 2]],
+                     "entity": [[2, 2, 1], [1, 2, 2], [3, 1, 1], [2, 1, 1]],
+                     "scientific": [[2, 1, 2], [3, 2, 1], [4, 1, 1], [2, 2, 2]]}
+
+
+def test_every_quirk_survives_with_its_original_keys(release):
+    keys = lambda row, group: [(p["question_key"], p["criterion_key"]) for p in _group(row, group)["pairs"]]  # noqa: E731
+    assert keys(_row(release, "idiom", 2), "quality_evaluation") == [("aq1", "ac1")]
+    assert keys(_row(release, "idiom", 3), "quality_evaluation") == [("q4", "c4"), ("q5", "c5"), ("q6", "c6")]
+    scoring = _group(_row(release, "idiom", 4), "quality_evaluation")
+    assert keys(_row(release, "idiom", 4), "quality_evaluation") == [("q1", "c1")]
+    assert json.loads(scoring["extra"]) == {"scoring": "Average the scores of the questions above."}
+    assert keys(_row(release, "textual", 2), "quality_evaluation") == [("aes_q1", "aes_c1")]
+    assert keys(_row(release, "entity", 2), "other_details_evaluation") == [("det_q1", "det_c1"), ("q2", "c2")]
+    assert keys(_row(release, "entity", 4), "other_details_evaluation") == [("detail_q1", "c1")]
+    assert keys(_row(release, "scientific", 1), "scientific_evaluation") == [("sci_q1", "sci_c1"), ("q2", "c2")]
+    # the question and its criterion stay together
+    pair = _group(_row(release, "scientific", 1), "scientific_evaluation")["pairs"][0]
+    assert pair["question"].startswith("Does the ice cube float") and pair["criterion"].startswith("1: Floating.")
+
+    # dict image_content kept faithfully as JSON text
+    content = json.loads(_row(release, "textual", 1)["image_content"])
+    assert content["text"][0] == "Neighborhood Cleanup Day"
+    assert isinstance(_row(release, "textual", 3)["image_content"], str)
+
+    # the prompt used for generation comes from prompts/, the evaluation file's one is kept apart
+    sci2 = _row(release, "scientific", 2)
+    assert sci2["prompt"] == "A pencil standing in a half-filled glass of water, seen from the side"
+    assert sci2["evaluation_prompt"] == sci2["explicit_meaning"]
+    assert _row(release, "textual", 3)["prompt"].endswith("café.")
+    mismatched = {(d, r["id"]) for d, rows in release.configs.items() for r in rows if r["evaluation_prompt"]}
+    assert mismatched == {("textual", 3), ("entity", 3), ("scientific", 2)}
+
+    # pipeline records: rewritten prompt, reasoning, and extra keys kept
+    assert _row(release, "idiom", 2)["reason_prompt"].startswith("A nervous boy")
+    assert json.loads(_row(release, "textual", 2)["extra"]) == {"pipeline": {"model": "an LLM", "note": "rewritten twice"}}
+    assert json.loads(_row(release, "entity", 4)["extra"])["pipeline"] == {"explicit_meaning": "An emperor penguin feeding its chick"}
+    assert _row(release, "idiom", 1)["extra"] is None
+
+
+def test_anomalies_report_every_irregularity(release):
+    found = {(a.kind, a.file.split("/")[-1], a.row) for a in release.anomalies}
+    assert found >= {
+        ("irregular_key", "evaluation_idiom.json", 2), ("numbering", "evaluation_idiom.json", 3),
+        ("non_pair_key", "evaluation_idiom.json", 4), ("dict_image_content", "evaluation_textual_image.json", 1),
+        ("dict_image_content", "evaluation_textual_image.json", 2), ("irregular_key", "evaluation_textual_image.json", 2),
+        ("prompt_mismatch", "evaluation_textual_image.json", 3), ("irregular_key", "evaluation_entity.json", 2),
+        ("irregular_key", "evaluation_entity.json", 4), ("prompt_mismatch", "evaluation_entity.json", 3),
+        ("irregular_key", "evaluation_scientific.json", 1), ("prompt_mismatch", "evaluation_scientific.json", 2),
+        ("extra_key", "textual_image_pipeline_prompts.json", 2), ("extra_key", "entity_pipeline_prompts.json", 4),
+    }
+    assert not any(a.kind == "prompt_mismatch" and a.row == 1 for a in release.anomalies)
+
+
+def test_rows_fit_the_features_and_the_official_layout(release):
+    rows = [r for rows in release.configs.values() for r in rows]
+    ds = datasets.Dataset.from_list(rows, features=BENCH.features)
+    assert ds[0]["evaluation"][0]["pairs"][0]["question_key"] == "q1"
+    assert set(BENCH.field_docs) == set(BENCH.features)
+    assert BENCH.image_path(rows[0]) == "idiom/0001.png"
+    assert BENCH.image_path(_row(release, "scientific", 3), sample=2) == "scientific/0003_2.png"
+    assert len({BENCH.row_id(r) for r in rows}) == len(rows) == 16
+    assert BENCH.pipeline_prompts(rows)["entity-0001"].startswith("Mount Everest")
+    assert BENCH.license is None and "2508.17472" in BENCH.citation and BENCH.metric == "t2i_reasonscore"
+
+
+def test_a_full_sized_release_keeps_every_pair(tmp_path):
+    """800 records with 1 to 5 pairs per group and the quirks sprinkled in: nothing is lost."""
+    import random
+
+    rng = random.Random(0)
+    expected = 0
+    for dim, spec in DIMENSIONS.items():
+        prompts_rel, eval_rel, pipe_rel = spec.files()
+        prompts, evals, pipes = [], [], []
+        for rid in range(1, 201):
+            prompts.append({"id": rid, "prompt": f"{dim} prompt {rid}", "tag": "t",
+                            **{f: f"{f} {rid}" for f in spec.fields}})
+            ev = {"id": rid, "prompt": f"{dim} prompt {rid}", "image_content": {"k": rid} if rid % 50 == 0 else "c"}
+            for gi, (group, _) in enumerate(spec.groups):
+                n = rng.randint(1, 5)
+                expected += n
+                start = 4 if rid % 37 == 0 else 1
+                prefix = ["", "sci_", "a"][(rid + gi) % 3] if rid % 11 == 0 else ""
+                ev[group] = {}
+                for k in range(start, start + n):
+                    ev[group][f"{prefix}q{k}"] = f"question {k}"
+                    ev[group][f"{prefix}c{k}"] = f"criterion {k}"
+                if rid % 23 == 0:
+                    ev[group]["scoring"] = "mean"
+            evals.append(ev)
+            pipes.append({"id": rid, "reason": ["r"], "reason_prompt": "p", **({"x": 1} if rid % 40 == 0 else {})})
+        for rel, data in ((prompts_rel, prompts), (eval_rel, evals), (pipe_rel, pipes)):
+            (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / rel).write_text(json.dumps(data))
+    rel = BENCH.read_release(tmp_path)
+    assert sum(c["rows"] for c in rel.counts.values()) == 800
+    assert sum(c["pairs"] for c in rel.counts.values()) == expected
+
+
+def test_parse_pairs_matches_by_key_not_by_position():
+    pairs, extra, notes = parse_pairs({"c1": "crit 1", "q1": "quest 1", "q2": "quest 2", "c2": "crit 2"}, "x")
+    assert [(p["question"], p["criterion"]) for p in pairs] == [("quest 1", "crit 1"), ("quest 2", "crit 2")]
+    assert extra == {} and notes == []
+    pairs, _, notes = parse_pairs({"det_q1": "q", "c1": "c"}, "x")
+    assert pairs[0]["criterion_key"] == "c1" and notes[0][0] == "irregular_key"
+    with pytest.raises(ReleaseError, match="'q1' is 3"):
+        parse_pairs({"q1": 3, "c1": "c"}, "x")
+
+
+# -- broken releases ----------------------------------------------------------------------------------
+
+@pytest.fixture
+def copy(tmp_path):
+    root = tmp_path / "release"
+    shutil.copytree(BENCH.sample_path(), root)
+    return root
+
+
+def _edit(root, rel, fn):
+    path = root / rel
+    data = json.loads(path.read_text())
+    fn(data)
+    path.write_text(json.dumps(data))
+
+
+def test_missing_file_is_named(copy):
+    (copy / "pipeline_prompts/entity_pipeline_prompts.json").unlink()
+    with pytest.raises(ReleaseError, match="pipeline_prompts/entity_pipeline_prompts.json: missing file"):
+        BENCH.read_release(copy)
+    # the other dimensions still read on their own
+    assert BENCH.read_release(copy, configs=["idiom"]).counts["idiom"]["rows"] == 4
+
+
+def test_malformed_json_names_file_and_line(copy):
+    (copy / "deepseek_evaluation_qs/evaluation_idiom.json").write_text('[\n  {"id": 1,\n  "prompt": }\n]')
+    with pytest.raises(ReleaseError, match=r"evaluation_idiom.json: malformed JSON at line 3"):
+        BENCH.read_release(copy)
+
+
+def test_record_without_id_is_named(copy):
+    _edit(copy, "prompts/scientific_reasoning.json", lambda d: d[2].pop("id"))
+    with pytest.raises(ReleaseError, match=r"prompts/scientific_reasoning.json, record 2: no 'id'"):
+        BENCH.read_release(copy)
+
+
+@pytest.mark.parametrize("drop, message", [
+    ("c2", r"evaluation_idiom.json, id 1, reason_evaluation: question 'q2' has no criterion"),
+    ("q2", r"evaluation_idiom.json, id 1, reason_evaluation: criterion 'c2' has no question"),
+])
+def test_a_pair_missing_half_is_an_error(copy, drop, message):
+    _edit(copy, "deepseek_evaluation_qs/evaluation_idiom.json", lambda d: d[0]["reason_evaluation"].pop(drop))
+    with pytest.raises(ReleaseError, match=message):
+        BENCH.read_release(copy)
+
+
+def test_other_structural_errors(copy, tmp_path):
+    with pytest.raises(ReleaseError, match="not a folder"):
+        BENCH.read_release(tmp_path / "nowhere")
+    _edit(copy, "deepseek_evaluation_qs/evaluation_entity.json",
+          lambda d: d[1].update(details_evaluation=d[1].pop("other_details_evaluation")))
+    with pytest.raises(ReleaseError, match="id 2: unknown question group 'details_evaluation'"):
+        BENCH.read_release(copy, configs=["entity"])
+    _edit(copy, "prompts/textual_image_design.json", lambda d: d.append(dict(d[0])))
+    with pytest.raises(ReleaseError, match="textual_image_design.json, record 4: duplicate id 1"):
+        BENCH.read_release(copy, configs=["textual"])
+    _edit(copy, "deepseek_evaluation_qs/evaluation_scientific.json", lambda d: d.append({**d[0], "id": 99}))
+    with pytest.raises(ReleaseError, match=r"id\(s\) \[99\] have questions but no prompt"):
+        BENCH.read_release(copy, configs=["scientific"])
+
+
+def test_release_one_level_down_is_found(tmp_path):
+    shutil.copytree(BENCH.sample_path(), tmp_path / "T2I-ReasonBench-main")
+    assert BENCH.read_release(tmp_path).counts["entity"]["pairs"] == 19
+
+
+# -- scoring --------------------------------------------------------------------------------------------
+
+class CountingJudge(ScriptedJudge):
+    """A scripted judge that also records the size of every chat batch."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.batches: list[int] = []
+
+    def chat(self, requests, **kwargs):
+        self.batches.append(len(requests))
+        return super().chat(requests, **kwargs)
+
+
+def pairs_in(request) -> dict[str, str]:
+    return json.loads(re.search(r"criteria: (\{.*\})$", request.messages[-1].text, re.M).group(1))
+
+
+def answering(scores: dict[str, float], description: str = "A photo of a scene."):
+    """Describe, then answer each question with the score scripted for its text."""
+
+    def reply(request):
+        if request.messages[-1].text == "Describe this image.":
+            return description
+        qc = pairs_in(request)
+        questions = [qc[f"q{i}"] for i in range(1, len(qc) // 2 + 1)]
+        return "My analysis.\n```json\n" + json.dumps(
+            {"reason": [f"on {q}" for q in questions], "score": [scores[q] for q in questions]}) + "\n```"
+
+    return reply
+
+
+# per row, the judge's score for each question of each group (written by hand)
+HAND = {
+    ("idiom", 1): {"reason_evaluation": [1, 0.5, 1, 0], "quality_evaluation": [1, 0.5]},
+    ("textual", 2): {"reason_evaluation": [1, 1, 0.5], "quality_evaluation": [0]},
+    ("entity", 2): {"entity_evaluation": [0.5], "other_details_evaluation": [1, 0], "quality_evaluation": [1, 1]},
+    ("scientific", 1): {"scientific_evaluation": [1, 0.5], "other_details_evaluation": [0], "quality_evaluation": [1, 0.5]},
+}
+
+
+@pytest.fixture
+def scored_rows(release):
+    rows = [_row(release, d, i) for d, i in HAND]
+    scores = {p["question"]: s for row, groups in zip(rows, HAND.values())
+              for name, values in groups.items() for p, s in zip(_group(row, name)["pairs"], values, strict=True)}
+    images = [Image.new("RGB", (8, 8), c) for c in ("red", "green", "blue", "white")]
+    return rows, images, scores
+
+
+def test_paper_weights_by_hand(scored_rows):
+    rows, images, scores = scored_rows
+    judge = CountingJudge(answering(scores))
+    results = BENCH.score(rows, images, judge)
+    # idiom: 0.9*mean(1,.5,1,0) + 0.1*mean(1,.5); textual: 0.9*(2.5/3) + 0.1*0
+    # entity: 0.7*0.5 + 0.2*mean(1,0) + 0.1*1; scientific: 0.7*0.75 + 0.2*0 + 0.1*0.75
+    assert [r.score for r in results] == pytest.approx([0.6375, 0.75, 0.55, 0.6])
+    assert results[2].subscores == pytest.approx({"reason": 0.5, "detail": 0.5, "quality": 1.0})
+    assert [q.score for q in results[0].questions] == [1, 0.5, 1, 0, 1, 0.5]
+    assert results[3].questions[0].id == "scientific_evaluation.sci_q1" and results[3].questions[0].group == "reason"
+    assert results[3].questions[0].reasoning.startswith("on Does the ice cube float")
+    assert all(r.failure is None and r.reasks == 0 for r in results)
+    # batched: every describe turn in one batch, then every group turn (2+2+3+3) in one
+    assert judge.batches == [4, 10]
+
+    table = BENCH.aggregate(results)
+    assert (table["idiom"], table["textual"], table["entity"], table["scientific"]) == pytest.approx((63.75, 75, 55, 60))
+    assert table["overall"] == pytest.approx((63.75 + 75 + 55 + 60) / 4)
+    assert table["dimensions"]["entity"]["quality"]["mean"] == pytest.approx(100)
+    assert table["dimensions"]["idiom"]["weights"] == {"reason": 0.9, "detail": 0.0, "quality": 0.1}
+    assert table["dimensions"]["idiom"]["max_score"] == pytest.approx(100)
+    assert table["aggregation"] == "paper" and table["mode"] == "image"
+
+
+def test_official_aggregation_by_hand(scored_rows):
+    rows, images, scores = scored_rows
+    results = BENCH.score(rows, images, ScriptedJudge(answering(scores)), aggregation="official")
+    # idiom, textual: mean(reason); entity, scientific: 0.7 reason + 0.3 detail; quality apart
+    assert [r.score for r in results] == pytest.approx([0.625, 2.5 / 3, 0.5, 0.525])
+    assert [r.subscores["quality"] for r in results] == pytest.approx([0.75, 0.0, 1.0, 0.75])
+    table = BENCH.aggregate(results, aggregation="official")
+    assert table["textual"] == pytest.approx(250 / 3) and table["aggregation"] == "official"
+    assert table["dimensions"]["textual"]["quality"]["mean"] == pytest.approx(0)
+
+
+def test_custom_weights(scored_rows):
+    rows, images, scores = scored_rows
+    results = BENCH.score(rows[:1], images[:1], ScriptedJudge(answering(scores)),
+                          weights={"idiom": {"reason": 0.5, "quality": 0.5}})
+    assert results[0].score == pytest.approx(0.5 * 0.625 + 0.5 * 0.75)
+    with pytest.raises(ValueError, match="weights"):
+        BENCH.score(rows, images, ScriptedJudge([]), weights={"idiom": {"style": 1}})
+
+
+def test_conversation_structure_and_one_encoding_per_image(scored_rows):
+    rows, images, scores = scored_rows
+    judge = ScriptedJudge(answering(scores, description="Four people at a table."))
+    BENCH.score(rows, images, judge)
+    describes, groups = judge.requests[:4], judge.requests[4:]
+    for d in describes:
+        assert len(d.messages) == 1 and d.messages[0].role == "user"
+        img, text = d.messages[0].content
+        assert isinstance(img, JudgeImage) and text == "Describe this image."
+    for g in groups:
+        assert [m.role for m in g.messages] == ["user", "assistant", "user"]
+        assert g.messages[1].text == "Four people at a table."
+        assert g.messages[2].images == []  # the image is sent once, in the first turn
+        for sentence in FIG14:
+            assert sentence in g.messages[2].text
+    # the same JudgeImage object (one digest, one encoding) in every turn about an image
+    owner = {id(d.messages[0].content[0]): i for i, d in enumerate(describes)}
+    assert len(owner) == 4
+    assert [owner[id(g.messages[0].content[0])] for g in groups] == [0, 0, 1, 1, 2, 2, 2, 3, 3, 3]
+    # irregular keys are renumbered q1.. for the judge, in order, with their criteria
+    sci = pairs_in(groups[7])
+    assert list(sci) == ["q1", "c1", "q2", "c2"] and sci["q1"].startswith("Does the ice cube float")
+
+
+def _one_row(release):
+    return [_row(release, "idiom", 2)], [Image.new("RGB", (8, 8), "gray")]  # reason: 3 questions, quality: aq1
+
+
+@pytest.mark.parametrize("bad, complaint", [
+    ("I think the image is fine.", "no JSON"),
+    ('{"reason": ["a", "b"], "score": [1, 1]}', "expected 3 scores, got 2"),
+    ('{"reason": ["a", "b", "c"], "score": [1, 0.7, 0]}', "0.7 is not one of 0, 0.5, 1"),
+    ('{"reason": ["a", "b", "c"]}', 'no "score"'),
+])
+def test_bad_group_reply_is_reasked(release, bad, complaint):
+    rows, images = _one_row(release)
+    judge = ScriptedJudge(["A boy on a ladder.", bad, '{"reason": ["q"], "score": [1]}',
+                           '{"reason": ["a", "b", "c"], "score": [1, 0.5, 0]}'])
+    (result,) = BENCH.score(rows, images, judge)
+    assert result.score == pytest.approx(0.9 * 0.5 + 0.1 * 1) and result.failure is None
+    assert result.reasks == 1
+    reask = judge.requests[3]
+    assert [m.role for m in reask.messages] == ["user", "assistant", "user", "assistant", "user"]
+    assert reask.messages[3].text == bad and complaint in reask.messages[4].text
+    assert len(result.replies) == 4  # describe, reason, quality, the re-asked reason
+
+
+def test_failure_after_the_bound_is_recorded_not_zeroed(release):
+    rows, images = _one_row(release)
+    wrong = '{"reason": ["a"], "score": [1]}'  # one score for three questions, every time
+    judge = ScriptedJudge(lambda r: "A boy." if r.messages[-1].text == "Describe this image." else wrong)
+    (result,) = BENCH.score(rows, images, judge, max_reasks=1)
+    assert result.score is None and result.failed
+    assert "reason_evaluation" in result.failure and "expected 3 scores, got 1" in result.failure
+    assert [q.score for q in result.questions] == [None, None, None, 1.0]  # aq1 answered fine
+    assert result.subscores == {"reason": None, "quality": 1.0}
+    assert result.reasks == 1
+    table = BENCH.aggregate([result])
+    assert table["dimensions"]["idiom"]["score"]["failed"] == 1 and math.isnan(table["idiom"])
+
+
+def test_describe_failure_skips_the_questions(release):
+    rows, images = _one_row(release)
+    boom = Reply(text="", model="s", sampling={}, error="HTTP 500")
+    judge = ScriptedJudge([boom, boom, boom])
+    (result,) = BENCH.score(rows, images, judge)
+    assert result.score is None and result.failure.startswith("describe turn: judge error: HTTP 500")
+    assert len(judge.requests) == 3 and result.replies == ["[judge error] HTTP 500"] * 3
+
+
+def test_unreadable_image_is_a_failure_not_a_crash(release, tmp_path):
+    rows = [_row(release, "idiom", 1), _row(release, "idiom", 2)]
+    scores = {p["question"]: 1 for r in rows for g in r["evaluation"] for p in g["pairs"]}
+    results = BENCH.score(rows, [tmp_path / "missing.png", Image.new("RGB", (8, 8))], ScriptedJudge(answering(scores)))
+    assert results[0].score is None and "image could not be read" in results[0].failure
+    assert results[1].score == pytest.approx(1.0)
+
+
+def test_text_mode_scores_descriptions_without_quality(scored_rows):
+    rows, _, scores = scored_rows
+    judge = CountingJudge(answering(scores))
+    texts = ["A girl tells a secret.", "Recycling bins.", "Van Gogh painting.", "An ice cube floats."]
+    results = BENCH.score(rows, texts, judge, mode="text")
+    assert [r.score for r in results] == pytest.approx([0.9 * 0.625, 0.9 * 2.5 / 3, 0.7 * 0.5 + 0.2 * 0.5, 0.7 * 0.75])
+    assert judge.batches == [6]  # no describe turn; reason + detail groups only (1+1+2+2)
+    for req in judge.requests:
+        assert len(req.messages) == 1 and req.images == []
+        assert "Here is a textual description of an image" in req.messages[0].text
+    assert "A girl tells a secret." in judge.requests[0].messages[0].text
+    assert all(q.group != "quality" for r in results for q in r.questions)
+    table = BENCH.aggregate(results)
+    assert table["mode"] == "text" and table["dimensions"]["entity"]["max_score"] == pytest.approx(90)
+    with pytest.raises(ValueError, match="text mode scores descriptions"):
+        BENCH.score(rows[:1], [Image.new("RGB", (8, 8))], judge, mode="text")
+
+
+def test_bad_rows_and_options_are_clear_errors(release, scored_rows):
+    rows, images, _ = scored_rows
+    with pytest.raises(ValueError, match="got 4 rows but 3 images"):
+        BENCH.score(rows, images[:3], ScriptedJudge([]))
+    with pytest.raises(ValueError, match=r"rows\[0\] lacks field\(s\) \['dimension'\]"):
+        BENCH.score([{"id": 1, "prompt": "p", "evaluation": []}], images[:1], ScriptedJudge([]))
+    with pytest.raises(ValueError, match="has question group 'reason_evaluation'; a entity row"):
+        BENCH.score([{**rows[0], "dimension": "entity"}], images[:1], ScriptedJudge([]))
+    with pytest.raises(TypeError, match="unknown option"):
+        BENCH.score(rows, images, ScriptedJudge([]), temperature=0)
+    with pytest.raises(ValueError, match="mode must be one of"):
+        BENCH.score(rows, images, ScriptedJudge([]), mode="video")
+
+
+# -- stage I: criteria generation ---------------------------------------------------------------------
+
+def _criteria_reply(groups: dict[str, int], start: int = 1, drop: str | None = None) -> str:
+    value = {"id": 1, "prompt": "p", "image_content": "what the image shows"}
+    for name, n in groups.items():
+        value[name] = {}
+        for k in range(start, start + n):
+            value[name][f"q{k}"] = f"{name} question {k}?"
+            value[name][f"c{k}"] = f"1: yes 0.5: partly 0: no ({name} {k})"
+        if drop:
+            value[name].pop(drop, None)
+    return "Here is my analysis.\n```json\n" + json.dumps(value) + "\n```"
+
+
+IDIOM_RECORD = {"id": 11, "prompt": "After three weeks of burning the midnight oil, she finally submitted her dissertation.",
+                "idiom": "Burning the midnight oil", "idiom_meaning": "To work or study late into the night.", "tag": "work"}
+
+
+def test_criteria_generation_valid_reply_gives_a_schema_row():
+    judge = ScriptedJudge([_criteria_reply({"reason_evaluation": 3, "quality_evaluation": 2})])
+    (row,) = BENCH.generate_criteria([IDIOM_RECORD], "idiom", judge)
+    request = judge.requests[0]
+    assert request.images == [] and len(request.messages) == 1
+    text = request.messages[0].text
+    assert text == render("t2i_reasonbench", "criteria_idiom", **{k: IDIOM_RECORD[k] for k in ("id", "prompt", "idiom", "idiom_meaning")})
+    assert text.startswith("I have a text-to-image generation model that can generate images based on given prompts.")
+    assert "'idiom': Burning the midnight oil, 'idiom_meaning': To work or study late into the night.}" in text
+    assert "here should be a dictionary with 3-5 pairs of question and criterion" in text
+    assert [len(g["pairs"]) for g in row["evaluation"]] == [3, 2]
+    assert row["dimension"] == "idiom" and row["id"] == 11 and row["image_content"] == "what the image shows"
+    datasets.Dataset.from_list([row], features=BENCH.features)  # fits the schema
+    # and it can be scored like a release row
+    scores = {p["question"]: 1 for g in row["evaluation"] for p in g["pairs"]}
+    (result,) = BENCH.score([row], [Image.new("RGB", (8, 8))], ScriptedJudge(answering(scores)))
+    assert result.score == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("bad, complaint", [
+    (_criteria_reply({"entity_evaluation": 1, "quality_evaluation": 1}), "other_details_evaluation"),
+    (_criteria_reply({"entity_evaluation": 6, "other_details_evaluation": 1, "quality_evaluation": 1}), "6 pairs"),
+    (_criteria_reply({"entity_evaluation": 2, "other_details_evaluation": 1, "quality_evaluation": 1}, start=2), "numbered [2, 3]"),
+    (_criteria_reply({"entity_evaluation": 2, "other_details_evaluation": 2, "quality_evaluation": 1}, drop="c2"), "'q2' has no criterion"),
+    ("I cannot help with that.", "no JSON"),
+])
+def test_criteria_generation_reasks_invalid_replies(bad, complaint):
+    good = _criteria_reply({"entity_evaluation": 2, "other_details_evaluation": 1, "quality_evaluation": 1})
+    judge = ScriptedJudge([bad, good])
+    record = {"id": 31, "prompt": "The CEO of Tesla unveiling the first electric car in 2008",
+              "explicit_meaning": "Elon Musk unveiling the first electric car at Tesla in 2008"}
+    (row,) = BENCH.generate_criteria([record], "entity", judge)
+    assert complaint in judge.requests[1].messages[-1].text
+    assert [g["group"] for g in row["evaluation"]] == ["entity_evaluation", "other_details_evaluation", "quality_evaluation"]
+    assert json.loads(row["extra"])["criteria"]["reasks"] == 1
+
+
+def test_criteria_generation_failure_is_kept_and_reported():
+    record = {"id": 7, "prompt": "Two springs hanging in a row: one empty, one with a ball",
+              "explicit_meaning": "One spring is stretched by a ball"}
+    judge = ScriptedJudge(lambda r: "no idea")
+    with pytest.warns(UserWarning, match="failed for 1 of 1 scientific"):
+        (row,) = BENCH.generate_criteria([record], "scientific", judge, max_reasks=1)
+    assert row["evaluation"] == [] and len(judge.requests) == 2
+    info = json.loads(row["extra"])["criteria"]
+    assert "no JSON" in info["failure"] and info["replies"] == ["no idea", "no idea"]
+    with pytest.raises(ValueError, match="failed for 1 of 1"):
+        BENCH.generate_criteria([record], "scientific", ScriptedJudge(lambda r: "no idea"), max_reasks=0, strict=True)
+    # a row without questions is a counted failure when scored, and costs no group request
+    (result,) = BENCH.score([row], [Image.new("RGB", (8, 8))], ScriptedJudge(["An image."]))
+    assert result.score is None and "no reason, detail, quality questions" in result.failure
+    with pytest.raises(ValueError, match=r"records\[0\] lacks \['explicit_meaning'\]"):
+        BENCH.generate_criteria([{"id": 1, "prompt": "p"}], "entity", judge)
