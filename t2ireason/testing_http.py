@@ -51,13 +51,15 @@ class Answer:
 
     ``top_logprobs`` gives, per generated token, the alternatives (token ->
     logprob); the generated token is the most likely one. When the request asks
-    for logprobs and none are given here, the whole text is one token of logprob 0.
+    for logprobs and none are given here, the whole text is one token of logprob 0,
+    unless ``no_logprobs`` (a server that ignores the request for them).
     """
 
     text: str = "ok"
     top_logprobs: Sequence[dict[str, float]] | None = None
     finish_reason: str = "stop"
     delay: float = 0.0
+    no_logprobs: bool = False
 
 
 @dataclass(frozen=True)
@@ -254,7 +256,7 @@ def _completion(req: ReceivedRequest, answer: Answer) -> dict[str, Any]:
     """An OpenAI ``chat.completion`` object for ``answer``."""
     choice: dict[str, Any] = {"index": 0, "finish_reason": answer.finish_reason, "logprobs": None,
                               "message": {"role": "assistant", "content": answer.text}}
-    if req.body.get("logprobs"):
+    if req.body.get("logprobs") and not answer.no_logprobs:
         k = int(req.body.get("top_logprobs") or 0)
         steps = answer.top_logprobs or [{answer.text: 0.0}]
         content = []

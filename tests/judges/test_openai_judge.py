@@ -3,8 +3,10 @@
 import asyncio
 import base64
 import io
+import json
 import logging
 import math
+import urllib.request
 
 import pytest
 from PIL import Image
@@ -202,8 +204,11 @@ def test_malformed_json_retried_then_recorded():
 def test_concurrency_bound_holds():
     with serve(Answer("ok", delay=0.1)) as server, _judge(server, max_concurrency=4) as judge:
         replies = judge.chat([ChatRequest.simple(f"q{i}") for i in range(24)])
+        with urllib.request.urlopen(f"{server.base_url}/_stats") as resp:
+            stats = json.load(resp)
     assert all(r.ok for r in replies) and len(server.requests) == 24
     assert server.max_in_flight == 4
+    assert stats == {"requests": 24, "max_in_flight": 4}
 
 
 def test_image_encoded_once_for_many_requests(monkeypatch):
@@ -243,6 +248,9 @@ def test_answer_probability_errors():
         assert server.requests == []
     with serve(Fail(400, "logprobs are not supported with this model")) as server, _judge(server) as judge:
         with pytest.raises(JudgeError, match="refuses logprobs"):
+            judge.yes_probability([_image()], ["q"])
+    with serve(Answer("Yes", no_logprobs=True)) as server, _judge(server) as judge:
+        with pytest.raises(JudgeError, match="returned no log-probabilities"):
             judge.yes_probability([_image()], ["q"])
     with pytest.raises(JudgeError, match="only its beginning"):
         answer_logprob({"Photo": -0.1, "A": -3.0}, "Photosynthesis")
