@@ -310,10 +310,14 @@ class R2IBench(Benchmark):
         "category_cell": "The release's raw 'Category' cell (inconsistent in places; kept for reference).",
         "subcategory_cell": "The release's raw 'Subcategory' cell (inconsistent in places; kept for reference).",
         "has_questions": "False when the release has no evaluation questions for the prompt (unscorable).",
-        "questions": "The instance's evaluation questions: id (number within the instance), question, "
-                     "criterion (1 / 0.5 / 0 rubric), weight (importance, mostly 1 to 10), note (rare "
-                     "annotator note), dimension (reasoning / alignment / quality; only for criteria made "
-                     "by generate_criteria, the release does not label it).",
+        "questions": "The instance's evaluation questions (empty when has_questions is False).",
+        "questions.id": "The question's number within the instance (the key the judge answers under).",
+        "questions.question": "The evaluation question.",
+        "questions.criterion": "What earns a score of 1, 0.5 and 0 (the release's evaluation_criteria).",
+        "questions.weight": "Importance weight in the weighted mean; mostly 1 to 10, a few from 0 to 50.",
+        "questions.note": "An annotator's note (one release file has them); null elsewhere.",
+        "questions.dimension": "reasoning / alignment / quality: null in the release, which does not label "
+                               "it; set by generate_criteria for new prompts.",
     }
     presets = {
         # The paper (section 3, appendix A.4) and the official code both use GPT-4o at temperature 0.1.
@@ -514,6 +518,7 @@ class R2IBench(Benchmark):
             raise ValueError(f"got {len(rows)} rows but {len(images)} images")
 
         results, asks = [], []
+        loaded: dict[Any, Any] = {}  # one JudgeImage per distinct image, however many rows share it
         for i, (row, image) in enumerate(zip(rows, images)):
             _check_row(row, i)
             result = _blank_result(self, row, image)
@@ -525,7 +530,8 @@ class R2IBench(Benchmark):
                                   else "unscorable: every question of this prompt has weight 0")
                 continue
             keys = question_keys(questions)
-            img = as_image(image)
+            key = str(image) if isinstance(image, (str, Path)) else id(image)
+            img = loaded[key] if key in loaded else loaded.setdefault(key, as_image(image))
             if result.image is None:
                 result.image = img.source
             request = ChatRequest.simple(img, render_request(row, keys, allowed), metadata={"id": result.id})
@@ -739,6 +745,7 @@ def generate_criteria(prompts: Sequence[dict[str, Any]], judge: Any, *, weights:
     ranges = dict(ranges or WEIGHT_RANGES)
     if set(ranges) != set(WEIGHT_RANGES):
         raise ValueError(f"ranges must give {sorted(WEIGHT_RANGES)}, got {sorted(ranges)}")
+    shown_ranges = {d: (f"{lo:g}", f"{hi:g}") for d, (lo, hi) in ranges.items()}
     sampling = sampling or Sampling(temperature=0.1)  # the paper's setting for this pipeline
     out: list[CriteriaGeneration] = []
     for i, p in enumerate(prompts):
@@ -774,7 +781,7 @@ def generate_criteria(prompts: Sequence[dict[str, Any]], judge: Any, *, weights:
             # the next turn follows the accepted reply (failed attempts, if any, are left out)
             follow = (render(_TEMPLATES, "design_questions", **slots(g)) if n == 0 else
                       render(_TEMPLATES, "weight", assessment_points=g.row["assessment_point"] or "(none given)", **slots(g))
-                      + "\n\n" + render(_TEMPLATES, "weight_dimensions", ranges=ranges))
+                      + "\n\n" + render(_TEMPLATES, "weight_dimensions", ranges=shown_ranges))
             nxt_live.append(g)
             nxt_conv.append(conv.then(res.value, follow))
         live, conversations = nxt_live, nxt_conv

@@ -1,0 +1,599 @@
+"""R2I-Bench: the release reader on the shipped sample (every quirk of formats.md) and on broken
+releases, R2I-Score scoring with scripted judge replies checked by hand, the tables, and the
+appendix A.4 evaluation-criteria pipeline."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import re
+import shutil
+from pathlib import Path
+
+import datasets
+import numpy as np
+import pytest
+from PIL import Image
+
+from t2ireason.benchmarks import ReleaseError, get_benchmark
+from t2ireason.benchmarks import r2i_bench as r2i
+from t2ireason.images import JudgeImage
+from t2ireason.judges.base import Reply
+from t2ireason.judges.scripted import ScriptedJudge
+from t2ireason.results import ImageResult
+
+BENCH = get_benchmark("r2i-bench")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def release():
+    return BENCH.read_release(BENCH.sample_path())
+
+
+@pytest.fixture(scope="module")
+def rows(release):
+    return {r["id"]: r for r in release.configs["all"]}
+
+
+def kinds(release, kind):
+    return [a for a in release.anomalies if a.kind == kind]
+
+
+@pytest.fixture
+def copy(tmp_path):
+    """A writable copy of the sample release."""
+    dst = tmp_path / "release"
+    shutil.copytree(BENCH.sample_path(), dst)
+    return dst
+
+
+# -- reading the sample release ---------------------------------------------------------------------
+
+
+def test_registered_and_declared():
+    assert BENCH is r2i.BENCHMARK and BENCH.metric == "r2i_score"
+    assert BENCH.configs == (*r2i.CATEGORIES, "all")
+    assert set(r2i.CATEGORIES) == {"causal", "commonsense", "compositional", "concept_mixing", "logical",
+                                   "mathematical", "numerical"}
+    assert BENCH.license is None and "R2I-Bench" in BENCH.citation
+    assert set(BENCH.field_docs) == set(BENCH.features) | {f"questions.{k}" for k in BENCH.features["questions"].feature}
+    for name in ("paper", "official"):
+        preset = BENCH.presets[name]
+        assert preset["judge"] == "openai:gpt-4o"
+        assert preset["judge_kwargs"]["sampling"].temperature == 0.1
+    assert BENCH.presets["paper"]["options"]["missing"] == "fail"
+    assert BENCH.presets["official"]["options"]["missing"] == "answered"
+
+
+def test_counts_per_config(release):
+    c = release.counts
+    assert {k: c[k]["rows"] for k in BENCH.configs} == {
+        "commonsense": 2, "compositional": 2, "concept_mixing": 3, "logical": 2, "numerical": 2,
+        "mathematical": 2, "causal": 2, "all": 15}
+    assert {k: c[k]["questions"] for k in BENCH.configs} == {
+        "commonsense": 5, "compositional": 5, "concept_mixing": 3, "logical": 3, "numerical": 5,
+        "mathematical": 5, "causal": 7, "all": 33}
+    assert c["all"]["question_rows"] == 36 and c["all"]["orphan_questions"] == 3
+    assert c["mathematical"]["question_rows"] == 8 and c["mathematical"]["orphan_questions"] == 3
+    assert c["all"]["prompts_without_questions"] == 3
+    assert c["all"]["unusual_weights"] == 4 and c["all"]["relabelled"] == 1
+    for config in BENCH.configs:
+        assert len(release.configs[config]) == c[config]["rows"]
+        assert sum(len(r["questions"]) for r in release.configs[config]) == c[config]["questions"]
+    assert len({r["id"] for r in release.configs["all"]}) == 15
+
+
+def test_rows_take_labels_from_folders_and_files_whatever_the_column_order(rows):
+    row = rows["commonsense/color/12"]  # columns reordered in this file, cells say another label
+    assert row["prompt"] == "The leaves of a maple tree in Vermont in the middle of October."
+    assert row["reference_caption"] == "A maple tree with bright red and orange leaves."
+    assert row["assessment_point"] == "Seasonal leaf colour"
+    assert (row["category"], row["subcategory"]) == ("commonsense", "color")
+    assert (row["category_cell"], row["subcategory_cell"]) == ("Common Sense", "Attribute")
+    assert row["source_id"] == "12"
+    logical = rows["logical/disjunctive/41"]  # id column in the middle
+    assert logical["prompt"].startswith("Either a spoon or a fork")
+    # case and spelling variants that name the same label are not relabels
+    assert rows["causal/cause_to_effect/2"]["subcategory_cell"] == "cause-to-effect"
+
+
+def test_relabelled_rows_are_reported(release):
+    found = kinds(release, "relabelled")
+    assert len(found) == 2 and {a.row for a in found} == {"12"}
+    details = " ".join(a.detail for a in found)
+    assert "'Common Sense'" in details and "'Attribute'" in details and "'color'" in details
+
+
+def test_orphan_questions_and_missing_files(release, rows):
+    orphans = kinds(release, "orphan_question")
+    assert len(orphans) == 1
+    assert orphans[0].file == "evaluation/mathematical/function_eval.csv"
+    assert "3 question(s) for 2 source id(s) (61, 62)" in orphans[0].detail
+    assert "mathematical_function.csv" in orphans[0].detail
+    assert not any(r["id"].startswith("mathematical/function/") for r in rows.values())
+    missing = kinds(release, "missing_file")
+    assert [a.file for a in missing] == ["evaluation/concept_mixing/functional_mixing_eval.csv"]
+    empty = kinds(release, "empty_file")
+    assert [a.file for a in empty] == ["evaluation/concept_mixing/concept_mixing_eval.csv"]
+
+
+def test_prompts_without_questions_are_kept_and_flagged(release, rows):
+    flagged = sorted(r["id"] for r in rows.values() if not r["has_questions"])
+    assert flagged == ["concept_mixing/functional_mixing/31", "concept_mixing/functional_mixing/32",
+                       "logical/disjunctive/42"]
+    assert all(rows[i]["questions"] == [] for i in flagged)
+    assert sorted(a.row for a in kinds(release, "no_questions")) == ["31", "32", "42"]
+    assert all(r["has_questions"] for i, r in rows.items() if i not in flagged)
+
+
+def test_questions_weights_and_notes(release, rows):
+    qs = rows["commonsense/color/11"]["questions"]  # the file with a note column, reordered
+    assert [q["id"] for q in qs] == ["1", "2", "3"]
+    assert [q["weight"] for q in qs] == [5.0, 10.0, 4.0]
+    assert qs[1]["note"] == "tangerines count as oranges" and qs[0]["note"] is None
+    assert qs[1]["criterion"].startswith("1: clearly an orange")
+    assert qs[0]["question"] == "Is there a fruit on a plate?"
+    weights = {(r["source_id"], q["id"]): q["weight"] for r in rows.values() for q in r["questions"]}
+    assert weights[("21", "3")] == 0.0 and weights[("22", "2")] == 12.5
+    assert weights[("71", "1")] == 50.0 and weights[("72", "1")] == 8.5
+    assert all(isinstance(w, float) for w in weights.values())
+    unusual = kinds(release, "unusual_weight")
+    assert sorted(a.row for a in unusual) == ["21", "22", "71", "72"]
+    assert any("12.5" in a.detail for a in unusual)
+
+
+def test_rows_fit_the_features_and_round_trip(release):
+    ds = datasets.Dataset.from_list(release.configs["all"], features=BENCH.features)
+    assert ds.features == BENCH.features and len(ds) == 15
+    assert ds[0] == release.configs["all"][0]
+
+
+def test_image_path_follows_the_release_folders(rows):
+    row = rows["numerical/exact_number/71"]
+    assert BENCH.image_path(row) == "numerical/exact_number/71.png"
+    assert BENCH.image_path(row, 2) == "numerical/exact_number/71_2.png"
+    assert BENCH.row_id(row) == "numerical/exact_number/71"
+
+
+def test_reads_the_data_folder_itself():
+    whole = BENCH.read_release(BENCH.sample_path())
+    data = BENCH.read_release(BENCH.sample_path() / "data")
+    assert data.configs == whole.configs and data.counts == whole.counts
+
+
+def test_large_synthetic_release_counts(tmp_path):
+    """perf/build.py's synthetic release (scaled down): the reader finds exactly what was written."""
+    spec = importlib.util.spec_from_file_location("r2i_perf_build", ROOT / "perf" / "build.py")
+    perf = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(perf)
+    expected = perf.write_release(tmp_path / "big", n_prompts=300, seed=1)
+    rel = BENCH.read_release(tmp_path / "big")
+    assert rel.counts["all"]["rows"] == expected["prompts"]
+    assert rel.counts["all"]["question_rows"] == expected["question_rows"]
+    assert rel.counts["all"]["questions"] == expected["attached"]
+    assert rel.counts["all"]["prompts_without_questions"] == expected["without_questions"]
+
+
+# -- broken releases ----------------------------------------------------------------------------------
+
+
+def _rewrite(path, old, new):
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+
+
+def test_not_a_release(tmp_path):
+    with pytest.raises(ReleaseError, match="no data/prompts folder"):
+        BENCH.read_release(tmp_path)
+    (tmp_path / "data" / "prompts").mkdir(parents=True)
+    with pytest.raises(ReleaseError, match="no evaluation/ folder"):
+        BENCH.read_release(tmp_path)
+
+
+def test_missing_column_names_file_and_column(copy):
+    path = copy / "data/prompts/causal/causal_cause_to_effect.csv"
+    _rewrite(path, "Reference Caption,", "Caption,")
+    with pytest.raises(ReleaseError, match=r"prompts/causal/causal_cause_to_effect\.csv, line 1: missing column\(s\) \['reference_caption'\]"):
+        BENCH.read_release(copy)
+
+
+def test_non_numeric_weight_names_file_line_and_row(copy):
+    path = copy / "data/evaluation/numerical/exact_number_eval.csv"
+    _rewrite(path, ",8.5\n", ",heavy\n")
+    with pytest.raises(ReleaseError, match=r"exact_number_eval\.csv, line 4 \(source_id '72', question '1'\): weight 'heavy' is not a number"):
+        BENCH.read_release(copy)
+
+
+def test_negative_weight_is_refused(copy):
+    _rewrite(copy / "data/evaluation/numerical/exact_number_eval.csv", ",8.5\n", ",-2\n")
+    with pytest.raises(ReleaseError, match="not a finite, non-negative number"):
+        BENCH.read_release(copy)
+
+
+def test_malformed_csv(copy):
+    path = copy / "data/evaluation/logical/disjunctive_eval.csv"
+    path.write_text(path.read_text() + '41,"an unterminated quote,4,Is it?,5\n')
+    with pytest.raises(ReleaseError, match=r"disjunctive_eval\.csv, line \d+: malformed CSV"):
+        BENCH.read_release(copy)
+
+
+def test_wrong_field_count(copy):
+    path = copy / "data/evaluation/logical/disjunctive_eval.csv"
+    path.write_text(path.read_text() + "41,criterion,4\n")
+    with pytest.raises(ReleaseError, match=r"disjunctive_eval\.csv, line 5: 3 fields where the header has 5"):
+        BENCH.read_release(copy)
+
+
+def test_not_utf8(copy):
+    path = copy / "data/prompts/logical/logical_disjunctive.csv"
+    path.write_bytes(path.read_bytes().replace(b"spoon", "sp\u00f6on".encode("latin-1")))
+    with pytest.raises(ReleaseError, match=r"logical_disjunctive\.csv: not UTF-8"):
+        BENCH.read_release(copy)
+
+
+def test_duplicate_header(copy):
+    _rewrite(copy / "data/evaluation/logical/disjunctive_eval.csv", "weight", "question")
+    with pytest.raises(ReleaseError, match=r"column\(s\) \['question'\] appear more than once"):
+        BENCH.read_release(copy)
+
+
+def test_duplicate_ids_and_blank_rows_are_dropped_and_reported(copy):
+    path = copy / "data/prompts/logical/logical_disjunctive.csv"
+    path.write_text(path.read_text() + "Another prompt with a reused id.,41,Caption.,Point,Logical,Disjunctive\n,,,,,\n")
+    rel = BENCH.read_release(copy)
+    dup = kinds(rel, "duplicate_id")
+    assert len(dup) == 1 and dup[0].row == "41" and "Another prompt" in dup[0].detail
+    assert [a.detail for a in kinds(rel, "dropped_row")] == ["every cell is empty"]
+    assert rel.counts["logical"]["rows"] == 2 and rel.counts["logical"]["dropped_rows"] == 1
+    kept = [r for r in rel.configs["logical"] if r["source_id"] == "41"]
+    assert len(kept) == 1 and kept[0]["prompt"].startswith("Either a spoon")
+
+
+def test_orphans_in_an_existing_prompts_file_and_float_ids(copy):
+    path = copy / "data/evaluation/logical/disjunctive_eval.csv"
+    path.write_text(path.read_text() + "99,crit,1,Is it?,5\n42.0,crit,1,Is there a child?,5\n")
+    rel = BENCH.read_release(copy)
+    orphans = [a for a in kinds(rel, "orphan_question") if "disjunctive" in a.file]
+    assert len(orphans) == 1 and "(99)" in orphans[0].detail and "lacks these ids" in orphans[0].detail
+    row42 = next(r for r in rel.configs["logical"] if r["source_id"] == "42")
+    assert row42["has_questions"] and row42["questions"][0]["question"] == "Is there a child?"
+
+
+def test_unknown_columns_are_reported(copy):
+    path = copy / "data/evaluation/causal/cause_to_effect_eval.csv"
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join([lines[0] + ",reviewer"] + [line + ",x" for line in lines[1:]]) + "\n")
+    rel = BENCH.read_release(copy)
+    assert any(a.kind == "unknown_column" and "reviewer" in a.detail for a in rel.anomalies)
+    assert rel.counts["causal"]["questions"] == 7
+
+
+# -- scoring -------------------------------------------------------------------------------------------
+
+
+def ids_in(request) -> list[str]:
+    return re.findall(r"^Question (\S+):", request.messages[0].text, re.M)
+
+
+def answer(scores: dict, analysis: str = "Analysis.") -> str:
+    return f"{analysis}\n```json\n{json.dumps(scores)}\n```"
+
+
+def by_prompt(table: dict[str, dict]) -> ScriptedJudge:
+    """A judge answering each instance from ``table`` (prompt prefix -> scores)."""
+
+    def reply(request):
+        text = request.messages[0].text
+        for prefix, scores in table.items():
+            if prefix in text:
+                return answer(scores)
+        raise AssertionError("unexpected prompt")
+
+    return ScriptedJudge(reply)
+
+
+class CountingJudge(ScriptedJudge):
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.chat_calls = 0
+
+    def chat(self, requests, **kw):
+        self.chat_calls += 1
+        return super().chat(requests, **kw)
+
+
+def images(n):
+    return [Image.new("RGB", (24, 24), (10 * i, 20, 30)) for i in range(n)]
+
+
+def test_weighted_mean_by_hand(rows):
+    selected = [rows["causal/cause_to_effect/1"], rows["compositional/prescriptive_spatial/22"],
+                rows["numerical/exact_number/71"]]
+    judge = by_prompt({"glass of milk": {"1": 1, "2": 0.5, "3": 0},
+                       "Three books": {"1": 1, "2": 0.5},
+                       "rubber ducks": {"1": 0, "2": 1}})
+    results = BENCH.score(selected, images(3), judge)
+    assert [r.score for r in results] == pytest.approx([(5 + 4.5 + 0) / 16, (5 + 6.25) / 17.5, 5 / 55])
+    assert all(r.failure is None and r.reasks == 0 for r in results)
+    first = results[0]
+    assert first.id == "causal/cause_to_effect/1" and first.config == "causal"
+    assert first.context["subcategory"] == "cause_to_effect"
+    assert [(q.id, q.score, q.weight) for q in first.questions] == [("1", 1.0, 5.0), ("2", 0.5, 9.0), ("3", 0.0, 2.0)]
+    assert first.replies and "```json" in first.replies[0]
+
+
+def test_zero_weight_questions_count_for_nothing(rows):
+    judge = by_prompt({"teapot": {"1": 1, "2": 0, "3": 0}})
+    [result] = BENCH.score([rows["compositional/prescriptive_spatial/21"]], images(1), judge)
+    assert result.score == pytest.approx(9 / 17)
+
+
+def test_request_holds_the_template_every_question_and_criterion(rows):
+    row = rows["commonsense/color/11"]
+    judge = by_prompt({"unpeeled": {"1": 1, "2": 1, "3": 1}})
+    img = images(1)[0]
+    BENCH.score([row], [img], judge)
+    [request] = judge.requests
+    text = request.messages[0].text
+    assert "# Text-to-Image Quality Evaluation Protocol" in text and "ABSOLUTE RUTHLESSNESS" in text
+    assert row["prompt"] in text
+    for q in row["questions"]:
+        assert q["question"] in text and q["criterion"] in text
+    assert "[QUESTION" not in text and "[PROMPT]" not in text and "[IMPORTANT" not in text
+    assert "1, 2, 3" in text and "0, 0.5 or 1" in text
+    assert ids_in(request) == ["1", "2", "3"]
+    [image] = request.images
+    assert isinstance(image, JudgeImage) and image.size == img.size
+
+
+def test_all_instances_go_in_one_batch_and_unscorable_ones_are_not_asked(release):
+    rows = release.configs["all"]
+
+    def reply(request):
+        return answer({k: 1 for k in ids_in(request)})
+
+    judge = CountingJudge(reply)
+    results = BENCH.score(rows, images(len(rows)), judge)
+    assert judge.chat_calls == 1 and len(judge.requests) == 12
+    unscorable = [r for r in results if r.context.get("unscorable")]
+    assert sorted(r.id for r in unscorable) == ["concept_mixing/functional_mixing/31",
+                                                "concept_mixing/functional_mixing/32", "logical/disjunctive/42"]
+    assert all(r.score is None and "no evaluation questions" in r.failure for r in unscorable)
+    assert all(r.score == 1.0 for r in results if r not in unscorable)
+
+
+def test_missing_answer_is_reasked_naming_it_and_merged(rows):
+    row = rows["causal/cause_to_effect/2"]
+    judge = CountingJudge([answer({"1": 1, "2": 1, "4": 0}), answer({"3": 0.5})])
+    [result] = BENCH.score([row], images(1), judge)
+    assert result.score == pytest.approx((5 + 10 + 3.5 + 0) / 23)
+    assert result.reasks == 1 and result.failure is None and len(result.replies) == 2
+    follow_up = judge.requests[1]
+    assert "no valid score for question(s) 3" in follow_up.messages[-1].text
+    assert follow_up.messages[1].role == "assistant"
+    assert follow_up.images[0] is judge.requests[0].images[0]  # one JudgeImage, reused
+
+
+def test_out_of_range_answer_is_reasked(rows):
+    row = rows["logical/disjunctive/41"]
+    judge = ScriptedJudge([answer({"1": 0.7, "2": 1, "3": 2}), answer({"Q1": "0.5", "q3": 1})])
+    [result] = BENCH.score([row], images(1), judge)
+    reask = judge.requests[1].messages[-1].text
+    assert "question 1 0.7 is not one of 0, 0.5, 1" in reask and "question 3 2" in reask
+    assert result.score == pytest.approx((5 + 4 + 2) / 16)
+
+
+def test_unanswered_after_reasks_is_a_recorded_failure(rows):
+    row = rows["causal/cause_to_effect/2"]
+    judge = ScriptedJudge([answer({"1": 1, "2": 1})] * 3)
+    [result] = BENCH.score([row], images(1), judge, max_reasks=2)
+    assert len(judge.requests) == 3 and result.reasks == 2
+    assert result.score is None and result.failed
+    assert result.context["unanswered"] == ["3", "4"]
+    assert "question(s) 3, 4 unanswered after 2 re-ask(s)" in result.failure
+    assert [q.score for q in result.questions] == [1.0, 1.0, None, None]  # recorded, not zeros
+
+    judge = ScriptedJudge([answer({"1": 1, "2": 1})] * 3)
+    [partial] = BENCH.score([row], images(1), judge, missing="answered")
+    assert partial.score == pytest.approx(1.0)  # (5 + 10) / 15, the official code's choice
+    assert partial.context["unanswered"] == ["3", "4"] and "missing='answered'" in partial.failure
+    agg = BENCH.aggregate([partial])
+    assert agg["num_partial"] == 1
+
+
+def test_unparsable_reply_then_failure(rows):
+    judge = ScriptedJudge(["I cannot judge this image."] * 2)
+    [result] = BENCH.score([rows["logical/disjunctive/41"]], images(1), judge, max_reasks=1)
+    assert result.score is None and "no JSON dict found" in result.failure
+    assert result.replies == ["I cannot judge this image."] * 2
+
+
+def test_backend_error_is_retried_then_recorded(rows):
+    error = Reply(text="", model="scripted", sampling={}, error="HTTP 500 from the server")
+    judge = ScriptedJudge([error, answer({"1": 1, "2": 0, "3": 1})])
+    [ok] = BENCH.score([rows["logical/disjunctive/41"]], images(1), judge)
+    assert ok.score == pytest.approx(12 / 16) and ok.reasks == 1
+    assert judge.requests[0] == judge.requests[1]  # sent again as it was
+
+    judge = ScriptedJudge([error] * 3)
+    [failed] = BENCH.score([rows["logical/disjunctive/41"]], images(1), judge)
+    assert failed.score is None and "judge error: HTTP 500" in failed.failure
+    assert failed.replies == ["[judge error] HTTP 500 from the server"] * 3
+
+
+def test_repeated_question_ids_are_asked_by_position(rows):
+    row = dict(rows["logical/disjunctive/41"])
+    row["questions"] = [dict(q, id="1") for q in row["questions"]]
+    judge = ScriptedJudge([answer({"1": 1, "2": 0, "3": 1})])
+    [result] = BENCH.score([row], images(1), judge)
+    assert ids_in(judge.requests[0]) == ["1", "2", "3"]
+    assert result.score == pytest.approx(12 / 16)
+
+
+def test_allowed_scores_option(rows):
+    row = rows["logical/disjunctive/41"]
+    judge = ScriptedJudge([answer({"1": 0.7, "2": 1, "3": 0.25})])
+    [result] = BENCH.score([row], images(1), judge, allowed_scores=None)
+    assert result.score == pytest.approx((7 + 4 + 0.5) / 16)
+    assert "a score between 0 and 1" in judge.requests[0].messages[0].text
+
+
+def test_wrong_inputs(rows):
+    row = rows["logical/disjunctive/41"]
+    judge = ScriptedJudge([])
+    with pytest.raises(ValueError, match="got 1 rows but 2 images"):
+        BENCH.score([row], images(2), judge)
+    with pytest.raises(ValueError, match=r"rows\[0\] is a str"):
+        BENCH.score(["a prompt"], images(1), judge)
+    with pytest.raises(ValueError, match=r"lacks field\(s\) \['questions'\]"):
+        BENCH.score([{k: v for k, v in row.items() if k != "questions"}], images(1), judge)
+    bad = dict(row, questions=[dict(row["questions"][0], weight="heavy")])
+    with pytest.raises(ValueError, match="weight 'heavy'"):
+        BENCH.score([bad], images(1), judge)
+    with pytest.raises(TypeError, match="unknown option"):
+        BENCH.score([row], images(1), judge, temperature=0)
+    with pytest.raises(ValueError, match="missing must be one of"):
+        BENCH.score([row], images(1), judge, missing="zero")
+    assert judge.requests == []
+
+
+# -- aggregation -----------------------------------------------------------------------------------
+
+
+def result(id_, category, sub, score, **context):
+    return ImageResult(id=id_, prompt="p", score=score, config=category,
+                       context={"subcategory": sub, **context})
+
+
+def test_micro_average_standard_error_and_intervals():
+    results = [result("a", "logical", "disjunctive", 1.0), result("b", "logical", "disjunctive", 0.5),
+               result("c", "logical", "deductive", 0.0), result("d", "causal", "cause_to_effect", 1.0),
+               result("e", "causal", "cause_to_effect", None),  # a judge failure
+               result("f", "concept_mixing", "functional_mixing", None, unscorable=True)]
+    agg = BENCH.aggregate(results, n_resamples=500)
+    scored = [1.0, 0.5, 0.0, 1.0]
+    assert agg["r2i_score"] == pytest.approx(62.5)  # micro: mean over instances, not over categories
+    assert agg["category_scores"] == {"logical": pytest.approx(50.0), "causal": pytest.approx(100.0)}
+    assert list(agg["category_scores"]) == ["logical", "causal"]  # Table 3's order
+    assert agg["category_macro_mean"] == pytest.approx(75.0)
+    overall = agg["overall"]
+    se = 100 * np.std(scored, ddof=1) / math.sqrt(4)
+    assert overall["se"] == pytest.approx(se) and overall["n"] == 4 and overall["failed"] == 1
+    assert overall["normal_ci_low"] == pytest.approx(62.5 - 1.959964 * se, rel=1e-5)
+    assert 0 <= overall["ci_low"] <= 62.5 <= overall["ci_high"] <= 100
+    assert agg["categories"]["causal"]["failed"] == 1 and agg["categories"]["causal"]["n"] == 1
+    assert agg["subcategories"]["logical/disjunctive"]["mean"] == pytest.approx(75.0)
+    assert agg["num_unscorable"] == 1 and agg["unscorable_ids"] == ["f"]
+    assert "concept_mixing" not in agg["categories"]
+    assert BENCH.aggregate(results, scale=1.0, n_resamples=100)["r2i_score"] == pytest.approx(0.625)
+
+
+def test_aggregate_rejects_unknown_options():
+    with pytest.raises(TypeError, match="unknown option"):
+        BENCH.aggregate([], scal=1)
+
+
+# -- the criteria pipeline (appendix A.4) -----------------------------------------------------------
+
+NEW = {"prompt": "A clock showing the time a quarter of an hour after noon.",
+       "reference_caption": "An analog clock reading 12:15.", "assessment_point": "Time arithmetic",
+       "category": "numerical", "subcategory": "time", "source_id": "900"}
+
+GOOD = [
+    {"id": 1, "dimension": "reasoning", "weight": 9, "question": "Does the clock read 12:15?",
+     "evaluation_criteria": "1: exactly 12:15; 0.5: close; 0: another time"},
+    {"id": 2, "dimension": "text-image alignment", "weight": "5", "question": "Is there an analog clock?",
+     "evaluation_criteria": "1: an analog clock; 0.5: a digital clock; 0: none"},
+    {"id": 3, "dimension": "quality", "weight": 2, "question": "Is the dial legible?",
+     "evaluation_criteria": "1: legible; 0.5: partly; 0: illegible"},
+]
+
+
+def pipeline_judge(weight_replies):
+    """Free text for the first two steps, then the scripted replies of the weight step in order."""
+    weight_replies = list(weight_replies)
+
+    def reply(request):
+        last = request.messages[-1].text
+        if "What do you think the correct image should look like" in last:
+            return "A round analog clock, hour hand just past 12, minute hand on 3."
+        if last.startswith("Now, create a set of evaluation questions"):
+            return "1. Does the clock read 12:15? ..."
+        return weight_replies.pop(0)
+
+    return ScriptedJudge(reply)
+
+
+def test_criteria_generation_produces_rows_of_the_schema():
+    judge = pipeline_judge([f"```json\n{json.dumps(GOOD)}\n```"])
+    [gen] = r2i.generate_criteria([NEW], judge)
+    assert gen.ok and gen.adjustments == []
+    row = gen.row
+    assert row["id"] == "numerical/time/900" and row["has_questions"]
+    assert [(q["id"], q["weight"], q["dimension"]) for q in row["questions"]] == [
+        ("1", 9.0, "reasoning"), ("2", 5.0, "alignment"), ("3", 2.0, "quality")]
+    assert row["questions"][0]["criterion"] == GOOD[0]["evaluation_criteria"]
+    datasets.Dataset.from_list([row], features=BENCH.features)  # fits the schema
+    assert len(judge.requests) == 3
+    weight_request = judge.requests[2]
+    assert [m.role for m in weight_request.messages] == ["user", "assistant", "user", "assistant", "user"]
+    assert weight_request.messages[0].text.startswith("This test case is designed to evaluate the image generation model.")
+    assert "Expected: An analog clock reading 12:15." in weight_request.messages[0].text
+    text = weight_request.messages[-1].text
+    assert "# Image Generation Model Assessment" in text and "Assessment Points: Time arithmetic" in text
+    assert "reasoning 7 to 10, alignment 4 to 6, quality 1 to 3" in text
+    assert not weight_request.images and weight_request.sampling.temperature == 0.1
+
+
+def test_generated_criteria_score_per_dimension():
+    [gen] = r2i.generate_criteria([NEW], pipeline_judge([json.dumps(GOOD)]))
+    judge = ScriptedJudge([answer({"1": 1, "2": 0.5, "3": 0})])
+    [result] = BENCH.score([gen.row], images(1), judge)
+    assert result.score == pytest.approx((9 + 2.5) / 16)
+    assert result.subscores == {"reasoning": 1.0, "alignment": 0.5, "quality": 0.0}
+    assert BENCH.aggregate([result], n_resamples=50)["dimensions"]["alignment"]["mean"] == pytest.approx(50.0)
+
+
+def test_weights_outside_the_dimension_range_clamped_or_rejected():
+    off = [dict(GOOD[0], weight=5), dict(GOOD[1], weight=9), GOOD[2]]
+    [gen] = r2i.generate_criteria([NEW], pipeline_judge([json.dumps(off)]))
+    assert gen.ok and [q["weight"] for q in gen.row["questions"]] == [7.0, 6.0, 2.0]
+    assert gen.adjustments == ["question 1: weight 5 clamped to 7 (reasoning range 7-10)",
+                               "question 2: weight 9 clamped to 6 (alignment range 4-6)"]
+
+    judge = pipeline_judge([json.dumps(off), json.dumps(GOOD)])
+    [gen] = r2i.generate_criteria([NEW], judge, weights="reject")
+    assert gen.ok and [q["weight"] for q in gen.row["questions"]] == [9.0, 5.0, 2.0]
+    assert "item 1 (reasoning) has weight 5, outside its range 7 to 10" in judge.requests[-1].messages[-1].text
+    assert len(gen.replies["weight"]) == 2
+
+    [gen] = r2i.generate_criteria([NEW], pipeline_judge([json.dumps(off)] * 3), weights="reject")
+    assert not gen.ok and gen.row["questions"] == [] and not gen.row["has_questions"]
+    assert gen.failure.startswith("weight step:") and len(gen.replies["weight"]) == 3
+
+
+def test_malformed_criteria_replies_are_reasked():
+    broken = [dict(GOOD[0], weight=15), {k: v for k, v in GOOD[1].items() if k != "evaluation_criteria"},
+              dict(GOOD[2], dimension="style")]
+    judge = pipeline_judge(["Here are the weights, as discussed.", json.dumps(broken), json.dumps(GOOD)])
+    [gen] = r2i.generate_criteria([NEW], judge, max_reasks=2)
+    assert gen.ok and len(gen.replies["weight"]) == 3
+    second = judge.requests[-2].messages[-1].text
+    assert "no JSON" in second
+    last = judge.requests[-1].messages[-1].text
+    assert "item 1 weight 15 is above the maximum 10" in last  # out of 1-10: re-asked even when clamping
+    assert "item 2 has no evaluation_criteria" in last and "item 3 has dimension 'style'" in last
+
+
+def test_criteria_failures_in_early_steps_and_bad_input():
+    judge = ScriptedJudge(lambda request: "   ")
+    [gen] = r2i.generate_criteria([dict(NEW, category=None, subcategory=None, source_id=None)], judge, max_reasks=1)
+    assert not gen.ok and gen.failure == "imagine step: unparsable reply: empty reply"
+    assert gen.row["id"] == "custom/custom/1" and len(judge.requests) == 2
+    with pytest.raises(ValueError, match=r"prompts\[0\] needs a non-empty 'prompt' and 'reference_caption'"):
+        r2i.generate_criteria([{"prompt": "x"}], judge)
+    with pytest.raises(ValueError, match="weights must be"):
+        r2i.generate_criteria([NEW], judge, weights="ignore")
