@@ -1,0 +1,108 @@
+"""The r2i_score evaluate module end to end: evaluate.load with a scripted judge, the sample
+release's rows, hand-computed scores, presets, compute options and clear errors for wrong inputs."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import evaluate
+import pytest
+from PIL import Image
+
+from t2ireason.benchmarks import get_benchmark
+from t2ireason.judges.scripted import ScriptedJudge
+
+ROOT = Path(__file__).resolve().parents[2]
+METRIC = str(ROOT / "metrics" / "r2i_score")
+BENCH = get_benchmark("r2i-bench")
+
+
+@pytest.fixture(scope="module")
+def rows():
+    return BENCH.read_release(BENCH.sample_path()).configs["all"]
+
+
+def answer_all(scores: dict[str, float] | None = None, default: float = 1.0):
+    """A judge scoring every listed question ``default`` (or as ``scores`` says for a prompt)."""
+
+    def reply(request):
+        text = request.messages[0].text
+        keys = re.findall(r"^Question (\S+):", text, re.M)
+        value = next((v for prefix, v in (scores or {}).items() if prefix in text), default)
+        return "Checked.\n```json\n" + json.dumps({k: value for k in keys}) + "\n```"
+
+    return ScriptedJudge(reply)
+
+
+def load(judge, **kw):
+    return evaluate.load(METRIC, judge=judge, cache=False, progress=False, **kw)
+
+
+def test_end_to_end_on_the_sample(rows, tmp_path):
+    judge = answer_all({"glass of milk": 0.5, "rubber ducks": 0.0})
+    # paths as predictions, as generators write them
+    paths = []
+    for i, row in enumerate(rows):
+        path = tmp_path / BENCH.image_path(row)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        Image.new("RGB", (32, 32), (i * 9, 0, 0)).save(path)
+        paths.append(str(path))
+    out = load(judge).compute(predictions=paths, references=rows)
+    by_id = dict(zip([r["id"] for r in rows], out["scores"]))
+    assert by_id["causal/cause_to_effect/1"] == 0.5 and by_id["numerical/exact_number/71"] == 0.0
+    assert by_id["logical/disjunctive/42"] is None
+    assert out["num_unscorable"] == 3 and out["num_failed"] == 3 and out["num_reasks"] == 0
+    scored = [s for s in out["scores"] if s is not None]
+    assert len(scored) == 12 and len(judge.requests) == 12
+    assert out["r2i_score"] == pytest.approx(100 * sum(scored) / 12)
+    assert out["category_scores"]["causal"] == pytest.approx(75.0)
+    assert out["category_scores"]["numerical"] == pytest.approx(50.0)
+    assert out["overall"]["n"] == 12 and out["overall"]["se"] > 0
+    assert out["judge"]["backend"] == "scripted" and out["judge"]["preset"] == "paper"
+    detail = out["per_image"][rows.index(next(r for r in rows if r["id"] == "causal/cause_to_effect/1"))]
+    assert [q["score"] for q in detail["questions"]] == [0.5, 0.5, 0.5] and detail["replies"]
+
+
+def test_unanswered_questions_per_preset(rows):
+    row = next(r for r in rows if r["id"] == "causal/cause_to_effect/2")  # weights 5, 10, 7, 1
+    partial = '```json\n{"1": 1, "2": 1, "3": 0}\n```'  # question 4 never answered
+    image = Image.new("RGB", (32, 32))
+
+    judge = ScriptedJudge([partial] * 3)
+    out = load(judge).compute(predictions=[image], references=[row])
+    assert out["scores"] == [None] and out["num_failed"] == 1 and out["num_reasks"] == 2
+    assert "question(s) 4 unanswered" in out["per_image"][0]["failure"]
+    assert "no valid score for question(s) 4" in judge.requests[1].messages[-1].text
+
+    out = load(ScriptedJudge([partial] * 3), preset="official").compute(predictions=[image], references=[row])
+    assert out["scores"] == [pytest.approx(15 / 22)] and out["num_partial"] == 1
+    assert out["per_image"][0]["context"]["unanswered"] == ["4"] and out["judge"]["preset"] == "official"
+
+    # a compute option overrides the preset's
+    out = load(ScriptedJudge([partial] * 2)).compute(predictions=[image], references=[row],
+                                                     missing="answered", max_reasks=1)
+    assert out["scores"] == [pytest.approx(15 / 22)] and out["num_reasks"] == 1
+
+
+def test_presets_and_judge_loading():
+    m = evaluate.load(METRIC, cache=False)  # the paper preset names GPT-4o; nothing is loaded yet
+    assert m.judge_spec == "openai:gpt-4o" and m.judge_kwargs["sampling"].temperature == 0.1
+    with pytest.raises(ValueError, match="unknown preset 'fast'"):
+        evaluate.load(METRIC, preset="fast", judge=ScriptedJudge([]))
+
+
+def test_wrong_inputs_give_clear_errors(rows):
+    m = load(ScriptedJudge([]))
+    image = Image.new("RGB", (8, 8))
+    with pytest.raises(ValueError, match=r"got 2 images \(predictions\) but 1 rows"):
+        m.compute(predictions=[image, image], references=rows[:1])
+    with pytest.raises(ValueError, match=r"lacks field\(s\) \['questions'\]: is it a r2i-bench row"):
+        m.compute(predictions=[image], references=[{k: v for k, v in rows[0].items() if k != "questions"}])
+    with pytest.raises(ValueError, match=r"references\[0\] is a str"):
+        m.compute(predictions=[image], references=["a prompt"])
+    with pytest.raises(ValueError, match=r"predictions\[0\].*is None"):
+        m.compute(predictions=[None], references=rows[:1])
+    with pytest.raises(TypeError, match="unknown option"):
+        m.compute(predictions=[image], references=rows[:1], temperature=0.5)
