@@ -544,7 +544,7 @@ class T2IReasonBench(Benchmark):
                     entry[role] = summarize(values, scale=100, **kw)
             weights = next((r.context["weights"] for r in rs if "weights" in r.context), None)
             entry["weights"] = weights
-            entry["max_score"] = 100 * sum(weights.values()) if weights else None
+            entry["max_score"] = round(100 * math.fsum(weights.values()), 9) if weights else None
             table[d] = entry
         overall = _overall([[r.score for r in by_dim[d]] for d in dims], **kw)
         return {
