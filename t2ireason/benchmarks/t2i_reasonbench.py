@@ -269,10 +269,15 @@ class T2IReasonBench(Benchmark):
         "explicit_meaning": "The prompt with its implicit entity or outcome made explicit (entity, scientific).",
         "image_content": "What the image should convey, as written by the stage-1 LLM; the few dict values of "
                          "the release are kept as JSON text.",
-        "evaluation": "The question-criterion groups in the release's order: group (the release's key, e.g. "
-                      "reason_evaluation, entity_evaluation, other_details_evaluation, quality_evaluation), "
-                      "pairs (question_key, question, criterion_key, criterion, with the release's own keys such "
-                      "as sci_q1 or aq1) and extra (non-pair keys of the group as JSON, e.g. 'scoring').",
+        "evaluation": "The question-criterion groups, in the release's order.",
+        "evaluation.group": "The group's key in the release: reason_evaluation (idiom, textual), entity_evaluation, "
+                            "scientific_evaluation, other_details_evaluation (entity, scientific), quality_evaluation.",
+        "evaluation.pairs": "The group's question-criterion pairs, in order.",
+        "evaluation.pairs.question_key": "The release's key of the question (q1, or irregular ones such as sci_q1, aq1).",
+        "evaluation.pairs.question": "A question about the image.",
+        "evaluation.pairs.criterion_key": "The release's key of the criterion (c1, sci_c1, ac1...).",
+        "evaluation.pairs.criterion": "What earns a score of 1, 0.5 and 0.",
+        "evaluation.extra": "Keys of the group that are not pairs (e.g. 'scoring'), as JSON; else null.",
         "evaluation_prompt": "The prompt as written in the evaluation file where it differs from prompts/*.json "
                              "(else null); the prompt field is the one used for generation.",
         "reason": "The reasoning of the LLM that rewrote the prompt for the decoupled pipeline (pipeline_prompts).",
@@ -377,6 +382,8 @@ class T2IReasonBench(Benchmark):
         if len(rows) != len(images):
             raise ValueError(f"got {len(rows)} rows but {len(images)} {'descriptions' if mode == 'text' else 'images'}")
         results = [self._blank_result(row, i, mode) for i, row in enumerate(rows)]
+        # every question is listed in its result from the start, so unanswered ones show as None
+        groups = [self._asked_groups(row, mode, result) for row, result in zip(rows, results)]
         label = progress if isinstance(progress, str) else "T2I-ReasonBench"
 
         # Stage II, turn 1 (image mode): one JudgeImage per image, shared by every turn about it.
@@ -406,18 +413,18 @@ class T2IReasonBench(Benchmark):
             for i, text in enumerate(images):
                 text = _as_text(text)
                 if not isinstance(text, str) or not text.strip():
-                    raise ValueError(f"text mode scores descriptions: item {i} ({results[i].id}) is "
-                                     f"{type(text).__name__ if not isinstance(text, str) else 'an empty string'}, "
+                    what = "an empty string" if isinstance(text, str) else f"a {type(text).__name__}"
+                    raise ValueError(f"text mode scores descriptions: item {i} ({results[i].id}) is {what}, "
                                      f"not a non-empty string")
                 texts[i] = text
                 results[i].context["description"] = text
 
         # Stage II, one turn per question group, continuing the describe conversation.
         asks = []
-        for i, row in enumerate(rows):
+        for i in range(len(rows)):
             if texts[i] is None:
                 continue
-            for group in self._groups(row, mode, results[i]):
+            for group in groups[i]:
                 pairs = group["pairs"]
                 schema = _reply_schema(len(pairs)) if opts["structured_output"] else None
                 if mode == "image":
@@ -459,7 +466,7 @@ class T2IReasonBench(Benchmark):
                            context=context)
 
     @staticmethod
-    def _groups(row: dict[str, Any], mode: str, result: ImageResult) -> list[dict[str, Any]]:
+    def _asked_groups(row: dict[str, Any], mode: str, result: ImageResult) -> list[dict[str, Any]]:
         """The groups to ask about: all of them for an image, all but quality for a text."""
         roles = DIMENSIONS[row["dimension"]].group_roles
         groups = [g for g in row["evaluation"] or [] if mode == "image" or roles[g["group"]] != "quality"]

@@ -108,7 +108,9 @@ def test_rows_fit_the_features_and_the_official_layout(release):
     rows = [r for rows in release.configs.values() for r in rows]
     ds = datasets.Dataset.from_list(rows, features=BENCH.features)
     assert ds[0]["evaluation"][0]["pairs"][0]["question_key"] == "q1"
-    assert set(BENCH.field_docs) == set(BENCH.features)
+    from t2ireason.build import describe_features
+
+    assert {f["name"] for f in describe_features(BENCH.features)} == set(BENCH.field_docs)
     assert BENCH.image_path(rows[0]) == "idiom/0001.png"
     assert BENCH.image_path(_row(release, "scientific", 3), sample=2) == "scientific/0003_2.png"
     assert len({BENCH.row_id(r) for r in rows}) == len(rows) == 16
@@ -388,6 +390,7 @@ def test_describe_failure_skips_the_questions(release):
     (result,) = BENCH.score(rows, images, judge)
     assert result.score is None and result.failure.startswith("describe turn: judge error: HTTP 500")
     assert len(judge.requests) == 3 and result.replies == ["[judge error] HTTP 500"] * 3
+    assert [q.score for q in result.questions] == [None] * 4 and result.subscores == {"reason": None, "quality": None}
 
 
 def test_unreadable_image_is_a_failure_not_a_crash(release, tmp_path):
