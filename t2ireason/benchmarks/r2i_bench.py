@@ -375,6 +375,10 @@ class R2IBench(Benchmark):
         root = _data_root(source)
         anomalies: list[Anomaly] = []
         prompt_files, eval_files = _csv_files(root / "prompts"), _csv_files(root / "evaluation")
+        for folder in ("prompts", "evaluation"):
+            for stray in sorted((root / folder).glob("*.csv")):
+                anomalies.append(Anomaly("ignored_file", f"{folder}/{stray.name}",
+                                         detail="a CSV outside the category folders: not read"))
         rows_by_cat: dict[str, list[dict[str, Any]]] = defaultdict(list)
         index: dict[tuple[str, str, str], dict[str, Any]] = {}
         counts: dict[str, Counter] = defaultdict(Counter)

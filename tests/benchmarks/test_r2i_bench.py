@@ -262,12 +262,14 @@ def test_orphans_in_an_existing_prompts_file_and_float_ids(copy):
     assert row42["has_questions"] and row42["questions"][0]["question"] == "Is there a child?"
 
 
-def test_unknown_columns_are_reported(copy):
+def test_unknown_columns_and_stray_files_are_reported(copy):
     path = copy / "data/evaluation/causal/cause_to_effect_eval.csv"
     lines = path.read_text().splitlines()
     path.write_text("\n".join([lines[0] + ",reviewer"] + [line + ",x" for line in lines[1:]]) + "\n")
+    (copy / "data/prompts/everything.csv").write_text("Prompt,id\nx,1\n")
     rel = BENCH.read_release(copy)
     assert any(a.kind == "unknown_column" and "reviewer" in a.detail for a in rel.anomalies)
+    assert [a.file for a in kinds(rel, "ignored_file")] == ["prompts/everything.csv"]
     assert rel.counts["causal"]["questions"] == 7
 
 
