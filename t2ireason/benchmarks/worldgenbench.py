@@ -238,6 +238,8 @@ class WorldGenBench(Benchmark):
         "country": "Humanities: the country or region the prompt is about; null for nature.",
         "discipline": "Nature: ASTR, BIO&MED, CHEM, EASC, PHYS or XDIS (paper Table 5); null for humanities.",
         "checklist": "The knowledge checklist: items the image should show, each with its explanation.",
+        "checklist.item": "One thing the image should show (judged satisfied or not).",
+        "checklist.explanation": "Why the item is expected: the knowledge or reasoning behind it.",
         "extra": "Every other field of the release record, as a JSON object string.",
     }
     presets = {
