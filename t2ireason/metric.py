@@ -21,6 +21,7 @@ Hub ``evaluate.load("<org>/r2i_score")``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
@@ -28,8 +29,12 @@ from typing import Any
 
 import datasets
 import evaluate
+import pyarrow as pa
+from datasets.utils.py_utils import temp_seed
+from PIL import Image
 
 from .benchmarks import get_benchmark
+from .images import JudgeImage
 from .results import ImageResult
 
 __all__ = ["ImageMetric", "JudgeMixin", "JudgedMetric", "check_inputs", "results_payload", "image_features",
@@ -73,6 +78,9 @@ def load_metric(name: str, **kwargs: Any) -> evaluate.EvaluationModule:
 
 
 # -- inputs and outputs --------------------------------------------------------
+
+_IMAGE_TYPES = (str, os.PathLike, Image.Image, bytes, bytearray, dict, JudgeImage)
+
 
 def image_features(**other: datasets.features.FeatureType) -> list[datasets.Features]:
     """Feature options for ``predictions`` as images: PIL images (or anything
@@ -181,18 +189,42 @@ class ImageMetric(evaluate.Metric):
         """Default: references are prompts (plain values), one per image."""
         check_inputs(predictions, references, None, "")
 
-    # evaluate appends the inputs description to these docstrings: they must exist.
-    def add_batch(self, *, predictions=None, references=None, **kwargs):
-        """Add a batch of images (predictions) and their references, checked first.
-        """
-        self._check_inputs(predictions, references)
-        return super().add_batch(predictions=predictions, references=references, **kwargs)
+    def compute(self, *, predictions=None, references=None, **kwargs):
+        """Score the images given here (or added with ``add_batch``) and return the results.
 
-    def add(self, *, prediction=None, reference=None, **kwargs):
-        """Add one image (prediction) and its reference, checked first.
+        Direct path: in a single process, when every input comes with this call,
+        the images go straight to the scorer (paths stay paths, PIL images stay in
+        memory) instead of being PNG-encoded into evaluate's Arrow cache and read
+        back, a lossless round trip that costs more than a fast judge. The
+        references still take the Arrow round trip (in memory), so the scorer sees
+        exactly what evaluate's own path gives it. Distributed runs and
+        ``add_batch`` accumulation use evaluate's path unchanged.
         """
-        self._check_inputs([prediction], [reference])
-        return super().add(prediction=prediction, reference=reference, **kwargs)
+        direct = (self.num_process == 1 and self.writer is None and predictions is not None
+                  and references is not None and not set(kwargs) & set(self._feature_names()))
+        if not direct:
+            return super().compute(predictions=predictions, references=references, **kwargs)
+        self._check_inputs(predictions, references)
+        for i, img in enumerate(predictions):
+            if not isinstance(img, _IMAGE_TYPES) and type(img).__module__ != "numpy":
+                raise ValueError(f"predictions[{i}] is a {type(img).__name__}; pass a PIL image or a file path")
+        refs = self._arrow_round_trip(references)
+        with temp_seed(self.seed):
+            return self._compute(predictions=list(predictions), references=refs, **kwargs)
+
+    def _arrow_round_trip(self, references) -> list:
+        """The references encoded to their Arrow type and read back, in memory: what
+        evaluate's cache would hand to ``_compute``, with the same type errors."""
+        options = self.features if isinstance(self.features, list) else [self.features]
+        feature = datasets.Features({"references": options[0]["references"]})
+        try:
+            if len(references):
+                self._enforce_nested_string_type(feature["references"], references[0])
+            table = pa.Table.from_pydict(feature.encode_batch({"references": list(references)}),
+                                         schema=feature.arrow_schema)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, AttributeError) as e:
+            raise ValueError(f"references don't match the expected format {feature['references']}: {e}") from None
+        return feature.decode_batch(table.to_pydict())["references"]
 
 
 class JudgedMetric(JudgeMixin, ImageMetric):
