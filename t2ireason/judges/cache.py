@@ -338,12 +338,12 @@ class CachedJudge(Judge):
                 bar.update(1)
 
             pending = [requests[i] for i in todo]
-            if self._accepts_on_reply:
+            if pending and self._accepts_on_reply:
                 result = self.judge.chat(pending, on_reply=keep)
                 for j, reply in enumerate(result):  # a judge that took on_reply but did not call it
                     if replies[todo[j]] is None:
                         keep(j, reply)
-            else:  # a judge without on_reply: chunks of its batch size, each stored before the next
+            elif pending:  # a judge without on_reply: chunks of its batch size, each stored before the next
                 for start in range(0, len(pending), self.batch_size):
                     chunk = self.judge.chat(pending[start : start + self.batch_size])
                     for j, reply in enumerate(chunk, start):
