@@ -200,11 +200,13 @@ class ImageMetric(evaluate.Metric):
         exactly what evaluate's own path gives it. Distributed runs and
         ``add_batch`` accumulation use evaluate's path unchanged.
         """
+        if predictions is not None or references is not None:
+            self._check_inputs(predictions, references)
+            references = self._known_fields(references)
         direct = (self.num_process == 1 and self.writer is None and predictions is not None
                   and references is not None and not set(kwargs) & set(self._feature_names()))
         if not direct:
             return super().compute(predictions=predictions, references=references, **kwargs)
-        self._check_inputs(predictions, references)
         for i, img in enumerate(predictions):
             if not isinstance(img, _IMAGE_TYPES) and type(img).__module__ != "numpy":
                 raise ValueError(f"predictions[{i}] is a {type(img).__name__}; pass a PIL image or a file path")
@@ -212,12 +214,27 @@ class ImageMetric(evaluate.Metric):
         with temp_seed(self.seed):
             return self._compute(predictions=list(predictions), references=refs, **kwargs)
 
+    def add_batch(self, *, predictions=None, references=None, **kwargs):
+        """Add a batch of images and references, checked before evaluate stores them."""
+        self._check_inputs(predictions, references)
+        return super().add_batch(predictions=predictions, references=self._known_fields(references), **kwargs)
+
+    def _known_fields(self, references):
+        """Rows reduced to the fields of the row schema: a dataset with extra columns
+        (a user's own annotations, a run's scores) is taken as it is."""
+        options = self.features if isinstance(self.features, list) else [self.features]
+        schema = options[0]["references"]
+        if references is None or not isinstance(schema, dict):
+            return references
+        return [{k: v for k, v in r.items() if k in schema} if isinstance(r, dict) else r for r in references]
+
     def _arrow_round_trip(self, references) -> list:
         """The references encoded to their Arrow type and read back, in memory: what
         evaluate's cache would hand to ``_compute``, with the same type errors."""
         options = self.features if isinstance(self.features, list) else [self.features]
         feature = datasets.Features({"references": options[0]["references"]})
         try:
+            references = self._known_fields(references)
             if len(references):
                 self._enforce_nested_string_type(feature["references"], references[0])
             table = pa.Table.from_pydict(feature.encode_batch({"references": list(references)}),

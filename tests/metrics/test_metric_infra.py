@@ -1,0 +1,293 @@
+"""The shared metric machinery (t2ireason.metric): JudgedMetric with a toy benchmark
+registered here, evaluate's distributed mode, loading by bare name, and publishing Spaces."""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+from pathlib import Path
+
+import datasets
+import evaluate
+import numpy as np
+import pytest
+from PIL import Image
+
+import t2ireason
+from t2ireason import judges
+from t2ireason import metric as tm
+from t2ireason.benchmarks import Benchmark
+from t2ireason.judges.scripted import ScriptedJudge
+from t2ireason.results import ImageResult
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def brightness(query) -> float:
+    """A scripted probability that depends only on the image's pixels."""
+    return float(np.asarray(query.image.image).mean() / 255)
+
+
+class ToyBench(Benchmark):
+    """Scores an image by P(Yes) of its prompt, times a ``scale`` option."""
+
+    name = "toy"
+    pretty_name = "Toy"
+    configs = ("all",)
+    presets = {
+        "paper": {"judge": "scripted:paper"},
+        "official": {"judge": "scripted:official", "judge_kwargs": {"batch_size": 2}, "options": {"scale": 100.0}},
+        "bare": {},
+    }
+
+    @property
+    def features(self):
+        return datasets.Features({"id": datasets.Value("string"), "prompt": datasets.Value("string")})
+
+    def read_release(self, source, **options):
+        raise NotImplementedError
+
+    def score(self, rows, images, judge, *, progress=False, scale=1.0):
+        probs = judge.yes_probability(images, [r["prompt"] for r in rows])
+        return [ImageResult(id=r["id"], prompt=r["prompt"], score=p * scale) for r, p in zip(rows, probs)]
+
+    def aggregate(self, results, scale=1.0):
+        return {"toy_score": float(np.mean([r.score for r in results]))}
+
+
+TOY_SHELL = '''
+import evaluate
+
+from t2ireason import metric as tm
+
+
+class ToyScore(tm.JudgedMetric):
+    """A toy judged metric."""
+
+    benchmark_name = "toy"
+
+    def _info(self):
+        return self._judged_info(description="toy", citation="", inputs_description="toy inputs")
+'''
+
+
+@pytest.fixture
+def loads(monkeypatch):
+    """Register the toy benchmark; every judge load is recorded as (spec, kwargs)."""
+    real = tm.get_benchmark
+    monkeypatch.setattr(tm, "get_benchmark", lambda name: ToyBench() if name == "toy" else real(name))
+    calls = []
+
+    def fake_load_judge(spec, *, cache=None, **kwargs):
+        calls.append((spec, kwargs))
+        if not isinstance(spec, str):  # a judge object is used as given
+            return spec
+        return ScriptedJudge(probabilities=brightness, model=spec.split(":", 1)[1], **kwargs)
+
+    monkeypatch.setattr(judges, "load_judge", fake_load_judge)
+    return calls
+
+
+@pytest.fixture
+def toy_path(tmp_path):
+    folder = tmp_path / "toy_score"
+    folder.mkdir()
+    (folder / "toy_score.py").write_text(TOY_SHELL)
+    return str(folder)
+
+
+@pytest.fixture
+def images():
+    return [Image.new("RGB", (16, 16), (v, v, v)) for v in (51, 102, 204, 255)]
+
+
+ROWS = [{"id": k, "prompt": f"prompt {k}"} for k in "abcd"]
+EXPECTED = [0.2, 0.4, 0.8, 1.0]
+
+
+def test_scores_rows_with_the_preset_judge_loaded_once(loads, toy_path, images):
+    m = evaluate.load(toy_path)
+    for _ in range(3):
+        out = m.compute(predictions=images, references=ROWS)
+    assert out["scores"] == pytest.approx(EXPECTED)
+    assert out["toy_score"] == pytest.approx(np.mean(EXPECTED))
+    assert [r["id"] for r in out["per_image"]] == list("abcd")
+    assert out["num_images"] == 4 and out["num_failed"] == 0
+    assert out["judge"]["model"] == "paper" and out["judge"]["preset"] == "paper"
+    assert loads == [("scripted:paper", {})]
+
+
+def test_presets_bring_judge_kwargs_and_options_and_a_given_judge_wins(loads, toy_path, images):
+    out = evaluate.load(toy_path, preset="official").compute(predictions=images, references=ROWS)
+    assert out["scores"] == pytest.approx([100 * e for e in EXPECTED])
+    assert out["judge"]["preset"] == "official"
+    assert loads[-1] == ("scripted:official", {"batch_size": 2})
+
+    m = evaluate.load(toy_path, preset="official", judge="scripted:mine", judge_kwargs={"batch_size": 3})
+    assert m.compute(predictions=images[:1], references=ROWS[:1])["judge"]["model"] == "mine"
+    assert loads[-1] == ("scripted:mine", {"batch_size": 3})
+
+
+def test_preset_errors(loads, toy_path, images):
+    with pytest.raises(ValueError, match="unknown preset 'nope' for toy; known: paper, official, bare"):
+        evaluate.load(toy_path, preset="nope")
+    m = evaluate.load(toy_path, preset="bare")
+    with pytest.raises(ValueError, match="no judge given and the 'bare' preset of toy names none"):
+        m.compute(predictions=images, references=ROWS)
+
+
+def test_judge_object(loads, toy_path, images):
+    judge = ScriptedJudge(probabilities=[0.5] * 4, model="object")
+    out = evaluate.load(toy_path, judge=judge, cache=False).compute(predictions=images, references=ROWS)
+    assert out["scores"] == [0.5] * 4 and out["judge"]["model"] == "object"
+    assert loads == [(judge, {})]
+
+
+@pytest.mark.parametrize("via", ["compute", "add_batch"])
+def test_clear_input_errors(loads, toy_path, images, via):
+    m = evaluate.load(toy_path)
+    call = m.compute if via == "compute" else m.add_batch
+    with pytest.raises(ValueError, match=r"got 1 images \(predictions\) but 2 rows \(references\)"):
+        call(predictions=images[:1], references=ROWS[:2])
+    with pytest.raises(ValueError, match=r"references\[1\] lacks field\(s\) \['prompt'\]: is it a toy row\?"):
+        call(predictions=images[:2], references=[ROWS[0], {"id": "b"}])
+    with pytest.raises(ValueError, match=r"references\[0\] is a str; pass the rows as load_dataset returns them"):
+        call(predictions=images[:1], references=["prompt a"])
+    with pytest.raises(ValueError, match=r"predictions\[1\] \(the image for 'b'\) is None"):
+        call(predictions=[images[0], None], references=ROWS[:2])
+    with pytest.raises(ValueError, match="pass both predictions"):
+        call(predictions=images[:1], references=None)
+    assert loads == []  # nothing reached a judge
+
+
+def test_wrong_types_are_refused_clearly(loads, toy_path, images):
+    m = evaluate.load(toy_path)
+    with pytest.raises(ValueError, match=r"predictions\[0\] is a int"):
+        m.compute(predictions=[3], references=ROWS[:1])
+    with pytest.raises(ValueError, match="references don't match the expected format"):
+        m.compute(predictions=images[:1], references=[{"id": 1, "prompt": "x"}])
+
+
+def test_images_as_pil_and_paths_give_the_same_scores_on_both_paths(loads, toy_path, images, tmp_path):
+    paths = []
+    for i, img in enumerate(images):
+        paths.append(str(tmp_path / f"{i}.png"))
+        img.save(paths[-1])
+    m = evaluate.load(toy_path)
+    direct_pil = m.compute(predictions=images, references=ROWS)["scores"]
+    direct_paths = m.compute(predictions=paths, references=ROWS)["scores"]
+    m.add_batch(predictions=images[:2], references=ROWS[:2])
+    m.add_batch(predictions=images[2:], references=ROWS[2:])
+    arrow_pil = m.compute()["scores"]
+    m.add_batch(predictions=paths, references=ROWS)
+    arrow_paths = m.compute()["scores"]
+    assert direct_pil == direct_paths == arrow_pil == arrow_paths == pytest.approx(EXPECTED)
+
+
+def test_the_direct_path_hands_over_what_evaluates_cache_would(loads, toy_path):
+    m = evaluate.load(toy_path)
+    assert m._arrow_round_trip(ROWS) == ROWS
+    assert m._arrow_round_trip([{"id": "a", "prompt": "p", "extra": 1}]) == [{"id": "a", "prompt": "p"}]
+    with pytest.raises(ValueError, match="expected format"):
+        m._arrow_round_trip([{"id": "a", "prompt": 5}])
+
+
+def test_distributed_mode_gathers_on_process_0(loads, toy_path, images, tmp_path):
+    common = {"num_process": 2, "experiment_id": "toy-run", "cache_dir": str(tmp_path / "cache")}
+    modules = [evaluate.load(toy_path, process_id=i, **common) for i in range(2)]
+    halves = [(images[:2], ROWS[:2]), (images[2:], ROWS[2:])]
+    results, errors = [None, None], []
+
+    def run(i):
+        try:
+            results[i] = modules[i].compute(predictions=halves[i][0], references=halves[i][1])
+        except Exception as e:  # surfaced below, not lost in the thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors, errors
+    assert results[1] is None
+    assert [r["id"] for r in results[0]["per_image"]] == list("abcd")
+    assert results[0]["scores"] == pytest.approx(EXPECTED)
+    assert len(loads) == 1  # only process 0 scores, so only it loads the judge
+
+
+def test_load_metric_by_bare_name():
+    assert {"vqascore", "clip_score", "meta_evaluation"} <= set(tm.known_metrics())
+    assert Path(tm.metric_path("Meta-Evaluation")) == Path(t2ireason.__file__).parent / "metrics" / "meta_evaluation"
+    m = t2ireason.load_metric("meta_evaluation", config_name="preference")
+    assert m.name == "meta_evaluation" and m.config_name == "preference"
+    assert m.compute(predictions=[[1.0, 0.0]], references=["A"])["pairwise_accuracy"] == 1.0
+    with pytest.raises(ValueError, match=r"unknown metric 'nope'; known: .*meta_evaluation.*vqascore"):
+        t2ireason.load_metric("nope")
+
+
+# -- publishing Spaces ------------------------------------------------------------
+
+def _publish_module():
+    spec = importlib.util.spec_from_file_location("publish_spaces", ROOT / "metrics" / "publish_spaces.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class FakeApi:
+    def __init__(self, **kwargs):
+        self.kwargs, self.calls = kwargs, []
+
+    def create_repo(self, repo_id, **kwargs):
+        self.calls.append(("create_repo", repo_id, kwargs))
+
+    def create_commit(self, repo_id, operations, **kwargs):
+        self.calls.append(("create_commit", repo_id, {op.path_in_repo: op.path_or_fileobj for op in operations}, kwargs))
+
+
+def test_publish_builds_the_space_from_the_card():
+    from huggingface_hub import SpaceCard
+
+    pub = _publish_module()
+    api = FakeApi()
+    pub.publish(ROOT / "metrics" / "vqascore", "me/vqascore", api,
+                requirement="t2i-reason[openai] @ git+https://example.org/t2i-reason")
+    (op1, repo1, kw1), (op2, repo2, files, kw2) = api.calls
+    assert (op1, repo1) == ("create_repo", "me/vqascore")
+    assert kw1 == {"repo_type": "space", "space_sdk": "gradio", "private": False, "exist_ok": True}
+    assert (op2, repo2, kw2["repo_type"]) == ("create_commit", "me/vqascore", "space")
+    assert set(files) == {"README.md", "app.py", "requirements.txt", "vqascore.py"}
+    card = SpaceCard(files["README.md"].decode())
+    assert card.data.title == "VQAScore" and card.data.sdk == "gradio" and card.data.app_file == "app.py"
+    assert card.data.tags == ["evaluate", "metric"] and card.data.emoji
+    assert card.data.description.startswith("VQAScore (Lin et al., 2024) scores how well")
+    assert card.text.lstrip().startswith("# Metric Card for VQAScore")
+    assert files["requirements.txt"].decode().splitlines() == [
+        "evaluate==0.4.6", "t2i-reason[openai] @ git+https://example.org/t2i-reason"]
+
+
+def test_publish_cli(monkeypatch, capsys):
+    import huggingface_hub
+
+    pub = _publish_module()
+    made = []
+    monkeypatch.setattr(huggingface_hub, "HfApi", lambda **kw: made.append(FakeApi(**kw)) or made[-1])
+    monkeypatch.setattr(huggingface_hub, "get_token", lambda: None)
+    with pytest.raises(SystemExit):
+        pub.main(["--org", "me"])
+    assert "no Hub token" in capsys.readouterr().err and not made
+
+    assert pub.main(["--org", "me", "--only", "clip_score", "--dry-run"]) == 0
+    assert "would create/update space me/clip_score" in capsys.readouterr().out and not made
+
+    monkeypatch.setattr(huggingface_hub, "get_token", lambda: "hf_secret_token")
+    assert pub.main(["--org", "me", "--only", "clip_score", "meta_evaluation", "--private"]) == 0
+    (api,) = made
+    assert [c[:2] for c in api.calls] == [("create_repo", "me/clip_score"), ("create_commit", "me/clip_score"),
+                                          ("create_repo", "me/meta_evaluation"),
+                                          ("create_commit", "me/meta_evaluation")]
+    assert api.calls[0][2]["private"] is True
+    assert "hf_secret_token" not in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        pub.main(["--org", "me", "--only", "nope", "--dry-run"])
