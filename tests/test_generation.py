@@ -1,0 +1,117 @@
+"""Generation: per-image seeds, sharding over two CPU processes, resuming after a kill, the manifest."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from t2ireason.data import load_rows
+from t2ireason.generation import GenerationConfig, image_seed, is_readable_image, plan_jobs
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = "t2i-reasonbench"
+
+
+def _env():
+    # one thread per process: a thread-count change can move a pixel by one level (testing.md)
+    return {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+
+
+def _cli(model, out, *extra):
+    return ["generators/generate.py", "--benchmark", BENCH, "--model", str(model), "--out", str(out),
+            "--steps", "2", "--height", "64", "--width", "64", "--no-progress", *extra]
+
+
+def _pixels(folder: Path) -> dict[str, np.ndarray]:
+    return {p.relative_to(folder).as_posix(): np.asarray(Image.open(p))
+            for p in sorted(folder.rglob("*.png"))}
+
+
+def test_seeds_depend_on_the_image_not_the_run():
+    rows = load_rows(BENCH)
+    jobs = plan_jobs(BENCH, rows, images_per_prompt=2)
+    assert len(jobs) == 2 * len(rows)
+    assert jobs[0].seed == image_seed(BENCH, jobs[0].prompt_id, 0)
+    # the same image gets the same seed whatever the order or subset of rows
+    again = {(j.prompt_id, j.sample): j.seed for j in plan_jobs(BENCH, rows[::-1][:3], images_per_prompt=2)}
+    for j in jobs:
+        if (j.prompt_id, j.sample) in again:
+            assert again[(j.prompt_id, j.sample)] == j.seed
+    assert len({j.seed for j in jobs}) == len(jobs)
+    assert plan_jobs(BENCH, rows, base_seed=1)[0].seed != jobs[0].seed
+    # official layout: <dimension>/0001.png
+    assert all(j.file.endswith(".png") for j in jobs)
+
+
+def test_plan_refuses_duplicates_and_takes_rewritten_prompts():
+    rows = load_rows(BENCH)
+    with pytest.raises(ValueError, match="duplicate prompt id"):
+        plan_jobs(BENCH, rows + rows[:1])
+    rid = plan_jobs(BENCH, rows[:1])[0].prompt_id
+    assert plan_jobs(BENCH, rows[:1], prompts={rid: "an explicit drawing"})[0].prompt == "an explicit drawing"
+    with pytest.raises(ValueError, match="images_per_prompt"):
+        GenerationConfig(model="x", images_per_prompt=0)
+
+
+@pytest.mark.slow
+def test_two_processes_make_the_same_images_as_one(tiny_models, tmp_path):
+    if shutil.which("torchrun", path=str(Path(sys.executable).parent)) is None:
+        pytest.fail("torchrun is not installed next to the interpreter")
+    torchrun = str(Path(sys.executable).parent / "torchrun")
+    one, two = tmp_path / "one", tmp_path / "two"
+    subprocess.run([sys.executable, *_cli(tiny_models["sd"], one, "--images-per-prompt", "2", "--limit", "6")],
+                   cwd=ROOT, env=_env(), check=True, timeout=300)
+    subprocess.run([torchrun, "--nproc_per_node", "2", "--master_port", "29517",
+                    *_cli(tiny_models["sd"], two, "--images-per-prompt", "2", "--limit", "6")],
+                   cwd=ROOT, env=_env(), check=True, timeout=300)
+    a, b = _pixels(one), _pixels(two)
+    assert len(a) == 12 and a.keys() == b.keys()  # none missing, none twice
+    for name in a:
+        assert np.array_equal(a[name], b[name]), name
+
+    import datasets
+
+    manifest = datasets.load_dataset(str(two), split="train")
+    assert manifest.num_rows == 12
+    assert {"image", "prompt_id", "seed", "prompt", "generation", "sample"} <= set(manifest.column_names)
+    assert len(set(zip(manifest["prompt_id"], manifest["sample"]))) == 12
+    assert manifest[0]["image"].size == (64, 64)
+
+
+@pytest.mark.slow
+def test_killed_run_resumes_to_the_complete_identical_set(tiny_models, tmp_path):
+    ref, run = tmp_path / "ref", tmp_path / "run"
+    args = ("--images-per-prompt", "3", "--limit", "8")
+    subprocess.run([sys.executable, *_cli(tiny_models["sd"], ref, *args)], cwd=ROOT, env=_env(), check=True, timeout=300)
+    expected = _pixels(ref)
+
+    proc = subprocess.Popen([sys.executable, *_cli(tiny_models["sd"], run, *args)], cwd=ROOT, env=_env(),
+                            start_new_session=True)
+    deadline = time.time() + 240
+    while time.time() < deadline and len(list(run.rglob("*.png"))) < 3 and proc.poll() is None:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done_before = len([p for p in run.rglob("*.png") if is_readable_image(p)])
+    assert 0 < done_before < len(expected), "the kill should land mid-run"
+    assert not (run / "metadata.parquet").exists()
+    # a torn file left by a crash is not counted as done
+    torn = next(iter(expected))
+    (run / torn).parent.mkdir(parents=True, exist_ok=True)
+    (run / torn).write_bytes(b"\x89PNG\r\n\x1a\n half an image")
+
+    out = subprocess.run([sys.executable, *_cli(tiny_models["sd"], run, *args)], cwd=ROOT, env=_env(),
+                         check=True, timeout=300, capture_output=True, text=True)
+    assert "already done" in out.stdout
+    got = _pixels(run)
+    assert got.keys() == expected.keys()
+    for name in expected:
+        assert np.array_equal(got[name], expected[name]), name
+    assert not list(run.rglob(".tmp-*")), "no temporary files are left behind"
