@@ -19,8 +19,9 @@ Release layout read by :meth:`MT2IE.read_release` (a folder)::
     runs/*.jsonl           optional; one object per iteration with the fields of RUN_FEATURES,
                            "image" a path relative to the .jsonl file (or null for a failed draw)
 
-The agent loop that produces ``runs`` grows in this module (see
-``t2ireason/templates/mt2ie/`` for the paper's prompts).
+The agent loop that produces ``runs`` lives in :mod:`t2ireason.mt2ie` (``run_mt2ie``,
+``rank_models``); it writes rows of exactly ``RUN_FEATURES`` in this layout. The
+paper's prompts are in ``t2ireason/templates/mt2ie/``.
 """
 
 from __future__ import annotations
@@ -163,6 +164,15 @@ class MT2IE(Benchmark):
             counts["runs"] = {"runs": len({r["run_id"] for r in runs}), "models": len({r["model"] for r in runs}),
                               "failed": sum(r.get("score") is None for r in runs)}
         return Release(configs=configs, anomalies=anomalies, counts=counts, license=None, source=str(source))
+
+    def read_seed_prompts(self, path: str | Path) -> list[dict[str, Any]]:
+        """The seed prompts of a ``seed_prompts.jsonl`` file (or of the folder holding one), checked as
+        :meth:`read_release` checks them; prompts outside the paper's categories are allowed here."""
+        path = Path(path)
+        path = path / "seed_prompts.jsonl" if path.is_dir() else path
+        if not path.is_file():
+            raise ReleaseError(f"{path}: no such seed prompts file")
+        return self._seed_prompts(path, [])
 
     def _seed_prompts(self, path: Path, anomalies: list[Anomaly]) -> list[dict[str, Any]]:
         rows, seen = [], set()
