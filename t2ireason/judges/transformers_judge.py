@@ -7,9 +7,12 @@ are rendered with the model's own chat template, batched with left padding and
 answered with ``model.generate``; answer probabilities are teacher-forced in
 one forward pass per batch.
 
-``ChatRequest.json_schema`` cannot be enforced by plain ``generate``: it is
-ignored here, and the caller's parser (:mod:`t2ireason.parsing`) validates the
-reply against the schema and re-asks when it does not conform.
+A request's ``json_schema`` is enforced by constrained decoding
+(``structured_output=True``, the default): at every step llguidance masks the
+tokens that would leave the schema, per row, so a batch may mix free-text and
+structured requests. The caller's parser (:mod:`t2ireason.parsing`) still
+validates every reply and re-asks when one does not conform (a reply cut off by
+``max_tokens`` is valid JSON only up to the cut).
 """
 
 from __future__ import annotations
@@ -62,6 +65,47 @@ def _row_sampler(samplings: list[Sampling]):
     return RowSampler()
 
 
+def _schema_constraint(tokenizer_info: Any, schemas: list[dict | None], prompt_len: int):
+    """A logits processor keeping each row with a JSON schema inside that schema
+    (llguidance matchers, one per row); rows without one are left free.
+
+    The grammar is compact JSON (no optional whitespace): a weak model otherwise
+    spends its token budget on spaces and newlines.
+    """
+    import llguidance
+    import llguidance.torch as llt
+    from transformers import LogitsProcessor
+
+    class SchemaConstraint(LogitsProcessor):
+        def __init__(self):
+            self.matchers = [
+                None if schema is None else llguidance.LLMatcher(
+                    tokenizer_info, llguidance.LLMatcher.grammar_from_json_schema(
+                        schema, defaults={"whitespace_flexible": False}))
+                for schema in schemas
+            ]
+            for m, schema in zip(self.matchers, schemas):
+                if m is not None and m.is_error():
+                    raise JudgeError(f"cannot enforce JSON schema {schema.get('title', '')!r}: {m.get_error()}")
+            self.mask = llt.allocate_token_bitmask(len(schemas), tokenizer_info.vocab_size)
+
+        def __call__(self, input_ids, scores):
+            if input_ids.shape[1] > prompt_len:  # the token chosen at the previous step
+                for i, m in enumerate(self.matchers):
+                    if m is not None and not m.is_stopped():
+                        m.consume_token(int(input_ids[i, -1]))
+            self.mask.fill_(-1)  # all bits set: every token allowed
+            for i, m in enumerate(self.matchers):
+                # a complete reply (stopped matcher) allows only end-of-sequence; a broken one is left free
+                if m is not None and not m.is_error():
+                    llt.fill_next_token_bitmask(m, self.mask, i)
+            scores = scores.clone()
+            llt.apply_token_bitmask_inplace(scores, self.mask.to(scores.device))
+            return scores
+
+    return SchemaConstraint()
+
+
 class TransformersJudge(Judge):
     """A vision-language model run locally with transformers.
 
@@ -75,7 +119,9 @@ class TransformersJudge(Judge):
     image (:meth:`JudgeImage.resized` is memoised) before the processor sees it.
     ``sampling`` is the default for requests that carry none (greedy, 1024 new
     tokens). ``generate_kwargs`` are passed to every ``generate`` call
-    (e.g. ``min_new_tokens``, ``repetition_penalty``).
+    (e.g. ``min_new_tokens``, ``repetition_penalty``, ``sequence_bias``).
+    ``structured_output`` enforces each request's ``json_schema`` by constrained
+    decoding (llguidance); ``False`` leaves it to the caller's parser and re-asks.
     """
 
     backend = "hf"
@@ -97,6 +143,7 @@ class TransformersJudge(Judge):
         processor_kwargs: dict | None = None,
         model_kwargs: dict | None = None,
         generate_kwargs: dict | None = None,
+        structured_output: bool = True,
     ):
         import torch
         from transformers import AutoModelForImageTextToText, AutoProcessor
@@ -110,6 +157,8 @@ class TransformersJudge(Judge):
         self.min_pixels = min_pixels
         self.default_sampling = sampling or Sampling()
         self.generate_kwargs = dict(generate_kwargs or {})
+        self.structured_output = structured_output
+        self._tokenizer_info = None  # llguidance's view of the vocabulary, built on first use (~1 s)
 
         load = {"revision": revision, "trust_remote_code": trust_remote_code}
         model_load = {**load, "dtype": dtype, **(model_kwargs or {})}
@@ -159,6 +208,8 @@ class TransformersJudge(Judge):
         ident = super().identity()
         ident.update(dtype=str(self.hf_model.dtype).removeprefix("torch."),
                      max_pixels=self.max_pixels, min_pixels=self.min_pixels)
+        if self.structured_output:
+            ident["structured_output"] = True
         if self.generate_kwargs:
             ident["generate_kwargs"] = {k: v if isinstance(v, (bool, int, float, str, list, type(None))) else repr(v)
                                         for k, v in sorted(self.generate_kwargs.items())}
@@ -211,9 +262,15 @@ class TransformersJudge(Judge):
             config.min_new_tokens = min(config.min_new_tokens, config.max_new_tokens)
         config.return_dict_in_generate = True
         config.output_logits = want_logprobs > 0
-        processors = [_row_sampler(samplings)] if any(s.temperature > 0 for s in samplings) else None
+        processors = []
+        schemas = [r.json_schema if self.structured_output else None for r in requests]
+        if any(schemas):  # masks first, then the row sampler draws among the allowed tokens
+            processors.append(_schema_constraint(self._llguidance_tokenizer(config), schemas,
+                                                 enc["input_ids"].shape[1]))
+        if any(s.temperature > 0 for s in samplings):
+            processors.append(_row_sampler(samplings))
         with torch.inference_mode():
-            out = self.hf_model.generate(**enc, generation_config=config, logits_processor=processors)
+            out = self.hf_model.generate(**enc, generation_config=config, logits_processor=processors or None)
 
         prompt_len = 0 if self.hf_model.config.is_encoder_decoder else enc["input_ids"].shape[1]
         new = out.sequences[:, prompt_len:].tolist()
@@ -236,6 +293,19 @@ class TransformersJudge(Judge):
                        "total_tokens": int(enc["attention_mask"][i].sum()) + (len(tokens) if stop is None else stop + 1)},
             ))
         return replies
+
+    def _llguidance_tokenizer(self, config):
+        if self._tokenizer_info is None:
+            try:
+                import llguidance.hf
+            except ImportError:
+                raise JudgeError("enforcing a JSON schema needs llguidance (pip install llguidance), "
+                                 "or pass structured_output=False") from None
+            eos = config.eos_token_id
+            self._tokenizer_info = llguidance.hf.from_tokenizer(
+                self.tokenizer, n_vocab=self.hf_model.get_output_embeddings().weight.shape[0],
+                eos_token=eos if eos is not None else self.tokenizer.eos_token_id)
+        return self._tokenizer_info
 
     def _logprobs(self, logprobs, tokens: list[int], k: int) -> list[TokenLogprob]:
         """Each generated token's log-probability under the model (raw logits, before

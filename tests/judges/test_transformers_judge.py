@@ -101,7 +101,7 @@ def test_chat_matches_generate_and_batching_changes_nothing(judge, reference):
 def test_multi_turn_with_image_in_first_turn(judge, reference):
     img = _image(7)
     req = ChatRequest.simple(img, "Describe this image.", system_prompt="You are a careful judge.").then(
-        "A noisy square.", "Is any part of it red? Answer in JSON.", json_schema={"type": "object"})
+        "A noisy square.", "Is any part of it red? Answer in JSON.")
     [reply] = judge.chat([req])
     conversation = [
         {"role": "system", "content": [{"type": "text", "text": "You are a careful judge."}]},
@@ -253,3 +253,51 @@ def test_identity_names_what_changes_answers(judge):
     ident = judge.identity()
     assert ident["backend"] == "hf" and ident["model"] == judge.model and ident["dtype"] == "float32"
     assert ident["generate_kwargs"] == {"min_new_tokens": LENGTH} and ident["max_pixels"] is None
+
+
+SCORE_SCHEMA = {
+    "title": "score", "type": "object",
+    "properties": {"justification": {"type": "string", "maxLength": 12},
+                   "score": {"type": "integer", "minimum": 0, "maximum": 10},
+                   "verdicts": {"type": "array", "items": {"enum": [0, 0.5, 1]}, "minItems": 3, "maxItems": 3}},
+    "required": ["justification", "score", "verdicts"], "additionalProperties": False,
+}
+
+
+def _conforms(text):
+    import json
+
+    value = json.loads(text)
+    return (set(value) == {"justification", "score", "verdicts"} and isinstance(value["justification"], str)
+            and len(value["justification"]) <= 12 and isinstance(value["score"], int) and 0 <= value["score"] <= 10
+            and len(value["verdicts"]) == 3 and all(v in (0, 0.5, 1) for v in value["verdicts"]))
+
+
+def test_json_schema_is_enforced_per_row_by_constrained_decoding(vlm, reference):
+    judge = load_judge(f"hf:{vlm}", batch_size=4, sampling=Sampling(max_tokens=80), device="cpu")
+    free = ChatRequest.simple(_image(1), "Describe the image.", sampling=Sampling(max_tokens=LENGTH))
+    asks = [ChatRequest.simple(_image(i), "Rate the image.", json_schema=SCORE_SCHEMA) for i in range(2)]
+    seeded = ChatRequest.simple(_image(3), "Rate the image.", json_schema=SCORE_SCHEMA,
+                                sampling=Sampling(temperature=1.0, seed=7, max_tokens=80))
+    replies = judge.chat([asks[0], free, asks[1], seeded])
+    for r in (replies[0], replies[2], replies[3]):
+        assert r.ok and r.finish_reason == "stop" and _conforms(r.text), r.text
+    # the free-text row in the same batch is untouched by the other rows' schemas
+    conversation = [{"role": "user", "content": _content(free.messages[0].content)}]
+    model, processor = reference
+    enc = _reference_inputs(processor, conversation)
+    with torch.inference_mode():
+        out = model.generate(**enc, max_new_tokens=LENGTH, do_sample=False)
+    assert replies[1].text == processor.tokenizer.decode(out[0, enc["input_ids"].shape[1]:], skip_special_tokens=True)
+    # a seeded sampled row is reproducible under the constraint too
+    assert judge.chat([seeded])[0].text == replies[3].text
+
+
+def test_structured_output_off_leaves_the_schema_to_the_parser(vlm):
+    on = load_judge(f"hf:{vlm}", sampling=Sampling(max_tokens=80), device="cpu")
+    off = load_judge(f"hf:{vlm}", sampling=Sampling(max_tokens=40), device="cpu", structured_output=False)
+    request = ChatRequest.simple(_image(0), "Rate the image.", json_schema=SCORE_SCHEMA)
+    plain = ChatRequest.simple(_image(0), "Rate the image.")
+    assert off.chat([request])[0].text == off.chat([plain])[0].text  # the schema changed nothing
+    assert _conforms(on.chat([request])[0].text)
+    assert on.identity()["structured_output"] is True and "structured_output" not in off.identity()
