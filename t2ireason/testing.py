@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-__all__ = ["build_tiny_clip", "build_tiny_vlm", "build_tiny_sd", "build_all", "SEED", "VLM_CHAT_TEMPLATE"]
+__all__ = ["build_tiny_clip", "build_tiny_vlm", "build_tiny_sd", "build_all", "tiny_judge_kwargs", "SEED", "VLM_CHAT_TEMPLATE"]
 
 #: every build starts from this torch seed, so the same call gives the same weights
 SEED = 0
@@ -179,6 +179,21 @@ def build_tiny_vlm(path: str | Path) -> Path:
     processor.save_pretrained(path)
     return _mark(path, "vlm", yes_token_id=tokenizer.convert_tokens_to_ids("▁Yes"),
                  no_token_id=tokenizer.convert_tokens_to_ids("▁No"))
+
+
+def tiny_judge_kwargs(path: str | Path) -> dict:
+    """``load_judge`` options that keep the tiny VLM's random answers short: seeded
+    sampling (deterministic, so cached) and a bias toward closing a string and ending
+    the turn (transformers' ``sequence_bias``). Its answers stay meaningless; with a
+    JSON schema enforced they parse, so every scoring path runs end to end (tests, demo)."""
+    from transformers import AutoTokenizer
+
+    from .judges import Sampling
+
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    quote = tokenizer.convert_tokens_to_ids('"')
+    return {"sampling": Sampling(temperature=1.0, seed=SEED, max_tokens=256),
+            "generate_kwargs": {"sequence_bias": {(quote,): 4.0, (tokenizer.eos_token_id,): 2.0}}}
 
 
 def build_tiny_sd(path: str | Path) -> Path:

@@ -46,7 +46,7 @@ SUBSETS = ("representative", "curated")
 SYSTEM_PROMPT = "You are a helpful assistant."
 AXES = ("alignment", "aesthetic")
 
-SCORE_OPTIONS = {"max_reasks", "sampling", "system_prompt"}
+SCORE_OPTIONS = {"max_reasks", "sampling", "system_prompt", "structured_output"}
 AGGREGATE_OPTIONS = {"confidence", "n_resamples", "seed"}
 
 _OFFICIAL_SAMPLING = Sampling(temperature=0.0, top_p=1.0, seed=42, max_tokens=4096)
@@ -192,7 +192,9 @@ class PrismBench(Benchmark):
         ``score`` is the mean of alignment and aesthetic on 0-100 (None unless both were judged);
         ``subscores`` holds each axis on 0-100 and ``questions`` each raw 0-10 judgement with its
         justification. Options: ``system_prompt`` (default: the official "You are a helpful assistant."; None: no system message),
-        ``sampling`` (a Sampling or a dict, overriding the judge's defaults), ``max_reasks`` (default 2).
+        ``sampling`` (a Sampling or a dict, overriding the judge's defaults), ``max_reasks`` (default 2),
+        ``structured_output`` (default False: the official code sends no schema) to also send
+        :data:`REPLY_SCHEMA`.
         """
         opts = _options(options, SCORE_OPTIONS)
         if len(rows) != len(images):
@@ -207,7 +209,8 @@ class PrismBench(Benchmark):
                 raise ValueError(f"row {row.get('id')!r} has track {track!r}; known: {', '.join(TRACKS)}")
             image = as_image(img)  # one JudgeImage shared by both requests: encoded once
             requests += judge_requests(row["prompt"], track, image, system_prompt=opts.get("system_prompt", SYSTEM_PROMPT),
-                                       sampling=sampling)
+                                       sampling=sampling,
+                                       json_schema=REPLY_SCHEMA if opts.get("structured_output") else None)
             results.append(ImageResult(
                 id=self.row_id(row), prompt=row["prompt"], score=None, config=config_name(track, row["language"]),
                 image=image.source,
@@ -294,13 +297,21 @@ def _options(options: dict[str, Any], own: set[str]) -> dict[str, Any]:
     return {k: v for k, v in options.items() if k in own}
 
 
+#: what every template asks for: a justification, then a 0-10 score in whole points (it starts
+#: at 10 and deducts points), so an enforced schema also stops runaway decimals
+REPLY_SCHEMA = {"title": "prism_bench_judgement", "type": "object",
+                "properties": {"justification": {"type": "string"},
+                               "score": {"type": "integer", "minimum": 0, "maximum": 10}},
+                "required": ["justification", "score"], "additionalProperties": False}
+
+
 def judge_requests(prompt: str, track: str, image: Any, *, system_prompt: str | None = SYSTEM_PROMPT,
-                   sampling: Sampling | None = None) -> list[ChatRequest]:
+                   sampling: Sampling | None = None, json_schema: dict | None = None) -> list[ChatRequest]:
     """The two requests for one image, as the official code sends them: [alignment, aesthetic],
     each the system message, then the template text with the prompt, then the image."""
     image = as_image(image)
     return [ChatRequest.simple(render("prism_bench", name, text_prompt=prompt), image,
-                               system_prompt=system_prompt, sampling=sampling)
+                               system_prompt=system_prompt, sampling=sampling, json_schema=json_schema)
             for name in (f"alignment_{track}", "aesthetic")]
 
 

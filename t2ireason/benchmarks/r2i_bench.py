@@ -69,7 +69,7 @@ _PROMPT_COLUMNS = ("prompt", "reference_caption", "assessment_point", "category"
 _EVAL_COLUMNS = ("source_id", "evaluation_criteria", "id", "question", "weight")
 _EVAL_OPTIONAL = ("note",)
 _MISSING = ("fail", "answered")
-_SCORE_OPTIONS = {"max_reasks", "missing", "allowed_scores"}
+_SCORE_OPTIONS = {"max_reasks", "missing", "allowed_scores", "structured_output"}
 _AGGREGATE_OPTIONS = {"scale", "confidence", "n_resamples", "seed"}
 
 REASK_PROMPT = (
@@ -237,6 +237,14 @@ def render_request(row: dict[str, Any], keys: Sequence[str] | None = None,
                   question_list=render(_TEMPLATES, "question_list", questions=listed),
                   important_enforcement=render(_TEMPLATES, "important_enforcement", ids=keys,
                                                scale=_scale_text(allowed_scores)))
+
+
+def reply_schema(keys: Sequence[str], allowed_scores: Sequence[float] | None = ALLOWED_SCORES) -> dict[str, Any]:
+    """The JSON the template's answer block holds: every question id mapped to its score."""
+    score = ({"enum": [int(v) if float(v).is_integer() else v for v in allowed_scores]} if allowed_scores is not None
+             else {"type": "number", "minimum": 0, "maximum": 1})
+    return {"title": "r2i_bench_scores", "type": "object", "properties": {k: score for k in keys},
+            "required": list(keys), "additionalProperties": False}
 
 
 class _ScoreCollector:
@@ -507,7 +515,10 @@ class R2IBench(Benchmark):
         failure recorded) or ``"answered"`` (the official code's behaviour: the weighted mean over
         the answered questions, with the unanswered ids recorded in ``context["unanswered"]`` and
         ``failure``). Instances without questions are unscorable: no score, no judge call,
-        ``context["unscorable"] = True``. Options of :meth:`aggregate` are accepted and ignored.
+        ``context["unscorable"] = True``. ``structured_output`` (default False: the official code
+        sends the plain template) also sends :func:`reply_schema`, so judges that enforce schemas
+        answer with exactly the JSON the template asks for. Options of :meth:`aggregate` are
+        accepted and ignored.
         """
         unknown = set(options) - _SCORE_OPTIONS - _AGGREGATE_OPTIONS
         if unknown:
@@ -538,7 +549,8 @@ class R2IBench(Benchmark):
             img = loaded[key] if key in loaded else loaded.setdefault(key, as_image(image))
             if result.image is None:
                 result.image = img.source
-            request = ChatRequest.simple(img, render_request(row, keys, allowed), metadata={"id": result.id})
+            request = ChatRequest.simple(img, render_request(row, keys, allowed), metadata={"id": result.id},
+                                         json_schema=reply_schema(keys, allowed) if options.get("structured_output") else None)
             asks.append((result, keys, request, _ScoreCollector(keys, allowed)))
 
         parsed = ask_structured(judge, [a[2] for a in asks], [a[3] for a in asks], max_reasks=max_reasks,

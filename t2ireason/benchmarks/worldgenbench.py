@@ -78,7 +78,7 @@ _DISCIPLINE_ALIASES = {
 }
 
 #: the options score() and aggregate() take (the metric passes both the same preset options)
-SCORE_OPTIONS = {"max_reasks", "sampling"}
+SCORE_OPTIONS = {"max_reasks", "sampling", "structured_output"}
 AGGREGATE_OPTIONS = {"confidence", "n_resamples", "seed"}
 
 _IMAGE_SLOT = "\x00IMAGE\x00"
@@ -418,7 +418,9 @@ class WorldGenBench(Benchmark):
         """One ImageResult per image: score = satisfied items / items (None when the judge failed).
 
         Options: ``max_reasks`` (default 2) follow-ups when a reply is not exactly one 0/1 per item;
-        ``sampling`` (a :class:`Sampling` or a dict of its fields) overrides the judge's defaults.
+        ``sampling`` (a :class:`Sampling` or a dict of its fields) overrides the judge's defaults;
+        ``structured_output`` (default False: the paper's judge saw the plain prompt) also sends
+        :func:`reply_schema`, for judges that enforce schemas.
         """
         opts = _options(options, SCORE_OPTIONS)
         if len(rows) != len(images):
@@ -439,7 +441,8 @@ class WorldGenBench(Benchmark):
             if not checklist:
                 results[-1].failure = "the row has no checklist items"
                 continue
-            requests.append(checklist_request(checklist, image, sampling))
+            requests.append(checklist_request(checklist, image, sampling,
+                                              reply_schema(len(checklist)) if opts.get("structured_output") else None))
             parsers.append(partial(parse_checklist_reply, n=len(checklist)))
             asked.append(results[-1])
         parsed = ask_structured(judge, requests, parsers, max_reasks=opts.get("max_reasks", 2), progress=progress)
@@ -501,11 +504,20 @@ def _options(options: dict[str, Any], own: set[str]) -> dict[str, Any]:
     return {k: v for k, v in options.items() if k in own}
 
 
-def checklist_request(checklist: Sequence[dict[str, str]], image: Any, sampling: Sampling | None = None) -> ChatRequest:
+def reply_schema(n: int) -> dict[str, Any]:
+    """One 0/1 per checklist item, in an object (structured-output APIs want an object at the top)."""
+    return {"title": "worldgenbench_checklist", "type": "object",
+            "properties": {"answers": {"type": "array", "items": {"enum": [0, 1]}, "minItems": n, "maxItems": n}},
+            "required": ["answers"], "additionalProperties": False}
+
+
+def checklist_request(checklist: Sequence[dict[str, str]], image: Any, sampling: Sampling | None = None,
+                      json_schema: dict | None = None) -> ChatRequest:
     """The judge request for one image: the Appendix 8 prompt listing every item and explanation,
     with the image where the paper's ``{image}`` slot is."""
     before, after = render("worldgenbench", "checklist", checklist=checklist, image=_IMAGE_SLOT).split(_IMAGE_SLOT)
-    return ChatRequest.simple(before.rstrip() + "\n", as_image(image), "\n" + after.lstrip(), sampling=sampling)
+    return ChatRequest.simple(before.rstrip() + "\n", as_image(image), "\n" + after.lstrip(), sampling=sampling,
+                              json_schema=json_schema)
 
 
 def parse_checklist_reply(text: str, n: int) -> list[int]:
