@@ -1,0 +1,82 @@
+"""How the stages ask their models: one template per question, strict JSON replies, bounded re-asks.
+
+Every question goes through :func:`ask` (``parsing.ask_structured``: batched, re-asked when a reply does
+not parse, then recorded as a failure with every raw reply). A backend error (network, rate limit...) is
+not the record's fault: by default the shard is left uncommitted, to be retried on the next run, where
+the response cache answers everything that did succeed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..images import as_image
+from ..judges import ChatRequest, Sampling
+from ..parsing import Parsed, ReplyParseError, ask_structured
+from ..prompts import render
+from .work import Context, RetryShard, drop, note
+
+__all__ = ["TEMPLATES", "request", "schema", "field", "ask", "fail", "image_of"]
+
+TEMPLATES = "flux_engine"
+_JSON_TYPES = {str: "string", bool: "boolean", list: "array", float: "number"}
+
+
+def schema(name: str, **properties: str | list[str]) -> dict[str, Any]:
+    """A strict JSON schema for ``response_format``: every property required; ``["string"]`` is a list of strings."""
+    props = {k: {"type": "array", "items": {"type": v[0]}} if isinstance(v, list) else {"type": v}
+             for k, v in properties.items()}
+    return {"name": name, "schema": {"type": "object", "properties": props, "required": list(props),
+                                     "additionalProperties": False}}
+
+
+def field(obj: dict[str, Any], key: str, kind: type) -> Any:
+    """``obj[key]`` (``obj`` from ``extract_json``) checked to be a ``kind``; strings stripped and non-empty."""
+    value = obj.get(key)
+    if kind is bool and isinstance(value, str):  # "true"/"false" as strings: a common slip, not an error
+        value = {"true": True, "yes": True, "false": False, "no": False}.get(value.strip().lower(), value)
+    if isinstance(value, str):
+        value = value.strip()
+    if not isinstance(value, kind) or value == "":
+        raise ReplyParseError(f'the reply needs "{key}" as a {"non-empty " if kind is str else ""}'
+                              f"{_JSON_TYPES.get(kind, kind.__name__)}")
+    return value
+
+
+def image_of(record: dict[str, Any], ctx: Context) -> Any:
+    """The record's generated image as a JudgeImage (loaded, hashed and encoded once however often asked about)."""
+    return as_image(ctx.work.root / record["image"])
+
+
+def request(template: str, record: dict[str, Any], stage: str, *images: Any, json_schema: dict | None = None,
+            sampling: Sampling | None = None, extra: dict | None = None, **slots: Any) -> ChatRequest:
+    """The rendered template, then the images, in one user turn; ``metadata`` says what it is about."""
+    return ChatRequest.simple(render(TEMPLATES, template, **slots), *images, json_schema=json_schema,
+                              sampling=sampling, metadata={"stage": stage, "id": record["id"], **(extra or {})})
+
+
+def ask(judge: Any, requests: Sequence[ChatRequest], parse: Callable[[str], Any] | Sequence[Callable[[str], Any]],
+        ctx: Context) -> list[Parsed]:
+    if not requests:
+        return []
+    if judge is None:
+        raise ValueError(f"stage {requests[0].metadata.get('stage')} needs a judge model; none was given")
+    stage = requests[0].metadata.get("stage")
+    results = ask_structured(judge, requests, parse, max_reasks=ctx.config.max_reasks,
+                             progress=f"{stage} {ctx.shard}" if ctx.progress else False)
+    errors = [p.error for p in results if p.replies and not p.replies[-1].ok]
+    if errors and ctx.config.on_judge_error == "retry":
+        raise RetryShard(f"{len(errors)} of {len(requests)} {stage} requests failed in the judge backend "
+                         f"(first: {errors[0]}); run again to retry (finished answers are cached)")
+    return results
+
+
+def fail(record: dict[str, Any], stage: str, parsed: Parsed, *, dropping: bool, what: str = "") -> None:
+    """Record a question that got no usable answer, with the error and every raw reply."""
+    detail = json.dumps({"what": what, "error": parsed.error, "replies": parsed.texts}, ensure_ascii=False)
+    if dropping:
+        drop(record, stage, detail, action="failed")
+    else:
+        note(record, stage, "failed", detail)

@@ -1,0 +1,229 @@
+"""Command-line glue: ``t2ireason engine {run,estimate,sample,agreement}`` (registered by ``t2ireason.cli``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from ..benchmarks.flux_reason import CHARACTERISTICS
+from .work import STAGE_NAMES
+
+__all__ = ["add_engine_args", "run_engine_command"]
+
+
+def _key_values(text: str) -> tuple[str, float]:
+    key, sep, value = text.partition("=")
+    try:
+        if not sep or not key.strip():
+            raise ValueError
+        return key.strip(), float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected KEY=NUMBER, got {text!r}") from None
+
+
+def _add_work_args(p: argparse.ArgumentParser) -> None:
+    from ..cli import _positive_int
+
+    p.add_argument("--work", required=True, help="work folder: the shards of every stage, the images, the review "
+                                                 "sample; run the same command again to resume")
+    g = p.add_argument_group("prompt sources (section 2.2)")
+    g.add_argument("--captions", default=None, help="captions to rewrite (LAION-Aesthetics): .txt/.jsonl/.parquet/"
+                                                    ".csv, a folder or a Hub dataset id, optionally with an image column")
+    g.add_argument("--caption-column", default=None, help="column of --captions (default: caption, text, prompt...)")
+    g.add_argument("--seed-prompts", default=None, help="imaginative seed prompts (.txt one a line, or a prompt column)")
+    g.add_argument("--imagination", type=int, default=0, help="imagination candidates to expand from the seeds")
+    g.add_argument("--mine-images", default=None, help="images to mine for legible text (LAION-2B): a folder of "
+                                                       "images or a dataset with an image column")
+    g.add_argument("--limit", type=_positive_int, default=None, help="at most N items from each input")
+    s = p.add_argument_group("settings (kept with the work folder; changing one after its stage ran is refused)")
+    s.add_argument("--shard-size", type=_positive_int, default=1000, help="records per shard (unit of resumption)")
+    s.add_argument("--seed", type=int, default=0, help="mixed into every image seed and sampled request")
+    s.add_argument("--imagination-examples", type=_positive_int, default=10, help="seed prompts shown per expansion")
+    s.add_argument("--imagination-temperature", type=float, default=1.0, help="sampling temperature of expansions")
+    s.add_argument("--thresholds", nargs="+", type=_key_values, default=[], metavar="NAME=SCORE",
+                   help="label thresholds (1-10) per characteristic, e.g. entity=8 style=6 (default: 7 for each)")
+    s.add_argument("--original-threshold", type=float, default=7.0, help="alignment (1-10) to keep an original caption")
+    s.add_argument("--gcot-attempts", type=_positive_int, default=2, help="GCoT plans per image at most")
+    s.add_argument("--max-reasks", type=int, default=2, help="re-asks of an unparsable reply before it is a failure")
+    s.add_argument("--on-judge-error", choices=["retry", "record"], default="retry",
+                   help="a judge backend failure leaves the shard for the next run (retry) or is recorded (record)")
+    s.add_argument("--review-size", type=int, default=500, help="images per verdict in the quality review sample")
+
+
+def _add_run_args(p: argparse.ArgumentParser) -> None:
+    from ..cli import _add_judge_args, _json_dict, _positive_int
+
+    _add_work_args(p)
+    p.add_argument("--out", default=None, help="release folder (default: <work>/dataset)")
+    p.add_argument("--license", default=None, help="license of the release (required to write it), e.g. apache-2.0")
+    p.add_argument("--repo-id", default=None, help="Hub repository the card's examples name")
+    p.add_argument("--until", choices=[*STAGE_NAMES[1:], "export"], default="export", help="last stage to run")
+    p.add_argument("--no-progress", action="store_true")
+    g = p.add_argument_group("models")
+    _add_judge_args(g)
+    g.add_argument("--llm", default=None, help="text model for imagination, GCoT checks and translation (default: --judge)")
+    g.add_argument("--llm-kwargs", type=_json_dict, default={}, help="backend options of --llm as JSON")
+    g.add_argument("--model", default=None, help="diffusers text-to-image model: Hub id or folder (FLUX.1-dev in the paper)")
+    g.add_argument("--dtype", default="auto", choices=["auto", "float32", "float16", "bfloat16"])
+    g.add_argument("--steps", type=_positive_int, default=None, help="inference steps (default: the pipeline's)")
+    g.add_argument("--guidance", type=float, default=None, help="guidance scale (default: the pipeline's)")
+    g.add_argument("--height", type=_positive_int, default=None)
+    g.add_argument("--width", type=_positive_int, default=None)
+    g.add_argument("--batch-size", type=_positive_int, default=1, help="prompts per pipeline call")
+    g.add_argument("--pipeline-kwargs", type=_json_dict, default={}, help="extra pipeline call arguments as JSON")
+    g.add_argument("--cpu-offload", action="store_true", help="model CPU offload (GPU only)")
+
+
+def add_engine_args(parser: argparse.ArgumentParser) -> None:
+    """The ``engine`` subcommand's actions and options."""
+    from ..cli import _positive_int
+
+    sub = parser.add_subparsers(dest="engine_action", required=True, metavar="ACTION")
+    _add_run_args(sub.add_parser("run", help="run the pipeline (resumes where it stopped) and write the release",
+                                 description="Run the FLUX-Reason-6M curation pipeline; see t2ireason.engine."))
+    est = sub.add_parser("estimate", help="count the candidates and estimate images, judge calls and tokens per stage")
+    _add_work_args(est)
+    est.add_argument("--image-tokens", type=_positive_int, default=1280, help="tokens per image for the judge")
+    est.add_argument("--assume", nargs="+", type=_key_values, default=[], metavar="NAME=VALUE",
+                     help="override an assumption, e.g. quality_pass_rate=0.8 labels_per_image=2.5")
+    sample = sub.add_parser("sample", help="PRISM-Bench representative prompts: top prompts per track, k-means, "
+                                           "the prompt nearest each centroid")
+    sample.add_argument("--data", required=True, help="a release folder of the engine, or FLUX-Reason-6M (Hub id or copy)")
+    sample.add_argument("--embedder", required=True, help="text embedding model (folder or Hub id), e.g. a "
+                                                          "sentence-transformers checkpoint or a CLIP model")
+    sample.add_argument("--tracks", nargs="+", choices=CHARACTERISTICS, default=list(CHARACTERISTICS))
+    sample.add_argument("--k", type=_positive_int, default=50, help="clusters, hence prompts, per track")
+    sample.add_argument("--top", type=_positive_int, default=10_000, help="highest-scored prompts clustered per track")
+    sample.add_argument("--seed", type=int, default=0, help="k-means seed")
+    sample.add_argument("--limit", type=_positive_int, default=None, help="read at most N rows of --data")
+    sample.add_argument("--out", required=True, help="folder for captions/{en,zh}/<track>.jsonl (PRISM-Bench layout)")
+    agree = sub.add_parser("agreement", help="agreement of the quality filter with the filled-in human review")
+    agree.add_argument("review", help="review.csv of <work>/review/quality with human_verdict columns filled in")
+
+
+def _config(args: argparse.Namespace):
+    from .pipeline import EngineConfig
+
+    return EngineConfig(shard_size=args.shard_size, seed=args.seed, imagination_examples=args.imagination_examples,
+                        imagination_temperature=args.imagination_temperature, thresholds=dict(args.thresholds),
+                        original_threshold=args.original_threshold, gcot_attempts=args.gcot_attempts,
+                        max_reasks=args.max_reasks, on_judge_error=args.on_judge_error, review_size=args.review_size)
+
+
+def _sources(args: argparse.Namespace):
+    from .sources import Sources
+
+    return Sources(captions=args.captions, caption_column=args.caption_column, seed_prompts=args.seed_prompts,
+                   imagination=args.imagination, mine_images=args.mine_images, limit=args.limit)
+
+
+def _run(args: argparse.Namespace) -> int:
+    import torch
+    from accelerate import PartialState
+
+    from ..generation import Drawer, GenerationConfig
+    from ..judges import load_judge
+    from .pipeline import run_engine
+
+    if args.model is None and args.until not in ("prompts",):
+        raise ValueError("--model (a diffusers model) is needed from the synthesis stage on; or stop at --until prompts")
+    out = args.out or str(Path(args.work) / "dataset")
+    if args.until == "export" and not args.license:
+        raise ValueError("--license is needed to write the release (or stop earlier with --until)")
+    config, sources = _config(args), _sources(args)
+    state = PartialState(cpu=not torch.cuda.is_available())
+
+    def judge(spec: str, kwargs: dict):
+        if spec.startswith("hf:") and "device" not in kwargs and "device_map" not in kwargs:
+            kwargs = {**kwargs, "device": str(state.device)}  # one model per process, on its own GPU
+        return load_judge(spec, cache=args.cache, **kwargs)
+
+    vlm = judge(args.judge, args.judge_kwargs)
+    llm = judge(args.llm, args.llm_kwargs) if args.llm else None
+    drawer = None
+    if args.model:
+        drawer = Drawer(GenerationConfig(model=args.model, dtype=args.dtype, steps=args.steps, guidance=args.guidance,
+                                         height=args.height, width=args.width, batch_size=args.batch_size,
+                                         seed=args.seed, pipeline_kwargs=args.pipeline_kwargs,
+                                         cpu_offload=args.cpu_offload), device=str(state.device))
+    result = run_engine(args.work, sources, config, judge=vlm, llm=llm, drawer=drawer,
+                        out=out if args.until == "export" else None, license=args.license, repo_id=args.repo_id,
+                        until=args.until, state=state, progress=not args.no_progress)
+    rank = f"rank {state.process_index}: " if state.num_processes > 1 else ""
+    for report in result.stages:
+        for why in report.retry:
+            print(f"{rank}{report.stage}: {why}")
+    if not state.is_main_process:
+        return 0 if result.complete else 1
+    print(f"candidates: {', '.join(f'{k} {v}' for k, v in result.candidates.items())}")
+    for report in result.stages:
+        print(f"  {report.stage:<10} {report.done_before} shard(s) done before, {report.committed} now (this process), "
+              f"{result.pending[report.stage]} pending")
+    if not result.complete:
+        print(f"{sum(1 for v in result.pending.values() if v)} stage(s) have pending shards: run the same command "
+              f"again to finish them (answers already given come from the response cache)")
+        return 1
+    if result.statistics is not None:
+        s = result.statistics
+        print(f"{s['kept']} of {s['candidates']} candidates kept, {s['captions_total']} captions -> {result.out} "
+              f"(README.md, statistics.json, data/, provenance/)")
+    if result.review is not None:
+        print(f"quality review sample: {result.review} (fill human_verdict_1/2, then: t2ireason engine agreement "
+              f"{result.review})")
+    if result.statistics is None:
+        print(f"work folder: {args.work} (stopped after {args.until})")
+    return 0
+
+
+def _estimate(args: argparse.Namespace) -> int:
+    from .cost import CostAssumptions, estimate_cost, format_cost
+    from .sources import ingest
+    from .work import Workdir
+
+    config = _config(args)
+    work = Workdir(args.work)
+    counts = ingest(work, _sources(args), config)
+    known = set(CostAssumptions.__dataclass_fields__) - {"output_tokens"}
+    unknown = [k for k, _ in args.assume if k not in known]
+    if unknown:
+        raise ValueError(f"unknown assumption(s) {unknown}; known: {', '.join(sorted(known))}")
+    assumptions = CostAssumptions(image_tokens=args.image_tokens,
+                                  **{k: type(getattr(CostAssumptions, k))(v) for k, v in args.assume})
+    print(f"candidates: {', '.join(f'{k} {v}' for k, v in counts.items())} (ingested into {args.work})")
+    print(format_cost(estimate_cost(work, config, assumptions), assumptions))
+    return 0
+
+
+def _sample(args: argparse.Namespace) -> int:
+    from ..benchmarks.flux_reason import stream
+    from .sampling import TextEmbedder, representative_prompts, write_prism_captions
+
+    embed = TextEmbedder(args.embedder)
+    selected = representative_prompts(stream(args.data, limit=args.limit), embed, tracks=args.tracks, k=args.k,
+                                      top=args.top, seed=args.seed)
+    paths = write_prism_captions(selected, args.out)
+    ids = Path(args.out) / "selected_ids.json"
+    ids.write_text(json.dumps({t: [s["id"] for s in items] for t, items in selected.items()}, indent=2) + "\n")
+    for track, items in selected.items():
+        print(f"{track}: {len(items)} prompts")
+    print(f"{len(paths)} track files under {Path(args.out) / 'captions'}; ids in {ids}")
+    return 0
+
+
+def _agreement(args: argparse.Namespace) -> int:
+    from .export import review_agreement
+
+    result = review_agreement(args.review)
+    if not result["images"]:
+        raise ValueError(f"{args.review}: no row has a human verdict yet (columns human_verdict_*)")
+    print(f"{result['agree']} of {result['images']} reviewed images agree with the quality filter "
+          f"({100 * result['agreement']:.1f}%; the paper reports 95%); {result['unreviewed']} not reviewed")
+    for verdict, r in result["by_vlm_verdict"].items():
+        print(f"  filter {verdict}: {r['images']} images, {100 * r['agreement']:.1f}% agree")
+    return 0
+
+
+def run_engine_command(args: argparse.Namespace) -> int:
+    """Run the action chosen on the command line; 0 when done, 1 when shards are left for another run."""
+    return {"run": _run, "estimate": _estimate, "sample": _sample, "agreement": _agreement}[args.engine_action](args)
