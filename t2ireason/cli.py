@@ -73,8 +73,12 @@ def _load_prompt_overrides(path: str | None) -> dict[str, str] | None:
 
 def add_generate_args(p: argparse.ArgumentParser) -> None:
     _add_data_args(p)
-    p.add_argument("--model", required=True, help="diffusers model: Hub id or local folder")
     p.add_argument("--out", required=True, help="output folder (images in the benchmark's official layout + metadata.parquet)")
+    _add_generation_args(p)
+
+
+def _add_generation_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True, help="diffusers model: Hub id or local folder")
     p.add_argument("--dtype", default="auto", choices=["auto", "float32", "float16", "bfloat16"])
     p.add_argument("--steps", type=_positive_int, default=None, help="inference steps (default: the pipeline's)")
     p.add_argument("--guidance", type=float, default=None, help="guidance scale (default: the pipeline's)")
@@ -89,18 +93,24 @@ def add_generate_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--revision", default=None, help="model revision")
     p.add_argument("--prompts", default=None,
                    help="rewritten prompts to draw instead (JSONL/Parquet/dataset with id and rewritten_prompt)")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars (logs, CI)")
+
+
+def _generation_config(args: argparse.Namespace):
+    from .generation import GenerationConfig
+
+    return GenerationConfig(model=args.model, dtype=args.dtype, steps=args.steps, guidance=args.guidance,
+                            height=args.height, width=args.width, images_per_prompt=args.images_per_prompt,
+                            batch_size=args.batch_size, seed=args.seed, pipeline_kwargs=args.pipeline_kwargs,
+                            cpu_offload=args.cpu_offload, vae_slicing=args.vae_slicing, revision=args.revision)
 
 
 def run_generate(args: argparse.Namespace) -> int:
     from .data import load_rows
-    from .generation import GenerationConfig, generate, plan_jobs
+    from .generation import generate, plan_jobs
 
     rows = load_rows(args.benchmark, args.data, args.configs)[: args.limit]
-    config = GenerationConfig(model=args.model, dtype=args.dtype, steps=args.steps, guidance=args.guidance,
-                              height=args.height, width=args.width, images_per_prompt=args.images_per_prompt,
-                              batch_size=args.batch_size, seed=args.seed, pipeline_kwargs=args.pipeline_kwargs,
-                              cpu_offload=args.cpu_offload, vae_slicing=args.vae_slicing, revision=args.revision)
+    config = _generation_config(args)
     jobs = plan_jobs(args.benchmark, rows, images_per_prompt=args.images_per_prompt, base_seed=args.seed,
                      prompts=_load_prompt_overrides(args.prompts))
     counts = generate(jobs, config, args.out, progress=not args.no_progress)
@@ -115,9 +125,10 @@ def run_generate(args: argparse.Namespace) -> int:
 COMMANDS["generate"] = (add_generate_args, run_generate, "generate the benchmark's images with a diffusers model")
 
 
-def _add_judge_args(p: argparse.ArgumentParser, default: str | None = None) -> None:
-    p.add_argument("--judge", default=default, required=default is None,
-                   help="judge spec: openai:<model>[@<base url>], hf:<model or folder>, vllm:<model>")
+def _add_judge_args(p: argparse.ArgumentParser, default: str | None = None, required: bool = True) -> None:
+    p.add_argument("--judge", default=default, required=required and default is None,
+                   help="judge spec: openai:<model>[@<base url>], hf:<model or folder>, vllm:<model>"
+                        + ("" if required else " (default: the preset's judge)"))
     p.add_argument("--judge-kwargs", type=_json_dict, default={},
                    help='backend options as JSON, e.g. \'{"max_concurrency": 8, "dtype": "bfloat16"}\'')
     p.add_argument("--cache", default=True, help="response cache file (default: ~/.cache/t2ireason)")
@@ -152,6 +163,187 @@ def run_rewrite(args: argparse.Namespace) -> int:
 COMMANDS["rewrite"] = (add_rewrite_args, run_rewrite, "rewrite prompts with an LLM, or describe them with a text module")
 
 
+# -- datasets ------------------------------------------------------------------------------------
+
+def _register_dataset_commands() -> None:
+    from . import build
+
+    COMMANDS["build"] = (build.add_build_args, build.run_build,
+                         "build a benchmark's Hub dataset (Parquet + card) from its official release")
+    COMMANDS["push"] = (build.add_push_args, build.run_push, "publish a built dataset folder to the Hub")
+
+
+_register_dataset_commands()
+COMMANDS["generate"] = COMMANDS.pop("generate")  # keep the loop's order in --help: build, push, generate, ...
+COMMANDS["rewrite"] = COMMANDS.pop("rewrite")
+
+
+# -- evaluate, report, export, run -------------------------------------------------------------------
+
+def _add_scoring_args(p: argparse.ArgumentParser) -> None:
+    _add_judge_args(p, required=False)
+    p.add_argument("--preset", default=None,
+                   help="named judge setting of the benchmark's metric: paper (default) or official")
+    p.add_argument("--options", type=_json_dict, default={},
+                   help='scoring options of the metric as JSON, e.g. \'{"structured_output": true, "max_reasks": 3}\'')
+    p.add_argument("--name", default=None, help="name of this evaluation inside the run (default: from the judge)")
+    p.add_argument("--chunk-size", type=_positive_int, default=32,
+                   help="images scored between two saves of the results (resume granularity)")
+
+
+def _evaluate(run, args: argparse.Namespace) -> dict:
+    scores = run.evaluate(args.judge, preset=args.preset, judge_kwargs=args.judge_kwargs or None,
+                          options=args.options, name=args.name, cache=args.cache, chunk_size=args.chunk_size,
+                          progress=not args.no_progress)
+    print(f"{scores['num_images']} images scored by {scores['judge']['backend']}:{scores['judge']['model']} "
+          f"({scores['num_failed']} failed, {scores['num_reasks']} re-asks) -> "
+          f"{run.evaluation_dir(scores['evaluation']) / 'scores.json'}")
+    return scores
+
+
+def add_evaluate_args(p: argparse.ArgumentParser) -> None:
+    from .benchmarks import JUDGED
+
+    p.add_argument("--run", required=True,
+                   help="run folder: scores go to <run>/evaluations/<name>/ (created with --benchmark if new)")
+    p.add_argument("--benchmark", default=None, choices=JUDGED,
+                   help="benchmark of a new run (an existing run knows its own)")
+    p.add_argument("--data", default=None, help="Hub dataset id or built folder of a new run (default: the shipped sample)")
+    p.add_argument("--configs", nargs="+", default=None, help="configs of a new run (default: all)")
+    p.add_argument("--limit", type=_positive_int, default=None, help="only the first N prompts (new run)")
+    p.add_argument("--images", default=None,
+                   help="folder of images to score (generate output, or the official layout); default: <run>/images")
+    _add_scoring_args(p)
+    p.add_argument("--no-progress", action="store_true", help="no progress bars (logs, CI)")
+
+
+def _open_or_create(args: argparse.Namespace):
+    from .runs import Run
+
+    if args.benchmark:
+        return Run.create(args.run, args.benchmark, data=args.data, configs=args.configs, limit=args.limit)
+    if any(getattr(args, k) is not None for k in ("data", "configs", "limit")):
+        raise ValueError("--data, --configs and --limit describe a new run: give --benchmark too")
+    return Run.open(args.run)
+
+
+def run_evaluate(args: argparse.Namespace) -> int:
+    run = _open_or_create(args)
+    if args.images:
+        run.use_images(args.images)
+    scores = _evaluate(run, args)
+    return 1 if scores["num_failed"] == scores["num_images"] else 0
+
+
+COMMANDS["evaluate"] = (add_evaluate_args, run_evaluate,
+                        "score a run's images with the benchmark's metric (resumable; one run, many judges)")
+
+
+def add_report_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("runs", nargs="+", help="run folders; several are reported side by side")
+    p.add_argument("--out", default=None, help="report folder (default: <run>/report for one run)")
+    p.add_argument("--evaluation", default=None, help="report only this evaluation of each run (default: all)")
+    p.add_argument("--embed-images", action="store_true",
+                   help="embed the images in the HTML (one self-contained file) instead of relative links")
+    p.add_argument("--title", default=None, help="title of the HTML report")
+
+
+def _report(runs, args: argparse.Namespace, out) -> dict:
+    from .runs import write_report
+
+    report = write_report(runs, out, evaluation=args.evaluation, embed_images=args.embed_images, title=args.title)
+    print(report["markdown"])
+    print(f"tables: {report['tables_md']} and {report['tables_csv']}")
+    print(f"plots: {', '.join(str(p) for p in report['plots'])}")
+    for page in report["html"]:
+        print(f"HTML report: {page}")
+    return report
+
+
+def run_report(args: argparse.Namespace) -> int:
+    if args.out is None and len(args.runs) > 1:
+        raise ValueError("several runs are reported side by side: say where with --out")
+    _report(args.runs, args, args.out or Path(args.runs[0]) / "report")
+    return 0
+
+
+COMMANDS["report"] = (add_report_args, run_report,
+                      "paper-style tables (Markdown, CSV), plots and an HTML gallery of one run or several")
+
+
+def add_export_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("runs", nargs="+", help="run folders with finished evaluations")
+    p.add_argument("--out", required=True, help="dataset folder to write (Parquet per benchmark config + README.md)")
+    p.add_argument("--license", required=True, help="license of the images and judgements, e.g. cc-by-4.0")
+    p.add_argument("--evaluation", default=None, help="export only this evaluation of each run (default: all)")
+    p.add_argument("--repo", default=None, help="also publish the folder to this Hub dataset repository")
+    p.add_argument("--private", action="store_true", help="create the repository as private")
+    p.add_argument("--dry-run", action="store_true", help="with --repo: list what would be uploaded, send nothing")
+
+
+def run_export(args: argparse.Namespace) -> int:
+    from .build import folder_files, publish
+    from .runs import export_results
+
+    folder = export_results(args.runs, args.out, license=args.license, evaluation=args.evaluation, repo_id=args.repo)
+    print(f"results dataset in {folder} ({len(folder_files(folder))} files); "
+          f"load_dataset({str(folder)!r}, <benchmark>) reads it")
+    if args.repo:
+        plan = publish(folder, args.repo, private=args.private or None, dry_run=args.dry_run)
+        verb = "would upload" if args.dry_run else "uploaded"
+        print(f"{verb} {len(plan['files'])} files to dataset {plan['repo_id']}")
+    return 0
+
+
+COMMANDS["export"] = (add_export_args, run_export,
+                      "scored runs as a Hub dataset (image, prompt, every answer and reasoning), optionally pushed")
+
+
+def add_run_args(p: argparse.ArgumentParser) -> None:
+    from .benchmarks import JUDGED
+
+    p.add_argument("--benchmark", required=True, choices=JUDGED, help="which benchmark")
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("--source", default=None,
+                        help="the official release folder: build the dataset from it first (build step)")
+    source.add_argument("--data", default=None,
+                        help="Hub dataset id or built folder (default: the small sample shipped with the package)")
+    p.add_argument("--license", default=None, help="with --source: the release's license, when not known")
+    p.add_argument("--configs", nargs="+", default=None, help="configs to use (default: all)")
+    p.add_argument("--limit", type=_positive_int, default=None, help="use only the first N prompts (quick runs)")
+    p.add_argument("--out", required=True, help="run folder (data, images, evaluations, report); reused to resume")
+    p.add_argument("--run-name", default=None, help="the run's name in reports (default: the folder's name)")
+    _add_generation_args(p)
+    _add_scoring_args(p)
+    p.add_argument("--embed-images", action="store_true", help="embed the images in the HTML report")
+
+
+def run_run(args: argparse.Namespace) -> int:
+    from .runs import Run
+
+    run = Run.create(args.out, args.benchmark, data=args.data, configs=args.configs, limit=args.limit,
+                     name=args.run_name)
+    if args.source:
+        print(f"[1/4] build {args.benchmark} from {args.source}")
+        run.build(args.source, license=args.license)
+    else:
+        print(f"[1/4] rows of {args.benchmark} from {args.data or 'the sample shipped with t2i-reason'}")
+    print("[2/4] generate")
+    counts = run.generate(_generation_config(args), prompts=_load_prompt_overrides(args.prompts),
+                          progress=not args.no_progress)
+    print(f"      {counts['generated']} generated, {counts['skipped']} already done -> {run.images_dir}")
+    print("[3/4] evaluate")
+    scores = _evaluate(run, args)
+    print("[4/4] report")
+    args.evaluation, args.title = scores["evaluation"], None
+    _report([run], args, run.path / "report")
+    print(f"run folder: {run.path}")
+    return 0
+
+
+COMMANDS["run"] = (add_run_args, run_run, "build, generate, evaluate and report in one go (resumable)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="t2ireason", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -166,8 +358,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     _, run, _ = COMMANDS[args.command]
     try:
         return run(args)
-    except (ValueError, KeyError, FileNotFoundError) as e:  # user errors: one clear line, no traceback
-        print(f"error: {e}", file=sys.stderr)
+    except (ValueError, KeyError, OSError) as e:  # user errors: one clear line, no traceback
+        message = e.args[0] if isinstance(e, KeyError) and e.args else e
+        print(f"error: {message}", file=sys.stderr)
         return 2
 
 

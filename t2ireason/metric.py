@@ -308,6 +308,12 @@ class JudgedMetric(JudgeMixin, ImageMetric):
         aggregate = self.bench.aggregate(results, **options)
         return results_payload(results, aggregate, self.judge_info())
 
+    def aggregate_results(self, results: Sequence[ImageResult], **options: Any) -> dict[str, Any]:
+        """The paper's table from per-image results gathered over several ``compute`` calls
+        (``ImageResult`` objects or their dicts, as ``per_image`` gives them), with the preset's options."""
+        results = [r if isinstance(r, ImageResult) else ImageResult.from_dict(r) for r in results]
+        return self.bench.aggregate(results, **{**self.preset.get("options", {}), **options})
+
     def _missing_judge_message(self) -> str:
         return f"no judge given and the {self.preset_name!r} preset of {self.bench.name} names none"
 

@@ -58,3 +58,46 @@ class ImageResult:
         d = dict(d)
         d["questions"] = [QuestionResult(**q) for q in d.get("questions", [])]
         return cls(**d)
+
+
+@dataclass
+class Cell:
+    """One number of a paper's table, with its confidence interval where one was computed."""
+
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+
+    @classmethod
+    def of(cls, x: Any) -> Cell:
+        """A cell from a plain number, or from a :func:`~t2ireason.stats.summarize` dict
+        (``mean``, ``ci_low``, ``ci_high``). NaN (no data, or one image: no interval) becomes None."""
+        if isinstance(x, dict):
+            return cls(_finite(x.get("mean")), _finite(x.get("ci_low")), _finite(x.get("ci_high")))
+        return cls(_finite(x))
+
+
+def _finite(x: Any) -> float | None:
+    if x is None:
+        return None
+    x = float(x)
+    return None if x != x or x in (float("inf"), float("-inf")) else x
+
+
+@dataclass
+class PaperTable:
+    """A table in the layout of a paper: one row per model (or run), the paper's columns.
+
+    Benchmark modules build it for one model (:meth:`Benchmark.paper_tables`); reports stack the
+    rows of several runs (:func:`t2ireason.report.tables.side_by_side`) and render it.
+    """
+
+    title: str
+    columns: list[str]
+    rows: dict[str, dict[str, Cell]] = field(default_factory=dict)
+    note: str = ""
+
+    @classmethod
+    def one_row(cls, title: str, label: str, cells: dict[str, Any], note: str = "") -> PaperTable:
+        """A one-model table from ``{column: number or summary dict}``, columns in that order."""
+        return cls(title, list(cells), {label: {c: Cell.of(v) for c, v in cells.items()}}, note)

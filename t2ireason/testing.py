@@ -188,12 +188,11 @@ def tiny_judge_kwargs(path: str | Path) -> dict:
     JSON schema enforced they parse, so every scoring path runs end to end (tests, demo)."""
     from transformers import AutoTokenizer
 
-    from .judges import Sampling
-
     tokenizer = AutoTokenizer.from_pretrained(path)
     quote = tokenizer.convert_tokens_to_ids('"')
-    return {"sampling": Sampling(temperature=1.0, seed=SEED, max_tokens=256),
-            "generate_kwargs": {"sequence_bias": {(quote,): 4.0, (tokenizer.eos_token_id,): 2.0}}}
+    # plain JSON (sequence_bias in its list form), so the same options work on the command line
+    return {"sampling": {"temperature": 1.0, "seed": SEED, "max_tokens": 256},
+            "generate_kwargs": {"sequence_bias": [[[quote], 4.0], [[tokenizer.eos_token_id], 2.0]]}}
 
 
 def build_tiny_sd(path: str | Path) -> Path:

@@ -20,7 +20,10 @@ MODULES = {
     "mt2ie": "t2ireason.benchmarks.mt2ie",
 }
 
-__all__ = ["Anomaly", "Benchmark", "Release", "ReleaseError", "get_benchmark", "MODULES"]
+#: the benchmarks scored by a judge through a metric module (the others are data: a corpus, an agent's seeds)
+JUDGED = ("t2i-reasonbench", "r2i-bench", "worldgenbench", "prism-bench")
+
+__all__ = ["Anomaly", "Benchmark", "Release", "ReleaseError", "get_benchmark", "MODULES", "JUDGED"]
 
 
 def get_benchmark(name: str) -> Benchmark:

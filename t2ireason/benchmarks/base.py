@@ -18,7 +18,7 @@ from typing import Any
 
 import datasets
 
-from ..results import ImageResult
+from ..results import ImageResult, PaperTable
 
 
 class ReleaseError(ValueError):
@@ -96,6 +96,11 @@ class Benchmark(ABC):
     def aggregate(self, results: Sequence[ImageResult], **options: Any) -> dict[str, Any]:
         """The paper's table from per-image results (with confidence intervals where the paper has them)."""
         raise NotImplementedError(f"{self.name} has no aggregate scores")
+
+    def paper_tables(self, aggregate: dict[str, Any], label: str) -> list[PaperTable]:
+        """The paper's tables for one model, from :meth:`aggregate`'s output; the first is the
+        headline table (its columns are the dimensions plotted side by side)."""
+        raise NotImplementedError(f"{self.name} has no paper tables")
 
     def sample_path(self) -> Path:
         """The small release of the project's own writing, in the official layout, shipped with the package."""

@@ -31,7 +31,7 @@ from ..images import as_image
 from ..judges.base import ChatRequest, Sampling
 from ..parsing import ReplyParseError, as_score, ask_structured, extract_json
 from ..prompts import render
-from ..results import ImageResult, QuestionResult
+from ..results import ImageResult, PaperTable, QuestionResult
 from ..stats import summarize
 from .base import Anomaly, Benchmark, Release, ReleaseError
 
@@ -252,6 +252,26 @@ class PrismBench(Benchmark):
             by_language[lang] = _table([r for r in results if r.context.get("language") == lang], opts)
         out["by_language"] = by_language
         return out
+
+    def paper_tables(self, aggregate: dict[str, Any], label: str) -> list[PaperTable]:
+        """Table 1 (English) and Table 2 (Chinese): per track and overall Ali., Aes. and Avg. on 0-100,
+        with 95% intervals for alignment and aesthetic."""
+        tables = []
+        for lang, agg in (aggregate.get("by_language") or {"": aggregate}).items():
+            cells: dict[str, Any] = {}
+            for track, entry in [*agg["tracks"].items(), ("overall", None)]:
+                name = TRACKS.get(track, "Overall")
+                cell = agg["table"].get(name)
+                if cell is None:
+                    continue
+                summary = entry["summary"] if entry else {}
+                cells[f"{name} Ali."] = summary.get("alignment", cell["Ali."])
+                cells[f"{name} Aes."] = summary.get("aesthetic", cell["Aes."])
+                cells[f"{name} Avg."] = cell["Avg."]
+            number = {"en": "Table 1", "zh": "Table 2 (PRISM-Bench-ZH)"}.get(lang, lang)
+            tables.append(PaperTable.one_row(f"PRISM-Bench {number}".strip(), label, cells,
+                                             note="0-100; overall pools every image"))
+        return tables
 
 
 def _table(results: Sequence[ImageResult], opts: dict[str, Any]) -> dict[str, Any]:

@@ -48,7 +48,7 @@ from ..images import as_image
 from ..judges.base import ChatRequest, Sampling
 from ..parsing import ReplyParseError, as_score, ask_structured, extract_json
 from ..prompts import render
-from ..results import ImageResult, QuestionResult
+from ..results import ImageResult, PaperTable, QuestionResult
 from ..stats import summarize
 from .base import Anomaly, Benchmark, Release, ReleaseError
 
@@ -59,6 +59,9 @@ __all__ = [
 
 #: category configs, in the order of the paper's Table 3 columns
 CATEGORIES = ("commonsense", "compositional", "concept_mixing", "logical", "numerical", "mathematical", "causal")
+#: column names of Table 3
+CATEGORY_TITLES = {"commonsense": "Commonsense", "compositional": "Compositional", "concept_mixing": "Con.Mix.",
+                   "logical": "Logical", "numerical": "Numerical", "mathematical": "Mathematical", "causal": "Causal"}
 #: the paper's per-dimension weight ranges (section 3), used by the criteria pipeline
 WEIGHT_RANGES = {"reasoning": (7.0, 10.0), "alignment": (4.0, 6.0), "quality": (1.0, 3.0)}
 #: the scores the release's criteria define (each criterion describes 1, 0.5 and 0)
@@ -617,6 +620,22 @@ class R2IBench(Benchmark):
             "num_partial": sum(1 for r in scored if r.score is not None and r.context.get("unanswered")),
             "scale": scale,
         }
+
+    def paper_tables(self, aggregate: dict[str, Any], label: str) -> list[PaperTable]:
+        """Table 3 (Overall, then the categories in the paper's order) with Table 14's 95% intervals,
+        then one table per category over its subcategories (appendix B.1)."""
+        scale = aggregate.get("scale", 100.0)
+        cells = {"Overall": aggregate["overall"],
+                 **{CATEGORY_TITLES.get(c, c): s for c, s in aggregate["categories"].items()}}
+        tables = [PaperTable.one_row("R2I-Bench Table 3: R2I-Score", label, cells,
+                                     note=f"0-{scale:g}; overall is the micro average over instances")]
+        for category in aggregate["categories"]:
+            subs = {name.split("/", 1)[1]: s for name, s in aggregate["subcategories"].items()
+                    if name.split("/", 1)[0] == category}
+            if subs:
+                tables.append(PaperTable.one_row(f"R2I-Bench: {CATEGORY_TITLES.get(category, category)} by subcategory",
+                                                 label, subs, note=f"0-{scale:g}"))
+        return tables
 
 
 _ROW_FIELDS = ("id", "prompt", "category", "subcategory", "questions")

@@ -32,7 +32,7 @@ from ..images import ImageError, as_image
 from ..judges.base import ChatRequest, Sampling
 from ..parsing import ReplyParseError, ask_structured, extract_json, score_list
 from ..prompts import render
-from ..results import ImageResult, QuestionResult
+from ..results import ImageResult, PaperTable, QuestionResult
 from ..stats import summarize
 from .base import Anomaly, Benchmark, Release, ReleaseError
 
@@ -563,6 +563,23 @@ class T2IReasonBench(Benchmark):
             "mode": _same(results, "mode", opts["mode"]),
             "scale": 100,
         }
+
+    def paper_tables(self, aggregate: dict[str, Any], label: str) -> list[PaperTable]:
+        """Table 2 (Table 4 for the text score; the official accuracy with ``aggregation="official"``),
+        then each dimension's group means (S_reason, S_detail, S_quality) behind it."""
+        dims = [d for d in DIMENSIONS if d in aggregate["dimensions"]]
+        text = aggregate.get("mode") == "text"
+        official = aggregate.get("aggregation") == "official"
+        title = ("T2I-ReasonBench Table 4: text score" if text else
+                 "T2I-ReasonBench: accuracy (official scripts)" if official else
+                 "T2I-ReasonBench Table 2: T2I-ReasonScore")
+        headline = {d.title(): aggregate["dimensions"][d]["score"] for d in dims}
+        headline["Overall"] = aggregate["overall_summary"]
+        groups = {f"{d.title()} {role}": aggregate["dimensions"][d][role]
+                  for d in dims for role in ROLES if role in aggregate["dimensions"][d]}
+        return [PaperTable.one_row(title, label, headline, note="0-100; overall is the mean of the dimensions"),
+                PaperTable.one_row("T2I-ReasonBench: question-group means per dimension", label, groups,
+                                   note="S_reason, S_detail, S_quality on 0-100")]
 
     # -- stage I: question-criterion generation -----------------------------------------------------
 

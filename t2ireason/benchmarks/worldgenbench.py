@@ -33,7 +33,7 @@ from ..images import as_image
 from ..judges.base import ChatRequest, Sampling
 from ..parsing import ReplyParseError, ask_structured, extract_json, score_list
 from ..prompts import render
-from ..results import ImageResult, QuestionResult
+from ..results import ImageResult, PaperTable, QuestionResult
 from ..stats import summarize
 from .base import Anomaly, Benchmark, Release, ReleaseError
 
@@ -493,6 +493,20 @@ class WorldGenBench(Benchmark):
             "table": table,
             "summary": summary,
         }
+
+    def paper_tables(self, aggregate: dict[str, Any], label: str) -> list[PaperTable]:
+        """Table 2 (humanities, by continent) and Table 3 (nature, by discipline), with 95% intervals;
+        a domain with no judged image is left out."""
+        tables = []
+        for domain, number in (("humanities", "Table 2"), ("nature", "Table 3")):
+            if aggregate.get(domain) is None:
+                continue
+            cells = {code: aggregate["summary"].get(f"{domain}/{code}", value)
+                     for code, value in aggregate["table"][domain].items() if code != "Avg."}
+            cells["Avg."] = aggregate["summary"].get(domain)
+            tables.append(PaperTable.one_row(f"WorldGenBench {number}: knowledge checklist score, {domain}",
+                                             label, cells, note="0-100"))
+        return tables
 
 
 def _options(options: dict[str, Any], own: set[str]) -> dict[str, Any]:

@@ -61,12 +61,14 @@ def parse_spec(spec: str) -> tuple[str, str, str | None]:
 def load_judge(spec: str | Judge | Any, *, cache: str | None | bool = None, **kwargs: Any) -> Judge:
     """A judge from a spec string, or ``spec`` itself if it already is one.
 
-    ``kwargs`` reach the backend's constructor (sampling defaults, ``dtype``,
+    ``kwargs`` reach the backend's constructor (``sampling`` defaults as a Sampling or a dict, ``dtype``,
     ``api_key``, ``max_concurrency``...). ``cache`` wraps the judge in the on-disk
     response cache: a path, ``True`` for the default location, or ``None``/``False``.
     """
     import importlib
 
+    if isinstance(kwargs.get("sampling"), dict):  # as a command line's JSON gives it
+        kwargs["sampling"] = Sampling(**kwargs["sampling"])
     if isinstance(spec, str):
         backend, model, base_url = parse_spec(spec)
         module_name, cls_name = BACKENDS[backend].split(":")
