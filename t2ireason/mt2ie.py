@@ -347,7 +347,7 @@ class _Scorer:
             by_image[k].append((q, a))
         out = []
         for k, p in enumerate(prompts):
-            questions, replies, error = self._questions[p]
+            _, replies, error = self._questions[p]
             got = by_image[k]
             replies = tuple(replies) + tuple(t for _, a in got for t in a.texts)
             error = error or next((f"question answering: {a.error}" for _, a in got if not a.ok), None)
@@ -406,8 +406,9 @@ class _Track:
         return f"{model}/{mode}/seed{self.seed}/{self.seed_prompt['id']}"
 
     def chain(self, model: str, mode: str) -> str:
-        # iterative prompts do not depend on the images: one chain for every model
-        return f"iterative/seed{self.seed}/{self.seed_prompt['id']}" if mode == "iterative" else self.run_id(model, mode)
+        if mode == "iterative":  # iterative prompts do not depend on the images: one chain for every model
+            return f"iterative/seed{self.seed}/{self.seed_prompt['id']}"
+        return self.run_id(model, mode)
 
 
 # -- files ---------------------------------------------------------------------------
@@ -573,10 +574,28 @@ class _Agent:
                              prompt=p["prompt"], adaptive_bin=p["adaptive_bin"],
                              image_seed=image_seed("mt2ie", run_id, i), judge_replies=list(p["replies"]),
                              failure=p["failure"], difficulty_method=self.difficulty_method))
-        drawable = [r for r in rows if r["failure"] is None]
-        drawn = _each(lambda rs: drawer([r["prompt"] for r in rs], [r["image_seed"] for r in rs]), drawable)
+        images = self._draw(drawer, [r for r in rows if r["failure"] is None])
+        scored = self.scorer([im for _, im in images], [r["prompt"] for r, _ in images]) if images else []
+        for (row, _), s in zip(images, scored):
+            row.update(score=s.score, aesthetic=s.aesthetic, failure=s.failure,
+                       judge_replies=row["judge_replies"] + list(s.replies))
+        for row in filter(lambda r: r["prompt"], rows):
+            try:
+                row["difficulty"] = self.difficulty(row["prompt"])
+            except Exception as e:  # noqa: BLE001 - e.g. a parser that cannot parse this prompt
+                row["failure"] = "; ".join(filter(None, [row["failure"], f"difficulty failed: {type(e).__name__}: {e}"]))
+            if row["score"] is not None and row["difficulty"] is not None:
+                row["weighted_score"] = row["score"] * row["difficulty"]
+        self.store.add_rows(name, rows)
+        self.new += len(rows)
+        self.bar.update(len(rows))
+
+    def _draw(self, drawer: Any, rows: list[dict[str, Any]]) -> list[tuple[dict[str, Any], Any]]:
+        """Draw and save each row's image (one drawer call for all, item by item if it fails);
+        the rows whose image could not be made get their failure."""
+        drawn = _each(lambda rs: drawer([r["prompt"] for r in rs], [r["image_seed"] for r in rs]), rows)
         images = []
-        for row, (image, error) in zip(drawable, drawn):
+        for row, (image, error) in zip(rows, drawn):
             if error is None:
                 try:
                     path = BENCHMARK.image_path(row)
@@ -587,18 +606,7 @@ class _Agent:
                     error = f"{type(e).__name__}: {e}"
             if error is not None:
                 row["failure"] = f"drawing failed: {error}"
-        scored = self.scorer([im for _, im in images], [r["prompt"] for r, _ in images]) if images else []
-        for (row, _), s in zip(images, scored):
-            row.update(score=s.score, aesthetic=s.aesthetic, failure=s.failure,
-                       judge_replies=row["judge_replies"] + list(s.replies))
-        for row in rows:
-            if row["prompt"]:
-                row["difficulty"] = self.difficulty(row["prompt"])
-            if row["score"] is not None and row["difficulty"] is not None:
-                row["weighted_score"] = row["score"] * row["difficulty"]
-        self.store.add_rows(name, rows)
-        self.new += len(rows)
-        self.bar.update(len(rows))
+        return images
 
 
 def _difficulty_fn(method: str, parser: Callable[[str], Any] | None) -> tuple[str, Callable[[str], float]]:

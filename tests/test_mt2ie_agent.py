@@ -289,14 +289,22 @@ def test_aesthetic_scores_and_yngve_difficulty(tmp_path):
         assert request.messages[-1].text == render("mt2ie", "aesthetic_user") and len(request.images) == 1
         return "Score: 7/10"
 
+    def parser(text):
+        if text != "a dog":
+            raise ValueError("no parse")
+        return Tree.fromstring("(NP (DT a) (NN dog))")  # Yngve depths 1 and 0
+
     judge = ScriptedJudge(judge_reply, probabilities=lambda q: 0.4)
-    parser = lambda text: Tree.fromstring("(NP (DT a) (NN dog))")  # noqa: E731 - Yngve depths 1, 0
-    summary = run_mt2ie({"m": drawer}, judge, seeds("a dog"), out_dir=tmp_path, iterations=1, seeds=[0, 1],
-                        aesthetic=True, parser=parser, progress=False)
+    summary = run_mt2ie({"m": drawer}, judge, seeds("a dog", "dog dog dog"), out_dir=tmp_path, iterations=1,
+                        seeds=[0, 1], aesthetic=True, parser=parser, progress=False)
     rows = BENCHMARK.read_release(tmp_path).configs["runs"]
-    assert [(r["aesthetic"], r["score"], r["difficulty"], r["difficulty_method"]) for r in rows] == \
-        [(7.0, 0.4, 0.5, "yngve")] * 2
-    assert rows[0]["judge_replies"] == ["Score: 7/10"] and summary["failed"] == 0
+    dog = [r for r in rows if r["prompt"] == "a dog"]
+    assert [(r["aesthetic"], r["score"], r["difficulty"], r["weighted_score"], r["difficulty_method"])
+            for r in dog] == [(7.0, 0.4, 0.5, 0.2, "yngve")] * 2
+    assert dog[0]["judge_replies"] == ["Score: 7/10"] and dog[0]["failure"] is None
+    unparsed = next(r for r in rows if r["prompt"] == "dog dog dog")  # scored, but not weighted
+    assert (unparsed["score"], unparsed["difficulty"], unparsed["weighted_score"]) == (0.4, None, None)
+    assert unparsed["failure"] == "difficulty failed: ValueError: no parse" and summary["failed"] == 2
     assert rank_models(rows, metric="aesthetic")["models"]["m"]["mean"] == 7.0
 
 
