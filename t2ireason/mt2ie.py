@@ -65,7 +65,8 @@ Choices where the paper is silent, made here:
   ``failure`` with every raw reply in ``judge_replies``. An iterative chain goes
   on after a failed draw or score (its prompts do not need them); an adaptive
   chain stops, as its next prompt needs the score. A prompt that could not be
-  written stops its chain (recorded as a row with an empty prompt).
+  written stops its chain (recorded as a row with an empty prompt). A prompt the
+  difficulty parser fails on keeps its score, gets no weighted score, and says so.
 
 Output folder (``out_dir``), an MT2IE release that :meth:`MT2IE.read_release`
 reads and ``datasets_scripts/build.py mt2ie`` turns into a Hub dataset::
