@@ -300,6 +300,36 @@ def test_connection_refused_is_a_reply_error():
     assert reply.error.startswith(f"cannot connect to http://127.0.0.1:{port}/v1 after 2 attempts")
 
 
+def test_extra_body_is_merged_into_every_request():
+    extra = {"top_k": 1, "chat_template_kwargs": {"enable_thinking": False}}
+    with serve() as server, _judge(server, extra_body=extra) as judge:
+        judge.chat([ChatRequest.simple("q"), ChatRequest.simple(_image(), "q2", top_logprobs=3)])
+    for r in server.requests:
+        assert r.body["top_k"] == 1 and r.body["chat_template_kwargs"] == {"enable_thinking": False}
+        assert "extra_body" not in r.body and r.body["model"] == "test-model"
+    assert server.requests[1].body["top_logprobs"] == 3
+
+
+def test_without_aiohttp_the_default_transport_behaves_the_same(monkeypatch):
+    import openai
+
+    pytest.importorskip("aiohttp")
+    with OpenAIJudge("m", base_url="http://127.0.0.1:9/v1") as judge:  # aiohttp where installed
+        assert type(judge._client._client).__name__ == "_InstalledAioHttpClient"
+    def missing(**kwargs):
+        raise RuntimeError("To use the aiohttp client you must have installed the package with the `aiohttp` extra")
+
+    monkeypatch.setattr(openai, "DefaultAioHttpClient", missing)
+    with serve([Fail(429, retry_after=0), Hang(30), Answer("fine")]) as server, _judge(server, timeout=0.3) as judge:
+        assert judge._client._client.__class__.__name__ != "_InstalledAioHttpClient"
+        [reply] = judge.chat([ChatRequest.simple(_image(), "q")])
+    assert reply.text == "fine" and len(server.requests) == 3
+    with serve(Hang(30)) as server, _judge(server, timeout=0.3, max_retries=0) as judge:
+        [reply] = judge.chat([ChatRequest.simple("q")])
+    assert reply.error == "timed out after 0.3 s"
+    test_connection_refused_is_a_reply_error()
+
+
 def test_closed_judge_says_so():
     with serve() as server:
         judge = _judge(server)

@@ -1,0 +1,82 @@
+"""The judge layer's four figures (issue 2), one ``key=value`` line each.
+
+- ``overhead_ratio``: the transformers backend on 64 requests (cache off, batches
+  of 16) over the same work written as a plain processor + ``model.generate``
+  loop (target at most 1.15; :mod:`_local`);
+- ``concurrency_efficiency``: 256 requests, 32 in flight, against a local
+  OpenAI-compatible server answering each in 100 ms; ideal / measured time
+  (target at least 0.8; :mod:`_http`);
+- ``cached_rerun_ratio``: a fully cached re-run over the first run, with zero
+  backend calls (target at most 0.03; :mod:`_cache`);
+- ``batching_speedup``: P(Yes) of 64 image-question pairs one at a time over
+  batches of 16 (target at least 3; :mod:`_local`).
+
+A last line ``targets_met=<true|false>`` sums up; details of each run follow
+the figures as ``<figure>.<detail>=...`` lines.
+
+    python perf/judges.py [--only overhead_ratio,batching_speedup]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+# Like the tests: never reach a hub, keep caches out of the user's home.
+_HOME = tempfile.mkdtemp(prefix="t2ireason-perf-")
+os.environ.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_HOME=_HOME)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _cache  # noqa: E402
+import _http  # noqa: E402
+import _local  # noqa: E402
+
+#: figure -> (comparison, target)
+TARGETS = {
+    "overhead_ratio": ("<=", 1.15),
+    "concurrency_efficiency": (">=", 0.8),
+    "cached_rerun_ratio": ("<=", 0.03),
+    "batching_speedup": (">=", 3.0),
+}
+
+
+def measure(name: str, models_dir: Path) -> tuple[float, dict]:
+    """One figure and the details worth printing beside it."""
+    if name == "overhead_ratio":
+        return _local.overhead_ratio(models_dir), {}
+    if name == "batching_speedup":
+        return _local.batching_speedup(models_dir), {}
+    if name == "concurrency_efficiency":
+        return _http.concurrency_efficiency(), {}
+    if name == "cached_rerun_ratio":
+        r = _cache.cached_rerun_ratio()
+        if r["backend_calls_rerun"]:
+            raise RuntimeError(f"the cached re-run reached the backend {r['backend_calls_rerun']} times")
+        return r["ratio"], {k: v for k, v in r.items() if k != "ratio"}
+    raise ValueError(f"unknown figure {name!r}; known: {', '.join(TARGETS)}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default=",".join(TARGETS), help="comma-separated figures to measure")
+    args = parser.parse_args(argv)
+    met = True
+    for name in args.only.split(","):
+        value, details = measure(name, Path(_HOME) / "models")
+        op, target = TARGETS[name]
+        ok = value <= target if op == "<=" else value >= target
+        met &= ok
+        print(f"{name}={value:.4f}", flush=True)
+        for key, detail in details.items():
+            print(f"{name}.{key}={detail:.4g}" if isinstance(detail, float) else f"{name}.{key}={detail}")
+        print(f"{name}.target={op}{target}")
+        print(f"{name}.met={str(ok).lower()}", flush=True)
+    print(f"targets_met={str(met).lower()}")
+    return 0 if met else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
