@@ -321,8 +321,8 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
 def run_run(args: argparse.Namespace) -> int:
     from .runs import Run
 
-    run = Run.create(args.out, args.benchmark, data=args.data, configs=args.configs, limit=args.limit,
-                     name=args.run_name)
+    data = Path(args.out) / "data" if args.source else args.data  # built into the run folder
+    run = Run.create(args.out, args.benchmark, data=data, configs=args.configs, limit=args.limit, name=args.run_name)
     if args.source:
         print(f"[1/4] build {args.benchmark} from {args.source}")
         run.build(args.source, license=args.license)

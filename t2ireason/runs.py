@@ -359,7 +359,7 @@ class Run:
         out = []
         for key in order:
             if key in done:
-                r = ImageResult.from_dict({k: v for k, v in done[key].items() if k != "key"})
+                r = ImageResult.from_dict(done[key])
                 r.image = str(self.images_dir / key)
                 out.append(r)
         return out
@@ -371,12 +371,10 @@ def _data_ref(data: str | os.PathLike | None, run_path: Path) -> str | None:
     if data is None:
         return None
     p = Path(data)
-    if not p.exists():
-        return str(data)  # a Hub id
     try:
         return "./" + p.resolve().relative_to(run_path.resolve()).as_posix()
     except ValueError:
-        return str(p.resolve())
+        return str(p.resolve()) if p.exists() else str(data)  # a folder elsewhere, or a Hub id
 
 
 def _read_results(path: Path) -> dict[str, dict[str, Any]]:
@@ -391,7 +389,7 @@ def _read_results(path: Path) -> dict[str, dict[str, Any]]:
                 record = json.loads(line)
             except (json.JSONDecodeError, UnicodeDecodeError):
                 break
-            done[record["key"]] = record
+            done[record.pop("key")] = record
             good += len(line)
     if good < path.stat().st_size:
         with open(path, "r+b") as f:

@@ -1,6 +1,7 @@
 """Test-wide setup: no hub, a private HF_HOME, tiny models built once per session."""
 
 import os
+import shutil
 import tempfile
 
 # Before anything imports huggingface_hub: never reach a hub, never touch the user's cache.
@@ -26,3 +27,19 @@ def tiny_models(tmp_path_factory):
     from t2ireason import testing
 
     return testing.build_all(tmp_path_factory.mktemp("tiny-models"))
+
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+# Debian's Chromium, headless, with nothing reaching for the network (see ../shared/testing.md)
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--disable-quic"]
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Headless Chromium driven by playwright, for the HTML reports."""
+    playwright = pytest.importorskip("playwright.sync_api")
+    with playwright.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        yield b
+        b.close()

@@ -1,16 +1,10 @@
 """The HTML report in a real headless browser: loads cleanly, filters work, injected markup stays text."""
 
-import shutil
-
 import pytest
 from PIL import Image
 
 from t2ireason.report.html import write_html_report
 from t2ireason.results import ImageResult, QuestionResult
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--disable-quic"]
 
 EVIL = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
 
@@ -32,15 +26,6 @@ def _results(tmp_path):
     partial = ImageResult(id="entity/3", prompt="A durian", score=0.5, config="entity", image=str(img),
                           questions=[QuestionResult("Is it a durian?", 0.5)])
     return [ok, failed, partial]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    playwright = pytest.importorskip("playwright.sync_api")
-    with playwright.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        yield b
-        b.close()
 
 
 @pytest.mark.slow
