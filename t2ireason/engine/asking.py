@@ -18,18 +18,23 @@ from ..parsing import Parsed, ReplyParseError, ask_structured
 from ..prompts import render
 from .work import Context, RetryShard, drop, note
 
-__all__ = ["TEMPLATES", "request", "schema", "field", "ask", "fail", "image_of"]
+__all__ = ["TEMPLATES", "request", "schema", "field", "ask", "fail", "image_of", "STRING", "BOOLEAN", "STRINGS", "SCORE",
+           "VERDICT"]
 
 TEMPLATES = "flux_engine"
 _JSON_TYPES = {str: "string", bool: "boolean", list: "array", float: "number"}
+# JSON schema fragments for ``schema``
+STRING, BOOLEAN = {"type": "string"}, {"type": "boolean"}
+STRINGS = {"type": "array", "items": STRING}
+SCORE = {"type": "integer", "enum": list(range(1, 11))}  # a 1-to-10 score
+VERDICT = {"type": "string", "enum": ["accept", "reject"]}
 
 
-def schema(name: str, **properties: str | list[str]) -> dict[str, Any]:
-    """A strict JSON schema for ``response_format``: every property required; ``["string"]`` is a list of strings."""
-    props = {k: {"type": "array", "items": {"type": v[0]}} if isinstance(v, list) else {"type": v}
-             for k, v in properties.items()}
-    return {"name": name, "schema": {"type": "object", "properties": props, "required": list(props),
-                                     "additionalProperties": False}}
+def schema(name: str, **properties: dict[str, Any]) -> dict[str, Any]:
+    """A request's ``json_schema`` (enforced by backends that can: ``response_format``, constrained
+    decoding): an object with every property required and no others; the title names it."""
+    return {"title": name, "type": "object", "properties": properties, "required": list(properties),
+            "additionalProperties": False}
 
 
 def field(obj: dict[str, Any], key: str, kind: type) -> Any:
@@ -52,8 +57,9 @@ def image_of(record: dict[str, Any], ctx: Context) -> Any:
 
 def request(template: str, record: dict[str, Any], stage: str, *images: Any, json_schema: dict | None = None,
             sampling: Sampling | None = None, extra: dict | None = None, **slots: Any) -> ChatRequest:
-    """The rendered template, then the images, in one user turn; ``metadata`` says what it is about."""
-    return ChatRequest.simple(render(TEMPLATES, template, **slots), *images, json_schema=json_schema,
+    """The rendered template, then the images (paths included: a bare string would be text), in one user
+    turn; ``metadata`` says what it is about."""
+    return ChatRequest.simple(render(TEMPLATES, template, **slots), *map(as_image, images), json_schema=json_schema,
                               sampling=sampling, metadata={"stage": stage, "id": record["id"], **(extra or {})})
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..prompts import render
 from .asking import TEMPLATES
+from .sources import SOURCE_NAMES, candidate_counts
 from .work import Workdir
 
 __all__ = ["CostAssumptions", "StageCost", "estimate_cost", "format_cost"]
@@ -50,8 +51,8 @@ class StageCost:
 def estimate_cost(work: Workdir, config: Any, assumptions: CostAssumptions | None = None) -> list[StageCost]:
     """Per stage and kind of question, from the ingested candidates of ``work`` (see :func:`.sources.ingest`)."""
     a = assumptions or CostAssumptions()
-    counts = work.settings("sources")["counts"]
-    laion, imagination, mined = (counts.get(s, 0) for s in ("laion", "imagination", "text_rendering"))
+    counts = candidate_counts(work)
+    laion, imagination, mined = (counts.get(s, 0) for s in SOURCE_NAMES)
     with_image = any(r["input_image"] for r in _first(work) if r["source"] == "laion")
     words = " ".join(["word"] * a.prompt_words)
 

@@ -160,6 +160,7 @@ def export(work: Workdir, out: str | os.PathLike, *, license: str, state: Any, r
     if out.is_dir() and any(out.iterdir()) and not (out / "statistics.json").is_file():
         raise EngineError(f"output folder {out} is not empty and was not written by the engine; choose another")
     names = {shard: f"{SPLIT}-{i:05d}-of-{len(shards):05d}.parquet" for i, shard in enumerate(shards)}
+    state.wait_for_everyone()  # every process has checked the folder before any writes to it
     with state.split_between_processes(shards) as mine:
         for shard in mine:
             records = work.read(LAST, shard)

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..benchmarks.flux_reason import CHARACTERISTICS, characteristic
 from .export import export, export_review_sample
-from .sources import Sources, ingest, prompts_stage
+from .sources import Sources, candidate_counts, ingest, prompts_stage
 from .stages import (
     captions_stage,
     gcot_stage,
@@ -122,7 +122,7 @@ def run_engine(work: str | Path, sources: Sources, config: EngineConfig | None =
     if state.is_main_process:
         ingest(workdir, sources, config)
     state.wait_for_everyone()
-    candidates = workdir.settings("sources")["counts"]
+    candidates = candidate_counts(workdir)
     ctx = Context(workdir, config, judge=judge, llm=llm or judge, drawer=drawer, progress=progress)
     last = len(STAGES) if until in (None, "export") else STAGE_NAMES.index(until)
     reports = [run_stage(stage, ctx, state) for stage in STAGES[:last]]

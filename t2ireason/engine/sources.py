@@ -28,10 +28,10 @@ from typing import Any
 from ..generation import image_seed
 from ..judges import Sampling
 from ..parsing import ReplyParseError, extract_json
-from .asking import ask, fail, field, request, schema
+from .asking import BOOLEAN, STRING, STRINGS, ask, fail, field, request, schema
 from .work import Context, EngineError, Workdir, drop, new_record, note
 
-__all__ = ["Sources", "ingest", "prompts_stage", "SOURCE_NAMES"]
+__all__ = ["Sources", "ingest", "candidate_counts", "prompts_stage", "SOURCE_NAMES"]
 
 SOURCE_NAMES = ("laion", "imagination", "text_rendering")
 _ID_PREFIX = {"laion": "laion", "imagination": "imagination", "text_rendering": "text"}
@@ -162,7 +162,7 @@ def ingest(work: Workdir, sources: Sources, config: Any) -> dict[str, int]:
     if old is not None and old["settings"] != settings:
         raise EngineError(f"{work.root} was started from other inputs ({old['settings']}); use another work folder")
     if old is not None and len(work.shards("sources")) == old["shards"]:
-        return old["counts"]
+        return candidate_counts(work)
     counts: Counter[str] = Counter()
     shard: list[dict[str, Any]] = []
     n = 0
@@ -179,13 +179,19 @@ def ingest(work: Workdir, sources: Sources, config: Any) -> dict[str, int]:
         raise EngineError("no candidates: give --captions, --seed-prompts with --imagination, or --mine-images")
     # written last: its presence (with every shard) means the ingest is complete
     work.save_settings("sources", {"settings": settings, "shards": n, "counts": dict(counts)})
-    return dict(counts)
+    return candidate_counts(work)
+
+
+def candidate_counts(work: Workdir) -> dict[str, int]:
+    """Candidates per source, in the order of SOURCE_NAMES, of an ingested work folder."""
+    counts = work.settings("sources")["counts"]
+    return {s: counts[s] for s in SOURCE_NAMES if s in counts}
 
 
 # ---------------------------------------------------------------------------------------------- stage
 
-PROMPT_SCHEMA = schema("prompt", prompt="string")
-MINING_SCHEMA = schema("text_mining", legible_text="boolean", texts=["string"], caption="string")
+PROMPT_SCHEMA = schema("prompt", prompt=STRING)
+MINING_SCHEMA = schema("text_mining", legible_text=BOOLEAN, texts=STRINGS, caption=STRING)
 
 
 def _parse_prompt(text: str) -> str:

@@ -14,7 +14,20 @@ from ..benchmarks.flux_reason import CHARACTERISTICS, DISPLAY_NAMES
 from ..generation import image_seed, is_readable_image, save_image_atomic
 from ..parsing import ReplyParseError, as_score, extract_json
 from ..prompts import render
-from .asking import TEMPLATES, ask, fail, field, image_of, request, schema
+from .asking import (
+    BOOLEAN,
+    SCORE,
+    STRING,
+    STRINGS,
+    TEMPLATES,
+    VERDICT,
+    ask,
+    fail,
+    field,
+    image_of,
+    request,
+    schema,
+)
 from .work import Context, EngineError, drop, note
 
 __all__ = ["synthesis_stage", "quality_stage", "scoring_stage", "captions_stage", "gcot_stage", "original_stage",
@@ -44,9 +57,9 @@ def synthesis_stage(records: list[dict[str, Any]], ctx: Context) -> None:
 
 # ---------------------------------------------------------------------------------------------- 3. quality
 
-QUALITY_SCHEMA = schema("quality", blur="boolean", artifacts="boolean", structural_errors="boolean",
-                        verdict="string", reason="string")
-VERDICT_SCHEMA = schema("typography", verdict="string", reason="string")
+QUALITY_SCHEMA = schema("quality", blur=BOOLEAN, artifacts=BOOLEAN, structural_errors=BOOLEAN, verdict=VERDICT,
+                        reason=STRING)
+VERDICT_SCHEMA = schema("typography", verdict=VERDICT, reason=STRING)
 
 
 def _parse_verdict(text: str) -> dict[str, Any]:
@@ -81,7 +94,7 @@ def quality_stage(records: list[dict[str, Any]], ctx: Context) -> None:
 
 # ---------------------------------------------------------------------------------------------- 4. scoring
 
-SCORES_SCHEMA = schema("relevance", **dict.fromkeys(CHARACTERISTICS, "number"), justification="string")
+SCORES_SCHEMA = schema("relevance", **dict.fromkeys(CHARACTERISTICS, SCORE), justification=STRING)
 
 
 def _parse_scores(text: str) -> dict[str, float]:
@@ -123,8 +136,8 @@ def scoring_stage(records: list[dict[str, Any]], ctx: Context) -> None:
 
 # ---------------------------------------------------------------------------------------------- 5. captions
 
-CAPTION_SCHEMA = schema("caption", caption="string")
-TEXT_CAPTION_SCHEMA = schema("text_caption", caption="string", texts=["string"])
+CAPTION_SCHEMA = schema("caption", caption=STRING)
+TEXT_CAPTION_SCHEMA = schema("text_caption", caption=STRING, texts=STRINGS)
 
 
 def _parse_caption(text: str) -> dict[str, Any]:
@@ -160,9 +173,9 @@ def captions_stage(records: list[dict[str, Any]], ctx: Context) -> None:
 
 # ---------------------------------------------------------------------------------------------- 6. GCoT
 
-GCOT_SCHEMA = schema("gcot", gcot="string")
-CHECK_SCHEMA = schema("gcot_check", entity_names_agree="boolean", text_strings_agree="boolean",
-                      spatial_relations_agree="boolean", issues=["string"])
+GCOT_SCHEMA = schema("gcot", gcot=STRING)
+CHECK_SCHEMA = schema("gcot_check", entity_names_agree=BOOLEAN, text_strings_agree=BOOLEAN,
+                      spatial_relations_agree=BOOLEAN, issues=STRINGS)
 _CHECKS = ("entity_names", "text_strings", "spatial_relations")
 
 
@@ -226,7 +239,7 @@ def gcot_stage(records: list[dict[str, Any]], ctx: Context) -> None:
 
 # ---------------------------------------------------------------------------------------------- 7. original captions
 
-ALIGNMENT_SCHEMA = schema("alignment", score="number", justification="string")
+ALIGNMENT_SCHEMA = schema("alignment", score=SCORE, justification=STRING)
 
 
 def _parse_alignment(text: str) -> float:
@@ -254,7 +267,7 @@ def original_stage(records: list[dict[str, Any]], ctx: Context) -> None:
 
 # ---------------------------------------------------------------------------------------------- 8. translation
 
-TRANSLATION_SCHEMA = schema("translation", translation="string")
+TRANSLATION_SCHEMA = schema("translation", translation=STRING)
 
 
 def _translation_parser(keep: list[str]):

@@ -1,0 +1,361 @@
+"""The data engine end to end on CPU: tiny diffusion model, scripted judge replies, a dataset out.
+
+What each record should become is written down in scripted.py; these tests check that it did, that an
+interrupted run resumes to the same dataset without asking or drawing again what was done, that two
+processes share the work, and that a run refuses settings its finished stages did not use.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import datasets
+import numpy as np
+import pytest
+from huggingface_hub import DatasetCard
+
+from t2ireason.benchmarks import flux_reason as fr
+from t2ireason.engine import EngineConfig, EngineError, Sources, Workdir, run_engine
+from t2ireason.engine.export import review_agreement
+from t2ireason.generation import Drawer, GenerationConfig
+from t2ireason.judges import Reply, load_judge
+from t2ireason.judges.scripted import ScriptedJudge
+
+from .scripted import DROPPED, KEPT, THRESHOLDS, input_paths, labels, make_inputs, reply, rid
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIG = dict(shard_size=5, thresholds=THRESHOLDS, review_size=3)
+
+
+def _drawer(sd):
+    return Drawer(GenerationConfig(model=str(sd), steps=1, height=32, width=32, batch_size=4), device="cpu")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny models run fastest on one thread, and far faster than on two when the cores are busy."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _run(root: Path, sd, replies=reply, drawer=None, batch_size=64, **kw):
+    """One engine run under root with a scripted judge behind the response cache root/cache.sqlite."""
+    scripted = ScriptedJudge(replies=replies, batch_size=batch_size)
+    judge = load_judge(scripted, cache=root / "cache.sqlite")
+    result = run_engine(root / "work", Sources(**input_paths(root / "inputs")), EngineConfig(**(CONFIG | kw)),
+                        judge=judge, drawer=drawer or _drawer(sd), out=root / "out", license="apache-2.0",
+                        progress=False)
+    return result, scripted
+
+
+def _dataset(out: Path, config: str = "default") -> dict[str, dict]:
+    rows = datasets.load_dataset(str(out), config, split="train")
+    ids = rows["id"]
+    assert len(ids) == len(set(ids)), "no record twice"
+    by_id = {}
+    for row in rows:
+        if "image" in row:
+            row["image"] = np.asarray(row["image"])
+        by_id[row["id"]] = row
+    return by_id
+
+
+@pytest.fixture(scope="module")
+def reference(tiny_models, tmp_path_factory):
+    root = tmp_path_factory.mktemp("engine-reference")
+    make_inputs(root / "inputs")
+    result, scripted = _run(root, tiny_models["sd"])
+    return SimpleNamespace(root=root, result=result, scripted=scripted, rows=_dataset(root / "out"),
+                           provenance=_dataset(root / "out", "provenance"))
+
+
+def test_end_to_end_dataset(reference):
+    result, rows, out = reference.result, reference.rows, reference.root / "out"
+    assert result.complete and result.candidates == {"laion": 10, "imagination": 8, "text_rendering": 6}
+    expected = {rid(s, i) for s, kept in KEPT.items() for i in kept}
+    assert set(rows) == expected
+    assert datasets.load_dataset(str(out), split="train").features == fr.FEATURES
+    for record_id, row in rows.items():
+        source, i = record_id.rsplit("-", 1)[0], int(record_id.rsplit("-", 1)[1])
+        assert row["characteristics"] == labels(source, i), record_id
+        assert {c for c, t in row["captions"].items() if t} == set(labels(source, i)), record_id
+        assert {c for c, t in row["captions_zh"].items() if t} == set(labels(source, i)), record_id
+        assert row["image"].shape == (32, 32, 3)
+        assert (row["gcot"] is None) == (record_id == "imagination-00000004"), record_id
+        assert (row["gcot_zh"] is None) == (row["gcot"] is None)
+        keeps_original = source == "laion" and i % 2 == 0
+        assert row["original_caption"] == (f"laion caption {i}" if keeps_original else None), record_id
+        assert row["original_caption_zh"] == (f"译文：laion caption {i}" if keeps_original else None), record_id
+    assert rows["laion-00000007"]["characteristic_scores"]["style"] == 7.5  # under the style threshold of 8
+    text = rows["text-00000003"]
+    assert text["source"] == "text_rendering"
+    assert text["captions"]["text_rendering"] == 'A shop sign reads "SHOP 3" in bold red letters.'
+    # re-asked: the first translation lost the string to render, which stays English
+    assert text["captions_zh"]["text_rendering"] == '译文：A shop sign reads "SHOP 3" in bold red letters.'
+    assert '"SHOP 0"' in rows["text-00000000"]["gcot"]  # revised after the first plan left it out
+    assert rows["imagination-00000001"]["captions"]["affection"] == "affection caption of imagination-00000001."
+    # the published-shape reader reads the release as it reads FLUX-Reason-6M
+    release = fr.BENCHMARK.read_release(out)
+    assert release.anomalies == [] and len(release.configs["default"]) == len(expected)
+    assert release.counts["default"]["gcot"] == len(expected) - 1
+
+
+def test_provenance_says_who_dropped_or_labelled_and_why(reference):
+    prov = reference.provenance
+    assert len(prov) == 24
+    assert {i: r["dropped_by"] for i, r in prov.items() if not r["kept"]} == DROPPED
+    assert all(r["kept"] == (r["dropped_by"] is None) for r in prov.values())
+
+    def events(record_id, stage=None):
+        return [(e["stage"], e["action"], e["detail"]) for e in prov[record_id]["events"]
+                if stage is None or e["stage"] == stage]
+
+    failed = events("imagination-00000002")
+    assert [(s, a) for s, a, _ in failed] == [("quality", "failed")]
+    assert json.loads(failed[0][2])["replies"] == ["I cannot tell."] * 3  # the first ask and two re-asks, kept
+    assert events("laion-00000003") == [("quality", "dropped", '{"flaws": ["blur"], "reason": "too blurry"}')]
+    assert events("text-00000004") == [("prompts", "dropped", "the image holds no clear, legible text")]
+    assert events("text-00000001", "scoring")[-1] == ("scoring", "dropped", "typographic filter: garbled letters")
+    assert events("laion-00000005", "scoring")[0][2].startswith("no characteristic reaches its threshold")
+    labelled = events("laion-00000000", "scoring")[0]
+    assert labelled[:2] == ("scoring", "labelled") and labelled[2].startswith("entity (8 >= 7), style (9 >= 8)")
+    assert [a for _, a, _ in events("text-00000000", "gcot")] == ["revised", "passed"]
+    assert json.loads(events("text-00000000", "gcot")[0][2]) == {
+        "attempt": 1, "issues": ['the text "SHOP 0" is not quoted exactly as written']}
+    rejected = events("imagination-00000004", "gcot")
+    assert [a for _, a, _ in rejected] == ["revised", "rejected"] and "moon left of the tower" in rejected[-1][2]
+    assert events("laion-00000001", "original") == [("original", "rejected", "alignment 4 < 7")]
+    assert prov["laion-00000000"]["prompt"] == "A detailed photograph: laion caption 0, rewritten."
+    assert prov["text-00000000"]["prompt"] == 'A storefront sign reading "SHOP 0".'
+
+
+def test_requests_carry_what_each_stage_needs(reference):
+    requests = reference.scripted.requests
+    by = {}
+    for r in requests:
+        by.setdefault((r.metadata["stage"], r.metadata["id"]), []).append(r)
+    seeds = {f"seed prompt {i}: a clock melting into a river" for i in range(12)}
+    (imagination,) = by[("prompts", "imagination-00000000")]
+    shown = {line.split(". ", 1)[1] for line in imagination.messages[0].text.splitlines() if line[:1].isdigit()}
+    assert len(shown) == 10 and shown <= seeds
+    assert imagination.sampling.temperature == 1.0 and imagination.sampling.seed is not None
+    assert not imagination.images
+    (laion,) = by[("prompts", "laion-00000000")]
+    assert len(laion.images) == 1 and '"laion caption 0"' in laion.messages[0].text
+    (gcot,) = by[("gcot", "laion-00000000")]
+    assert "- Entity: entity caption of laion-00000000." in gcot.messages[0].text
+    assert "- Style: style caption of laion-00000000." in gcot.messages[0].text and len(gcot.images) == 1
+    keep = [r for r in by[("translate", "text-00000003")] if r.metadata["key"] == "text_rendering"]
+    assert len(keep) == 2  # asked, then re-asked in the same conversation
+    assert 'keep each of them in English, exactly as written, inside quotation marks: "SHOP 3"' in keep[0].messages[0].text
+    assert "stay in English exactly as written" in keep[1].messages[-1].text
+    # the review sample of the quality filter: 3 accepted, the 1 rejected, images alongside
+    review = reference.root / "work" / "review" / "quality" / "review.csv"
+    lines = review.read_text().splitlines()
+    assert len(lines) == 1 + 4 and sum(",reject," in line for line in lines) == 1
+    assert all((review.parent / line.split(",")[0]).is_file() for line in lines[1:])
+
+
+def test_statistics_and_card(reference):
+    out = reference.root / "out"
+    stats = json.loads((out / "statistics.json").read_text())
+    assert stats["candidates"] == 24 and stats["kept"] == 18
+    assert stats["dropped_by"] == {"prompts": 2, "quality": 2, "scoring": 2}
+    assert {c: s["images"] for c, s in stats["labels"].items()} == {
+        "imagination": 7, "entity": 8, "text_rendering": 3, "style": 5, "affection": 7, "composition": 3}
+    assert stats["labels"]["entity"]["ratio"] == round(8 / 18, 4)
+    assert stats["sources"]["text_rendering"] == {"candidates": 6, "kept": 3, "share": round(3 / 18, 4)}
+    counts = {k: v["count"] for k, v in stats["captions"].items()}
+    assert counts == {"imagination": 7, "entity": 8, "text_rendering": 3, "style": 5, "affection": 7,
+                      "composition": 3, "gcot": 17, "original_caption": 5}
+    assert stats["captions_total"] == 55 and stats["captions_total_bilingual"] == 110
+    words = stats["captions"]["text_rendering"]["words"]  # 'A shop sign reads "SHOP 3" in bold red letters.'
+    assert words["mean"] == 10 and words["median"] == 10 and words["histogram"] == {"10-19": 3}
+    card = DatasetCard.load(out / "README.md")
+    assert card.data.license == "apache-2.0" and card.data.task_categories == ["text-to-image"]
+    assert [c["config_name"] for c in card.data.configs] == ["default", "provenance"]
+    assert "| Entity | 8 | 44.4% |" in card.text and "| scoring: thresholds |" in card.text
+
+
+def test_interrupted_runs_resume_to_the_same_dataset(reference, tiny_models, tmp_path):
+    make_inputs(tmp_path / "inputs")
+    work = Workdir(tmp_path / "work")
+
+    class Interrupting:
+        """Draws like the drawer, then stops the run (as a kill would) on its 4th call."""
+
+        def __init__(self):
+            self.inner, self.calls, self.drawn = _drawer(tiny_models["sd"]), 0, 0
+
+        @property
+        def config(self):
+            return self.inner.config
+
+        def __call__(self, prompts, seeds):
+            self.calls += 1
+            if self.calls == 4:
+                raise KeyboardInterrupt
+            self.drawn += len(prompts)
+            return self.inner(prompts, seeds)
+
+    drawer = Interrupting()
+    with pytest.raises(KeyboardInterrupt):
+        _run(tmp_path, tiny_models["sd"], drawer=drawer)
+    # shard 0 (5 images, in calls of 4 and 1) is committed; shard 1 has 4 of its 5 images on disk, uncommitted
+    assert work.shards("synthesis") == ["shard-00000"] and drawer.drawn == 9
+    assert not list(work.stage_dir("synthesis").glob(".tmp-*"))
+
+    asked = {"n": 0}
+
+    def stop_in_captions(request):
+        if request.metadata["stage"] == "captions" and request.metadata["id"].startswith("imagination"):
+            asked["n"] += 1
+            if asked["n"] == 3:  # two captions of shard 2 answered (and cached), then a kill
+                raise KeyboardInterrupt
+        return reply(request)
+
+    drawer = Interrupting()
+    drawer.calls = -100  # no interruption this time
+    with pytest.raises(KeyboardInterrupt):
+        _run(tmp_path, tiny_models["sd"], replies=stop_in_captions, drawer=drawer, batch_size=1)
+    assert drawer.drawn == 22 - 5 - 4  # 22 prompts; finished images are not drawn again
+    assert work.shards("captions") == ["shard-00000", "shard-00001"]
+
+    result, scripted = _run(tmp_path, tiny_models["sd"])
+    assert result.complete
+    stages = {(r.metadata["stage"], r.metadata["id"].split("-")[0]) for r in scripted.requests}
+    assert not {s for s, _ in stages} & {"prompts", "quality", "scoring", "typography"}, "committed: not asked again"
+    captions = [r for r in scripted.requests if r.metadata["stage"] == "captions"]
+    assert not any(r.metadata["id"].startswith("laion") for r in captions)  # shards 0 and 1 were committed
+    assert sum(r.metadata["id"].startswith("imagination-0000000") and int(r.metadata["id"][-1]) < 5
+               for r in captions) == 2 * 4 - 2  # shard 2: 4 kept records x 2 labels, 2 answered from the cache
+
+    rows, prov = _dataset(tmp_path / "out"), _dataset(tmp_path / "out", "provenance")
+    assert rows.keys() == reference.rows.keys() and prov == reference.provenance
+    for record_id, row in rows.items():
+        ref = reference.rows[record_id]
+        assert {k: v for k, v in row.items() if k != "image"} == {k: v for k, v in ref.items() if k != "image"}
+        assert np.array_equal(row["image"], ref["image"]), record_id
+
+
+def test_backend_errors_leave_the_shard_for_the_next_run(tiny_models, tmp_path):
+    make_inputs(tmp_path / "inputs")
+    failing = {"imagination-00000006"}
+
+    def flaky(request):
+        if request.metadata["stage"] == "quality" and request.metadata["id"] in failing:
+            return Reply(text="", model="scripted", sampling={}, error="HTTP 503 from the judge")
+        return reply(request)
+
+    result, _ = _run(tmp_path, tiny_models["sd"], replies=flaky)
+    assert not result.complete and result.statistics is None and not (tmp_path / "out").exists()
+    assert result.pending["quality"] == 1 and result.pending["translate"] == 1 and result.pending["synthesis"] == 0
+    assert any("503" in why for r in result.stages for why in r.retry)
+    result, scripted = _run(tmp_path, tiny_models["sd"])
+    assert result.complete and len(_dataset(tmp_path / "out")) == 18
+    # only the failed question is asked again: the shard's other answers come from the response cache
+    assert [r.metadata["id"] for r in scripted.requests if r.metadata["stage"] == "quality"] == ["imagination-00000006"]
+
+    # or, asked to, the failure is recorded on the record and the run goes on
+    other = tmp_path / "record"
+    make_inputs(other / "inputs")
+    result, _ = _run(other, tiny_models["sd"], replies=flaky, on_judge_error="record")
+    assert result.complete
+    prov = _dataset(other / "out", "provenance")["imagination-00000006"]
+    assert prov["dropped_by"] == "quality" and "HTTP 503" in prov["events"][0]["detail"]
+
+
+def test_settings_and_inputs_of_a_finished_stage_cannot_change(reference, tiny_models):
+    root = reference.root
+    judge = load_judge(ScriptedJudge(replies=reply), cache=root / "cache.sqlite")
+    with pytest.raises(EngineError, match=r"stage 'scoring' .*thresholds.*delete 04-scoring, 05-captions"):
+        run_engine(root / "work", Sources(**input_paths(root / "inputs")),
+                   EngineConfig(**(CONFIG | {"thresholds": {"style": 6}})), judge=judge, drawer=_drawer(tiny_models["sd"]),
+                   progress=False)
+    with pytest.raises(EngineError, match="was started from other inputs"):
+        run_engine(root / "work", Sources(**(input_paths(root / "inputs") | {"imagination": 9})),
+                   EngineConfig(**CONFIG), judge=judge, progress=False)
+    with pytest.raises(EngineError, match="needs a license"):
+        run_engine(root / "work", Sources(), out=root / "elsewhere", progress=False)
+
+
+@pytest.mark.slow
+def test_two_processes_share_the_shards(reference, tiny_models, tmp_path):
+    torchrun = Path(sys.executable).parent / "torchrun"
+    make_inputs(tmp_path / "inputs")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'tests'}"}
+    subprocess.run([str(torchrun), "--nproc_per_node", "2", "--master_port", "29531",
+                    str(Path(__file__).with_name("_two_processes.py")), str(tiny_models["sd"]), str(tmp_path)],
+                   cwd=ROOT, env=env, check=True, timeout=240)
+    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
+    assert all(r["ranks"] == 2 and r["complete"] for r in ranks)
+    for stage in ranks[0]["committed"]:  # 5 shards per stage, each committed by exactly one of the two
+        committed = [r["committed"][stage] for r in ranks]
+        assert sum(committed) == 5 and min(committed) >= 2, (stage, committed)
+    rows, prov = _dataset(tmp_path / "out"), _dataset(tmp_path / "out", "provenance")
+    assert prov == reference.provenance
+    assert {i: {k: v for k, v in r.items() if k != "image"} for i, r in rows.items()} == \
+        {i: {k: v for k, v in r.items() if k != "image"} for i, r in reference.rows.items()}
+    review = tmp_path / "work" / "review" / "quality" / "review.csv"
+    assert review_agreement(review)["unreviewed"] == 4
+
+
+def test_command_line_resumes_a_finished_work_folder(reference, tiny_models, monkeypatch, capsys, tmp_path):
+    """``flux_engine.py run`` over the reference's work folder: every stage is done, so nothing is asked or
+    drawn again; the release written elsewhere is the same."""
+    import t2ireason.judges
+
+    sys.path.insert(0, str(ROOT / "generators"))
+    try:
+        import flux_engine
+    finally:
+        sys.path.pop(0)
+    asked = []
+
+    def scripted(spec, cache=None, **kwargs):
+        assert spec == "hf:some/vlm" and kwargs == {"dtype": "bfloat16", "device": "cpu"}  # one model per process
+        judge = ScriptedJudge(replies=lambda r: asked.append(r) or reply(r))
+        return load_judge(judge, cache=cache)
+
+    monkeypatch.setattr(t2ireason.judges, "load_judge", scripted)
+    root = reference.root
+    argv = ["run", "--work", str(root / "work"), "--out", str(tmp_path / "release"), "--license", "apache-2.0",
+            *sum(([f"--{k.replace('_', '-')}", str(v)] for k, v in input_paths(root / "inputs").items()), []),
+            "--judge", "hf:some/vlm", "--judge-kwargs", '{"dtype": "bfloat16"}', "--cache", str(root / "cache.sqlite"),
+            "--model", str(tiny_models["sd"]), "--steps", "1", "--height", "32", "--width", "32", "--batch-size", "4",
+            "--shard-size", "5", "--thresholds", "style=8", "--review-size", "3", "--no-progress"]
+    assert flux_engine.main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "candidates: laion 10, imagination 8, text_rendering 6" in printed
+    assert "  scoring    5 shard(s) done before, 0 now (this process), 0 pending" in printed
+    assert f"18 of 24 candidates kept, 55 captions -> {tmp_path / 'release'}" in printed
+    assert not asked
+    assert _dataset(tmp_path / "release", "provenance") == reference.provenance
+
+    assert flux_engine.main([*argv[:-7], "--shard-size", "5", "--thresholds", "style=6", "--no-progress"]) == 2
+    assert "error: stage 'scoring'" in capsys.readouterr().err
+    assert flux_engine.main(["run", "--work", str(tmp_path / "w"), "--judge", "hf:some/vlm", "--license", "x"]) == 2
+    assert "error: --model (a diffusers model) is needed" in capsys.readouterr().err
+
+
+def test_a_real_judge_model_answers_every_stage_question(tiny_models, tmp_path):
+    """The tiny random VLM as the judge (transformers backend, the requests' JSON schemas enforced): its
+    answers are meaningless, but every one parses, so the quality verdicts are recorded, not failures."""
+    from t2ireason.testing import tiny_judge_kwargs
+
+    (tmp_path / "captions.txt").write_text("a red apple on a table\na dog in the snow\n")
+    judge = load_judge(f"hf:{tiny_models['vlm']}", **tiny_judge_kwargs(tiny_models["vlm"]))
+    result = run_engine(tmp_path / "work", Sources(captions=str(tmp_path / "captions.txt")), EngineConfig(),
+                        judge=judge, drawer=_drawer(tiny_models["sd"]), until="quality", progress=False)
+    assert result.complete and result.candidates == {"laion": 2}
+    records = list(Workdir(tmp_path / "work").records("quality"))
+    assert all(r["prompt"] and r["image"] for r in records)
+    assert [[(e["stage"], e["action"]) for e in r["events"]] for r in records] == \
+        [[("quality", "passed" if r["dropped_by"] is None else "dropped")] for r in records]
