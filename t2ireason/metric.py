@@ -251,8 +251,9 @@ class JudgedMetric(JudgeMixin, ImageMetric):
     ``judge`` (a spec string such as ``"openai:gpt-4.1"``, or a judge object;
     default: the preset's), ``preset`` (a named judge setting from the
     benchmark module, e.g. ``"paper"`` or ``"official"``), ``judge_kwargs``
-    (passed to the backend), ``cache`` (response cache path, ``True`` for the
-    default place, ``False`` to disable), ``progress``. A ``config_name`` that
+    (passed to the backend, over the preset's; when ``judge`` is not the preset's
+    own, only the preset's ``sampling`` carries over), ``cache`` (response cache
+    path, ``True`` for the default place, ``False`` to disable), ``progress``. A ``config_name`` that
     is one of the benchmark's configs selects that config's row schema.
     """
 
@@ -270,8 +271,13 @@ class JudgedMetric(JudgeMixin, ImageMetric):
         if presets and self.preset_name not in presets:
             raise ValueError(f"unknown preset {self.preset_name!r} for {self.bench.name}; known: {', '.join(presets)}")
         self.preset = dict(presets.get(self.preset_name, {}))
+        preset_kwargs = dict(self.preset.get("judge_kwargs", {}))
+        if judge is not None and judge != self.preset.get("judge"):
+            # Another judge: the preset's backend settings (dtype, image format...) are not for it;
+            # its sampling is the protocol's and still applies unless judge_kwargs say otherwise.
+            preset_kwargs = {k: v for k, v in preset_kwargs.items() if k == "sampling"}
         self._set_judge(judge if judge is not None else self.preset.get("judge"),
-                        {**self.preset.get("judge_kwargs", {}), **(judge_kwargs or {})}, cache)
+                        {**preset_kwargs, **(judge_kwargs or {})}, cache)
         self.progress = progress
         config = kwargs.get("config_name")
         self.row_features = (self.bench.config_features(config) if config in self.bench.configs

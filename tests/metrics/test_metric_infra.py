@@ -23,6 +23,9 @@ from t2ireason.results import ImageResult
 ROOT = Path(__file__).resolve().parents[2]
 
 
+SAMPLING = judges.Sampling(temperature=0.1, max_tokens=64)
+
+
 def brightness(query) -> float:
     """A scripted probability that depends only on the image's pixels."""
     return float(np.asarray(query.image.image).mean() / 255)
@@ -36,7 +39,8 @@ class ToyBench(Benchmark):
     configs = ("all",)
     presets = {
         "paper": {"judge": "scripted:paper"},
-        "official": {"judge": "scripted:official", "judge_kwargs": {"batch_size": 2}, "options": {"scale": 100.0}},
+        "official": {"judge": "scripted:official", "judge_kwargs": {"batch_size": 2, "sampling": SAMPLING},
+                     "options": {"scale": 100.0}},
         "bare": {},
     }
 
@@ -121,11 +125,23 @@ def test_presets_bring_judge_kwargs_and_options_and_a_given_judge_wins(loads, to
     out = evaluate.load(toy_path, preset="official").compute(predictions=images, references=ROWS)
     assert out["scores"] == pytest.approx([100 * e for e in EXPECTED])
     assert out["judge"]["preset"] == "official"
-    assert loads[-1] == ("scripted:official", {"batch_size": 2})
+    assert loads[-1] == ("scripted:official", {"batch_size": 2, "sampling": SAMPLING})
+    assert out["judge"]["sampling"] == SAMPLING.to_dict()
 
     m = evaluate.load(toy_path, preset="official", judge="scripted:mine", judge_kwargs={"batch_size": 3})
     assert m.compute(predictions=images[:1], references=ROWS[:1])["judge"]["model"] == "mine"
-    assert loads[-1] == ("scripted:mine", {"batch_size": 3})
+    assert loads[-1] == ("scripted:mine", {"batch_size": 3, "sampling": SAMPLING})
+
+
+def test_another_judge_takes_the_presets_sampling_but_not_its_backend_settings(loads, toy_path, images):
+    evaluate.load(toy_path, preset="official", judge="scripted:mine").compute(predictions=images, references=ROWS)
+    assert loads[-1] == ("scripted:mine", {"sampling": SAMPLING})  # no batch_size: that was for the preset's judge
+    own = judges.Sampling(temperature=0.0)
+    evaluate.load(toy_path, preset="official", judge="scripted:mine",
+                  judge_kwargs={"sampling": own}).compute(predictions=images, references=ROWS)
+    assert loads[-1] == ("scripted:mine", {"sampling": own})
+    evaluate.load(toy_path, preset="official", judge="scripted:official").compute(predictions=images, references=ROWS)
+    assert loads[-1] == ("scripted:official", {"batch_size": 2, "sampling": SAMPLING})  # the preset's own judge
 
 
 def test_preset_errors(loads, toy_path, images):
