@@ -436,18 +436,17 @@ class OpenAIJudge(Judge):
             raise
 
     async def _attempt(self, request: ChatRequest, sampling: Sampling, structured: bool) -> Reply:
-        from openai.types.chat import ChatCompletion
-
         if self._semaphore is None:  # created on the private loop, which is the only one using it
             self._semaphore = asyncio.Semaphore(self.max_concurrency)
         async with self._semaphore:
             # Built inside the semaphore so image encoding interleaves with requests
             # on the wire; data URLs are memoised on each image.
             body = self._request_body(request, sampling, structured)
-            # The body is plain JSON already: post it as is (openai's documented way to
-            # send a raw body), skipping chat.completions.create's re-typing of every
-            # message part, which costs as much CPU as the HTTP exchange itself.
-            completion = await self._client.post("/chat/completions", body=body, cast_to=ChatCompletion)
+            # The body is plain JSON already, and so is the reply we read: post and read them
+            # as such (openai's documented way to call an endpoint with a raw body), skipping
+            # chat.completions.create's re-typing of every message part and of the reply,
+            # which costs more CPU than the HTTP exchange itself.
+            completion = await self._client.post("/chat/completions", body=body, cast_to=object)
         return self._to_reply(completion, sampling)
 
     def _wait(self, retry_state) -> float:
@@ -525,23 +524,24 @@ class OpenAIJudge(Judge):
         return {**kwargs, **self.extra_body}
 
     def _to_reply(self, completion: Any, sampling: Sampling) -> Reply:
+        """A Reply from a chat completion as JSON: ``choices[0]`` (message, log-probabilities,
+        finish reason), the model that answered and the integer usage counts."""
         try:
-            choice = completion.choices[0]
-            message = choice.message
-            text = message.content
+            choice = completion["choices"][0]
+            message = choice["message"]
+            text = message.get("content")
+            if text is None and message.get("refusal"):
+                return Reply(text="", model=self.model, sampling=sampling.to_dict(),
+                             finish_reason=choice.get("finish_reason"),
+                             error=self._scrub(f"refused: {message['refusal']}"))
+            if not isinstance(text, str | None):
+                raise TypeError(f"content is a {type(text).__name__}")
+            content = (choice.get("logprobs") or {}).get("content")
+            logprobs = [TokenLogprob(t["token"], t["logprob"],
+                                     merge_top((a["token"], a["logprob"]) for a in t.get("top_logprobs") or []))
+                        for t in content] if content else None
+            usage = {k: v for k, v in (completion.get("usage") or {}).items() if isinstance(v, int)} or None
         except (AttributeError, IndexError, KeyError, TypeError) as e:
-            shown = completion if isinstance(completion, str) else type(completion).__name__
-            raise _Malformed(f"not a chat completion ({str(shown)[:200]})") from e
-        if text is None and getattr(message, "refusal", None):
-            return Reply(text="", model=self.model, sampling=sampling.to_dict(),
-                         finish_reason=choice.finish_reason, error=self._scrub(f"refused: {message.refusal}"))
-        logprobs = None
-        content = getattr(choice.logprobs, "content", None) if choice.logprobs else None
-        if content:
-            logprobs = [TokenLogprob(t.token, t.logprob, merge_top((a.token, a.logprob) for a in t.top_logprobs or []))
-                        for t in content]
-        usage = None
-        if completion.usage is not None:
-            usage = {k: v for k, v in completion.usage.model_dump().items() if isinstance(v, int)}
-        return Reply(text=text or "", model=completion.model or self.model, sampling=sampling.to_dict(),
-                     logprobs=logprobs, finish_reason=choice.finish_reason, usage=usage)
+            raise _Malformed(f"not a chat completion ({str(completion)[:200]})") from e
+        return Reply(text=text or "", model=completion.get("model") or self.model, sampling=sampling.to_dict(),
+                     logprobs=logprobs, finish_reason=choice.get("finish_reason"), usage=usage)

@@ -201,6 +201,16 @@ def test_malformed_json_retried_then_recorded():
     assert not reply.ok and reply.error.startswith("malformed response after 2 attempts")
 
 
+def test_refusal_is_a_reply_error_and_not_retried():
+    body = json.dumps({"id": "c1", "object": "chat.completion", "created": 0, "model": "test-model",
+                       "choices": [{"index": 0, "finish_reason": "stop",
+                                    "message": {"role": "assistant", "content": None, "refusal": "I can't judge that."}}]})
+    with serve(Malformed(body)) as server, _judge(server) as judge:
+        [reply] = judge.chat([ChatRequest.simple("q")])
+    assert reply.error == "refused: I can't judge that." and reply.text == "" and reply.finish_reason == "stop"
+    assert len(server.requests) == 1
+
+
 def test_concurrency_bound_holds():
     with serve(Answer("ok", delay=0.1)) as server, _judge(server, max_concurrency=4) as judge:
         replies = judge.chat([ChatRequest.simple(f"q{i}") for i in range(24)])
