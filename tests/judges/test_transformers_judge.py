@@ -249,6 +249,19 @@ def test_bad_model_path_is_a_clear_error(tmp_path):
         load_judge(f"hf:{missing}")
 
 
+def test_dtype_and_device_map_reach_from_pretrained(vlm, judge):
+    half = load_judge(f"hf:{vlm}", dtype="bfloat16", device_map="cpu", batch_size=4,
+                      sampling=Sampling(max_tokens=LENGTH), generate_kwargs={"min_new_tokens": LENGTH})
+    assert half.hf_model.dtype == torch.bfloat16 and half.device.type == "cpu"
+    assert half.identity()["dtype"] == "bfloat16" and half.identity() != judge.identity()  # cached apart
+    requests = _requests()[:3]
+    replies = half.chat(requests)
+    assert all(r.ok and r.text for r in replies)
+    images, questions = [r.images[0] for r in requests], [r.messages[-1].text for r in requests]
+    p16, p32 = half.yes_probability(images, questions), judge.yes_probability(images, questions)
+    assert all(0 < p < 1 for p in p16) and p16 == pytest.approx(p32, abs=0.05)
+
+
 def test_identity_names_what_changes_answers(judge):
     ident = judge.identity()
     assert ident["backend"] == "hf" and ident["model"] == judge.model and ident["dtype"] == "float32"

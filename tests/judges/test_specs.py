@@ -1,0 +1,54 @@
+"""Judge spec strings (``backend:model[@base_url]``) and what ``load_judge`` accepts."""
+
+import pytest
+
+from t2ireason.judges import BACKENDS, JudgeError, load_judge, parse_spec
+from t2ireason.judges.cache import CachedJudge
+from t2ireason.judges.scripted import ScriptedJudge
+
+
+@pytest.mark.parametrize("spec, expected", [
+    ("openai:gpt-4.1", ("openai", "gpt-4.1", None)),
+    ("openai:gpt-4.1-2025-04-14", ("openai", "gpt-4.1-2025-04-14", None)),
+    ("openai:Qwen/Qwen2.5-VL-72B-Instruct@http://localhost:8000/v1",
+     ("openai", "Qwen/Qwen2.5-VL-72B-Instruct", "http://localhost:8000/v1")),
+    ("openai:gemini-2.5-pro@https://generativelanguage.googleapis.com/v1beta/openai/",
+     ("openai", "gemini-2.5-pro", "https://generativelanguage.googleapis.com/v1beta/openai/")),
+    ("hf:Qwen/Qwen2.5-VL-7B-Instruct", ("hf", "Qwen/Qwen2.5-VL-7B-Instruct", None)),
+    ("hf:/models/tiny judge@v2", ("hf", "/models/tiny judge@v2", None)),  # only openai specs carry a URL
+    ("vllm:Qwen/Qwen2.5-VL-72B-Instruct", ("vllm", "Qwen/Qwen2.5-VL-72B-Instruct", None)),
+])
+def test_parse_spec(spec, expected):
+    assert parse_spec(spec) == expected
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("gpt-4.1", "must look like 'backend:model', backends: hf, openai, vllm"),
+    ("anthropic:claude", "unknown judge backend 'anthropic'"),
+    ("hf:", "names no model"),
+    ("openai:@http://localhost:8000/v1", "names no model"),
+])
+def test_bad_specs_say_what_is_wrong(spec, message):
+    with pytest.raises(JudgeError, match=message):
+        parse_spec(spec)
+
+
+def test_every_backend_is_importable_lazily():
+    import importlib
+
+    for backend, target in BACKENDS.items():
+        module, cls = target.split(":")
+        assert hasattr(importlib.import_module(module), cls), backend
+
+
+def test_load_judge_takes_spec_strings_and_objects(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
+    judge = load_judge("openai:my-model@http://127.0.0.1:9/v1", max_concurrency=3)
+    assert (judge.model, judge.base_url, judge.max_concurrency) == ("my-model", "http://127.0.0.1:9/v1", 3)
+    judge.close()
+    scripted = ScriptedJudge(["ok"])
+    assert load_judge(scripted) is scripted  # any object with chat() and identity()
+    cached = load_judge(scripted, cache=tmp_path / "c.sqlite")
+    assert isinstance(cached, CachedJudge) and cached.judge is scripted and cached.path == tmp_path / "c.sqlite"
+    with pytest.raises(JudgeError, match="a judge is a spec string or an object with chat"):
+        load_judge(42)
