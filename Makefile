@@ -1,14 +1,16 @@
 # Two commands do all the set-up on a fresh machine:
 #   make demo   - the offline end-to-end demo (tiny local models, shipped samples)
 #   make test   - install everything the tests need, then run them
-# TORCH_SPEC picks the torch build installed first (e.g. a CUDA build on a GPU machine).
+# TORCH_SPEC picks the torch build installed first, TORCH_INDEX where pip finds it, e.g. a CUDA build:
+#   make TORCH_SPEC=torch==2.13.0 TORCH_INDEX=https://download.pytorch.org/whl/cu128 demo
 
 PYTHON     ?= python3
 VENV       ?= .venv
 TORCH_SPEC ?= torch==2.13.0
+TORCH_INDEX ?=
 EXTRAS     ?= openai,text,test,dev
 PY         := $(VENV)/bin/python
-STAMP      := $(VENV)/.installed-$(shell echo "$(TORCH_SPEC) $(EXTRAS)" | cksum | cut -d' ' -f1)
+STAMP      := $(VENV)/.installed-$(shell echo "$(TORCH_SPEC) $(TORCH_INDEX) $(EXTRAS)" | cksum | cut -d' ' -f1)
 PYTEST_ARGS ?=
 
 # Tests and the demo never reach a model or dataset hub.
@@ -20,7 +22,7 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 $(STAMP): setup.cfg pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet "$(TORCH_SPEC)"
+	$(PY) -m pip install --quiet "$(TORCH_SPEC)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	$(PY) -m pip install --quiet -e ".[$(EXTRAS)]"
 	touch $(STAMP)
 
@@ -42,7 +44,7 @@ lint: install
 	$(VENV)/bin/ruff check .
 
 perf: install
-	$(OFFLINE) $(PY) perf/judges.py
+	@for script in judges metrics generate build; do echo "== perf/$$script.py"; $(OFFLINE) $(PY) perf/$$script.py || exit 1; done
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info demo_output

@@ -252,8 +252,8 @@ def _report(runs, args: argparse.Namespace, out) -> dict:
     from .runs import write_report
 
     report = write_report(runs, out, evaluation=args.evaluation, embed_images=args.embed_images, title=args.title)
-    print(report["markdown"])
-    print(f"tables: {report['tables_md']} and {report['tables_csv']}")
+    print(report["headline"])
+    print(f"every table: {report['tables_md']} and {report['tables_csv']}")
     print(f"plots: {', '.join(str(p) for p in report['plots'])}")
     for page in report["html"]:
         print(f"HTML report: {page}")
@@ -342,6 +342,24 @@ def run_run(args: argparse.Namespace) -> int:
 
 
 COMMANDS["run"] = (add_run_args, run_run, "build, generate, evaluate and report in one go (resumable)")
+
+
+# -- the agent and the data engine (their options live with them) ---------------------------------------
+
+def _lazy(module: str, name: str) -> Callable:
+    """A function of ``module`` imported when called (so ``--help`` stays fast)."""
+    def call(*args, **kwargs):
+        import importlib
+
+        return getattr(importlib.import_module(module, __package__), name)(*args, **kwargs)
+
+    return call
+
+
+COMMANDS["mt2ie"] = (_lazy(".mt2ie", "add_mt2ie_args"), _lazy(".mt2ie", "run_mt2ie_command"),
+                     "MT2IE: an MLLM writes progressively harder prompts, draws them with each model, ranks the models")
+COMMANDS["engine"] = (_lazy(".engine.command", "add_engine_args"), _lazy(".engine.command", "run_engine_command"),
+                      "the FLUX-Reason data engine: curate a text-to-image dataset in the FLUX-Reason-6M schema")
 
 
 def build_parser() -> argparse.ArgumentParser:

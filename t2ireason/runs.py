@@ -426,7 +426,8 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
                  embed_images: bool = False, title: str | None = None) -> dict[str, Any]:
     """The paper-style report of one run or several side by side: ``tables.md`` and ``tables.csv``
     (the papers' layouts, 95% intervals where computed), ``plots/`` (per-dimension bars, radar,
-    score distributions) and an HTML gallery per evaluation. Returns the paths and the Markdown."""
+    score distributions) and an HTML gallery per evaluation. Returns the paths, the Markdown of
+    every table and of the headline table of each benchmark."""
     from .report.html import write_html_report
     from .report.plots import dimension_bars, dimension_radar, score_distribution
     from .report.tables import format_cell, side_by_side, to_csv, to_markdown
@@ -438,12 +439,13 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
     for e in entries:
         by_bench.setdefault(e[0].bench.name, []).append(e)
 
-    markdown, csv_parts, plots, pages = [], [], [], []
+    markdown, headlines, csv_parts, plots, pages = [], [], [], [], []
     for bench_name, group in by_bench.items():
         bench = get_benchmark(bench_name)
         per_model = [bench.paper_tables(run.scores(n)["aggregate"], label) for run, n, label in group]
         tables = side_by_side(per_model)
         markdown.append(f"## {bench.pretty_name}\n\n{to_markdown(tables)}")
+        headlines.append(to_markdown(tables[:1]))
         csv_parts.append(to_csv(tables))
         headline = tables[0]
         values = {label: {c: cell.value for c, cell in cells.items()} for label, cells in headline.rows.items()}
@@ -475,8 +477,8 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
     (out / "tables.md").write_text(text, encoding="utf-8")
     (out / "tables.csv").write_text("".join(part if i == 0 else part.split("\n", 1)[1]
                                             for i, part in enumerate(csv_parts)), encoding="utf-8")
-    return {"markdown": text, "tables_md": out / "tables.md", "tables_csv": out / "tables.csv",
-            "plots": plots, "html": pages}
+    return {"markdown": text, "headline": "\n".join(headlines), "tables_md": out / "tables.md",
+            "tables_csv": out / "tables.csv", "plots": plots, "html": pages}
 
 
 # ------------------------------------------------------------------------------------------------ Hub export
