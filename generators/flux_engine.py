@@ -8,24 +8,18 @@
     python generators/flux_engine.py sample --data runs/w/dataset --embedder <text model> --out prism/
     python generators/flux_engine.py agreement runs/w/review/quality/review.csv
 
-Run an interrupted command again to resume it. See ``t2ireason.engine`` and ``--help`` of each action.
+Same as ``t2ireason engine ...``. Run an interrupted command again to resume it. See ``t2ireason.engine``
+and ``--help`` of each action.
 """
 
-import argparse
 import sys
 
-from t2ireason.engine import add_engine_args, run_engine_command
+from t2ireason.cli import main as cli_main
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="flux_engine.py", description=__doc__.splitlines()[0])
-    add_engine_args(parser)
-    args = parser.parse_args(argv)
-    try:
-        return run_engine_command(args)
-    except (ValueError, KeyError, FileNotFoundError) as e:  # user errors: one clear line, no traceback
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    """Same as ``t2ireason engine ...``."""
+    return cli_main(["engine", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

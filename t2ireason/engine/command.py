@@ -22,7 +22,7 @@ def _key_values(text: str) -> tuple[str, float]:
         raise argparse.ArgumentTypeError(f"expected KEY=NUMBER, got {text!r}") from None
 
 
-def _add_work_args(p: argparse.ArgumentParser) -> None:
+def _add_work_args(p: argparse.ArgumentParser, seed: bool = True) -> None:
     from ..cli import _positive_int
 
     p.add_argument("--work", required=True, help="work folder: the shards of every stage, the images, the review "
@@ -38,7 +38,8 @@ def _add_work_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--limit", type=_positive_int, default=None, help="at most N items from each input")
     s = p.add_argument_group("settings (kept with the work folder; changing one after its stage ran is refused)")
     s.add_argument("--shard-size", type=_positive_int, default=1000, help="records per shard (unit of resumption)")
-    s.add_argument("--seed", type=int, default=0, help="mixed into every image seed and sampled request")
+    if seed:  # `run` has it among the generation options
+        s.add_argument("--seed", type=int, default=0, help="mixed into every image seed and sampled request")
     s.add_argument("--imagination-examples", type=_positive_int, default=10, help="seed prompts shown per expansion")
     s.add_argument("--imagination-temperature", type=float, default=1.0, help="sampling temperature of expansions")
     s.add_argument("--thresholds", nargs="+", type=_key_values, default=[], metavar="NAME=SCORE",
@@ -52,27 +53,18 @@ def _add_work_args(p: argparse.ArgumentParser) -> None:
 
 
 def _add_run_args(p: argparse.ArgumentParser) -> None:
-    from ..cli import _add_judge_args, _json_dict, _positive_int
+    from ..cli import _add_generation_args, _add_judge_args, _json_dict
 
-    _add_work_args(p)
+    _add_work_args(p, seed=False)
     p.add_argument("--out", default=None, help="release folder (default: <work>/dataset)")
     p.add_argument("--license", default=None, help="license of the release (required to write it), e.g. apache-2.0")
     p.add_argument("--repo-id", default=None, help="Hub repository the card's examples name")
     p.add_argument("--until", choices=[*STAGE_NAMES[1:], "export"], default="export", help="last stage to run")
-    p.add_argument("--no-progress", action="store_true")
     g = p.add_argument_group("models")
     _add_judge_args(g)
     g.add_argument("--llm", default=None, help="text model for imagination, GCoT checks and translation (default: --judge)")
     g.add_argument("--llm-kwargs", type=_json_dict, default={}, help="backend options of --llm as JSON")
-    g.add_argument("--model", default=None, help="diffusers text-to-image model: Hub id or folder (FLUX.1-dev in the paper)")
-    g.add_argument("--dtype", default="auto", choices=["auto", "float32", "float16", "bfloat16"])
-    g.add_argument("--steps", type=_positive_int, default=None, help="inference steps (default: the pipeline's)")
-    g.add_argument("--guidance", type=float, default=None, help="guidance scale (default: the pipeline's)")
-    g.add_argument("--height", type=_positive_int, default=None)
-    g.add_argument("--width", type=_positive_int, default=None)
-    g.add_argument("--batch-size", type=_positive_int, default=1, help="prompts per pipeline call")
-    g.add_argument("--pipeline-kwargs", type=_json_dict, default={}, help="extra pipeline call arguments as JSON")
-    g.add_argument("--cpu-offload", action="store_true", help="model CPU offload (GPU only)")
+    _add_generation_args(g)  # the same diffusion options as `t2ireason generate` (FLUX.1-dev in the paper)
 
 
 def add_engine_args(parser: argparse.ArgumentParser) -> None:
@@ -122,12 +114,14 @@ def _run(args: argparse.Namespace) -> int:
     import torch
     from accelerate import PartialState
 
-    from ..generation import Drawer, GenerationConfig
+    from ..cli import _generation_config
+    from ..generation import Drawer
     from ..judges import load_judge
     from .pipeline import run_engine
 
-    if args.model is None and args.until not in ("prompts",):
-        raise ValueError("--model (a diffusers model) is needed from the synthesis stage on; or stop at --until prompts")
+    if args.images_per_prompt != 1 or args.prompts:
+        raise ValueError("the engine draws one image per prompt, from its own prompts: "
+                         "--images-per-prompt and --prompts are for `t2ireason generate`")
     out = args.out or str(Path(args.work) / "dataset")
     if args.until == "export" and not args.license:
         raise ValueError("--license is needed to write the release (or stop earlier with --until)")
@@ -141,12 +135,7 @@ def _run(args: argparse.Namespace) -> int:
 
     vlm = judge(args.judge, args.judge_kwargs)
     llm = judge(args.llm, args.llm_kwargs) if args.llm else None
-    drawer = None
-    if args.model:
-        drawer = Drawer(GenerationConfig(model=args.model, dtype=args.dtype, steps=args.steps, guidance=args.guidance,
-                                         height=args.height, width=args.width, batch_size=args.batch_size,
-                                         seed=args.seed, pipeline_kwargs=args.pipeline_kwargs,
-                                         cpu_offload=args.cpu_offload), device=str(state.device))
+    drawer = Drawer(_generation_config(args), device=str(state.device))
     result = run_engine(args.work, sources, config, judge=vlm, llm=llm, drawer=drawer,
                         out=out if args.until == "export" else None, license=args.license, repo_id=args.repo_id,
                         until=args.until, state=state, progress=not args.no_progress)

@@ -109,6 +109,8 @@ def format_cost(costs: list[StageCost], assumptions: CostAssumptions | None = No
     """A plain-text table with totals, and the assumptions it rests on."""
     lines = [f"{'stage':<10} {'what':<20} {'images':>10} {'calls':>10} {'input tokens':>14} {'output tokens':>14}"]
     for c in costs:
+        if not (c.images or c.calls):  # a source the run does not use
+            continue
         lines.append(f"{c.stage:<10} {c.what:<20} {c.images:>10,} {c.calls:>10,} {c.input_tokens:>14,} "
                      f"{c.output_tokens:>14,}")
     total = {k: sum(getattr(c, k) for c in costs) for k in ("images", "calls", "input_tokens", "output_tokens")}

@@ -26,6 +26,8 @@ from t2ireason.judges.scripted import ScriptedJudge
 
 from .scripted import DROPPED, KEPT, THRESHOLDS, input_paths, labels, make_inputs, reply, rid
 
+pytestmark = pytest.mark.slow  # tiny models, a subprocess
+
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = dict(shard_size=5, thresholds=THRESHOLDS, review_size=3)
 
@@ -286,7 +288,6 @@ def test_settings_and_inputs_of_a_finished_stage_cannot_change(reference, tiny_m
         run_engine(root / "work", Sources(), out=root / "elsewhere", progress=False)
 
 
-@pytest.mark.slow
 def test_two_processes_share_the_shards(reference, tiny_models, tmp_path):
     torchrun = Path(sys.executable).parent / "torchrun"
     make_inputs(tmp_path / "inputs")
@@ -341,8 +342,8 @@ def test_command_line_resumes_a_finished_work_folder(reference, tiny_models, mon
 
     assert flux_engine.main([*argv[:-7], "--shard-size", "5", "--thresholds", "style=6", "--no-progress"]) == 2
     assert "error: stage 'scoring'" in capsys.readouterr().err
-    assert flux_engine.main(["run", "--work", str(tmp_path / "w"), "--judge", "hf:some/vlm", "--license", "x"]) == 2
-    assert "error: --model (a diffusers model) is needed" in capsys.readouterr().err
+    assert flux_engine.main([*argv, "--images-per-prompt", "2"]) == 2
+    assert "error: the engine draws one image per prompt" in capsys.readouterr().err
 
 
 def test_a_real_judge_model_answers_every_stage_question(tiny_models, tmp_path):
@@ -359,3 +360,19 @@ def test_a_real_judge_model_answers_every_stage_question(tiny_models, tmp_path):
     assert all(r["prompt"] and r["image"] for r in records)
     assert [[(e["stage"], e["action"]) for e in r["events"]] for r in records] == \
         [[("quality", "passed" if r["dropped_by"] is None else "dropped")] for r in records]
+
+
+@pytest.mark.filterwarnings("ignore:Number of distinct clusters")  # the tiny CLIP reads 16 tokens: some captions tie
+def test_sample_command_on_the_release(reference, tiny_models, tmp_path, capsys):
+    """PRISM-Bench representative prompts from the engine's own release, streamed through the
+    flux-reason-6m reader, embedded by the tiny CLIP's text tower."""
+    from .test_parts import _cli
+
+    assert _cli("sample", "--data", str(reference.root / "out"), "--embedder", str(tiny_models["clip"]),
+                "--tracks", "entity", "imagination", "--k", "3", "--top", "6", "--out", str(tmp_path)) == 0
+    assert "entity: 3 prompts" in capsys.readouterr().out
+    ids = json.loads((tmp_path / "selected_ids.json").read_text())
+    assert len(set(ids["entity"])) == 3 and set(ids["entity"]) <= {i for i in reference.rows if i.startswith("laion")}
+    lines = [json.loads(line) for line in (tmp_path / "captions" / "zh" / "imagination.jsonl").read_text().splitlines()]
+    assert [line["prompt"] for line in lines] == [reference.rows[i]["captions_zh"]["imagination"]
+                                                  for i in ids["imagination"]]
