@@ -240,7 +240,7 @@ COMMANDS["evaluate"] = (add_evaluate_args, run_evaluate,
 
 
 def add_report_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("runs", nargs="+", help="run folders; several are reported side by side")
+    p.add_argument("runs", nargs="+", help="run folders, several side by side (and `t2ireason mt2ie` output folders)")
     p.add_argument("--out", default=None, help="report folder (default: <run>/report for one run)")
     p.add_argument("--evaluation", default=None, help="report only this evaluation of each run (default: all)")
     p.add_argument("--embed-images", action="store_true",

@@ -64,7 +64,7 @@ class ImageResult:
 class Cell:
     """One number of a paper's table, with its confidence interval where one was computed."""
 
-    value: float | None
+    value: float | int | None  # an int is a count, shown without decimals
     low: float | None = None
     high: float | None = None
 
@@ -77,9 +77,9 @@ class Cell:
         return cls(_finite(x))
 
 
-def _finite(x: Any) -> float | None:
-    if x is None:
-        return None
+def _finite(x: Any) -> float | int | None:
+    if x is None or isinstance(x, int):
+        return x
     x = float(x)
     return None if x != x or x in (float("inf"), float("-inf")) else x
 
@@ -96,8 +96,10 @@ class PaperTable:
     columns: list[str]
     rows: dict[str, dict[str, Cell]] = field(default_factory=dict)
     note: str = ""
+    decimals: int = 1  # as the paper prints them
+
 
     @classmethod
-    def one_row(cls, title: str, label: str, cells: dict[str, Any], note: str = "") -> PaperTable:
+    def one_row(cls, title: str, label: str, cells: dict[str, Any], note: str = "", decimals: int = 1) -> PaperTable:
         """A one-model table from ``{column: number or summary dict}``, columns in that order."""
-        return cls(title, list(cells), {label: {c: Cell.of(v) for c, v in cells.items()}}, note)
+        return cls(title, list(cells), {label: {c: Cell.of(v) for c, v in cells.items()}}, note, decimals)

@@ -418,23 +418,31 @@ def _entries(runs: Sequence[Run | str | os.PathLike], evaluation: str | None) ->
     return entries
 
 
+def _is_mt2ie_output(path: Path) -> bool:
+    """An output folder of ``t2ireason mt2ie`` (its summary and runs), not a run folder."""
+    return not (path / RUN_FILE).is_file() and (path / "summary.json").is_file() and (path / "runs").is_dir()
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "run"
 
 
 def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike, *, evaluation: str | None = None,
                  embed_images: bool = False, title: str | None = None) -> dict[str, Any]:
-    """The paper-style report of one run or several side by side: ``tables.md`` and ``tables.csv``
+    """The paper-style report of one run or several side by side (and of MT2IE output folders:
+    their rankings): ``tables.md`` and ``tables.csv``
     (the papers' layouts, 95% intervals where computed), ``plots/`` (per-dimension bars, radar,
     score distributions) and an HTML gallery per evaluation. Returns the paths, the Markdown of
     every table and of the headline table of each benchmark."""
     from .report.html import write_html_report
-    from .report.plots import dimension_bars, dimension_radar, score_distribution
+    from .report.plots import dimension_bars, dimension_radar, mt2ie_iterations, score_distribution
     from .report.tables import format_cell, side_by_side, to_csv, to_markdown
 
     out = Path(out)
+    agents = [Path(r) for r in runs if not isinstance(r, Run) and _is_mt2ie_output(Path(r))]
+    runs = [r for r in runs if isinstance(r, Run) or Path(r) not in agents]
+    entries = _entries(runs, evaluation) if runs or not agents else []
     out.mkdir(parents=True, exist_ok=True)
-    entries = _entries(runs, evaluation)
     by_bench: dict[str, list[tuple[Run, str, str]]] = {}
     for e in entries:
         by_bench.setdefault(e[0].bench.name, []).append(e)
@@ -460,7 +468,7 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
                                         out / "plots" / f"{bench_name}_scores.png",
                                         title=f"{bench.pretty_name}: per-image scores"))
         summary = {"columns": ["Model", *headline.columns],
-                   "rows": [[label, *(format_cell(cells.get(c)) for c in headline.columns)]
+                   "rows": [[label, *(format_cell(cells.get(c), decimals=headline.decimals) for c in headline.columns)]
                             for label, cells in headline.rows.items()]}
         for run, n, label in group:
             scores = run.scores(n)
@@ -473,6 +481,17 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
             filename = "report.html" if len(entries) == 1 else f"{_slug(label)}.html"
             pages.append(write_html_report(results[label], out, title=title or f"{bench.pretty_name}: {label}",
                                            filename=filename, meta=meta, summary=summary, embed_images=embed_images))
+    for folder in agents:  # MT2IE writes its own benchmark: its output is a ranking, not a run
+        table = json.loads((folder / "summary.json").read_text(encoding="utf-8")).get("table")
+        if not table:
+            raise RunError(f"{folder}: the MT2IE run has no ranking yet (no iteration was scored)")
+        tables = get_benchmark("mt2ie").paper_tables(table, folder.name if len(agents) > 1 else "")
+        markdown.append(f"## MT2IE: {folder.name}\n\n{to_markdown(tables)}")
+        headlines.append(to_markdown(tables))
+        csv_parts.append(to_csv(tables))
+        per_iteration = {m: {int(i): v for i, v in its.items()} for m, its in table["per_iteration"].items()}
+        plots.append(mt2ie_iterations(per_iteration, out / "plots" / f"mt2ie_{_slug(folder.name)}.png",
+                                      title=f"MT2IE {table.get('mode', '')}"))
     text = "\n".join(markdown)
     (out / "tables.md").write_text(text, encoding="utf-8")
     (out / "tables.csv").write_text("".join(part if i == 0 else part.split("\n", 1)[1]

@@ -228,3 +228,38 @@ def test_results_round_trip_through_the_run_files(tmp_path):
     from t2ireason.runs import jsonable
 
     assert jsonable(r)["score"] is None and jsonable(r)["subscores"] == {"a": None}
+
+
+def test_mt2ie_rankings_in_the_report(tmp_path):
+    from t2ireason.mt2ie import rank_models
+
+    # two models, two seeds: "good" wins both seeds, "bad" loses both; one failed row is left out
+    rows = [{"model": m, "mode": "iterative", "seed": s, "iteration": i, "score": v, "difficulty": 3.0}
+            for m, base in (("good", 0.8), ("bad", 0.4)) for s in (0, 1) for i, v in enumerate((base, base + 0.1))]
+    rows.append({"model": "bad", "mode": "iterative", "seed": 1, "iteration": 2, "score": None, "difficulty": None})
+    table = rank_models(rows, reference=["good", "bad"])
+    folder = tmp_path / "mt2ie-out"
+    (folder / "runs").mkdir(parents=True)
+    (folder / "summary.json").write_text(json.dumps({"table": table}))
+    report = write_report([folder], tmp_path / "report")
+    md = report["markdown"]
+    assert "MT2IE ranking (iterative, score)" in md
+    assert "| good | 0.850 | 0.000 | 1.000 | 0.000 | 0 |" in md and "| bad | 0.450 | 0.000 | 2.000 | 0.000 | 1 |" in md
+    assert "Kendall's tau vs the reference ranking: 1.000" in md
+    assert (tmp_path / "report" / "plots" / "mt2ie_mt2ie-out.png").is_file()
+
+
+@pytest.mark.slow
+def test_demo_runs_the_loop_offline(tmp_path, tiny_models, capsys):
+    from t2ireason import demo
+
+    # the demo builds its own tiny models: point it at the session's to save the build
+    (tmp_path / "models").symlink_to(tiny_models["vlm"].parent, target_is_directory=True)
+    assert demo.main(["--out", str(tmp_path), "--benchmarks", "worldgenbench", "--limit", "4"]) == 0
+    printed = capsys.readouterr().out
+    assert "P(Yes) = " in printed and "parsed: {'score':" in printed
+    assert "WorldGenBench Table 2: knowledge checklist score, humanities" in printed
+    report = tmp_path / "runs" / "worldgenbench" / "report" / "report.html"
+    assert report.is_file() and str(report) in printed
+    scores = Run.open(tmp_path / "runs" / "worldgenbench").scores("tiny-judge")
+    assert scores["num_images"] == 4 and scores["num_failed"] == 0

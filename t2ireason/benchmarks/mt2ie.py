@@ -33,6 +33,7 @@ from typing import Any
 
 import datasets
 
+from ..results import Cell, PaperTable
 from .base import Anomaly, Benchmark, Release, ReleaseError
 
 __all__ = ["MT2IE", "BENCHMARK", "CATEGORIES", "MODES", "SEED_FEATURES", "RUN_FEATURES", "read_jsonl"]
@@ -227,6 +228,26 @@ class MT2IE(Benchmark):
             if gaps:
                 anomalies.append(Anomaly("missing_iteration", path.name, None, f"run {run_id}: iterations {gaps}"))
         return rows
+
+    def paper_tables(self, aggregate: dict[str, Any], label: str) -> list[PaperTable]:
+        """The ranking of an agent's run (seed 002, Figure 7 and Table 6), best model first: the mean
+        score over seeds and its spread, the mean rank and its variance, and Kendall's tau against the
+        reference ranking when one was given. ``aggregate`` is :func:`t2ireason.mt2ie.rank_models`'
+        table, which covers every model of the run; ``label`` prefixes the rows when non-empty."""
+        metric = aggregate.get("metric", "score")
+        table = PaperTable(f"MT2IE ranking ({aggregate.get('mode')}, {metric})",
+                           [metric, "std over seeds", "mean rank", "rank variance", "failed"], decimals=3)
+        for model in aggregate["ranking"]:
+            s = aggregate["models"][model]
+            table.rows[f"{label} · {model}" if label else model] = {
+                metric: Cell.of(s["mean"]), "std over seeds": Cell.of(s["std"]), "mean rank": Cell.of(s["mean_rank"]),
+                "rank variance": Cell.of(s["rank_variance"]), "failed": Cell.of(s["failed"])}
+        notes = [f"{len(aggregate.get('seeds') or [])} random seed(s)"]
+        if aggregate.get("kendall_tau") is not None:
+            notes.append(f"Kendall's tau vs the reference ranking: {aggregate['kendall_tau']:.3f} "
+                         f"(mean over seeds {aggregate.get('kendall_tau_seed_mean', float('nan')):.3f})")
+        table.note = "; ".join(notes)
+        return [table]
 
     def image_path(self, row: dict[str, Any], sample: int = 0) -> str:
         """Seed prompts under ``seed_prompts/<id>.png``; run rows under ``<run_id>/<iteration>.png``."""

@@ -505,7 +505,7 @@ class WorldGenBench(Benchmark):
                      for code, value in aggregate["table"][domain].items() if code != "Avg."}
             cells["Avg."] = aggregate["summary"].get(domain)
             tables.append(PaperTable.one_row(f"WorldGenBench {number}: knowledge checklist score, {domain}",
-                                             label, cells, note="0-100"))
+                                             label, cells, note="0-100", decimals=2))
         return tables
 
 

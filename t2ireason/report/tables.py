@@ -25,7 +25,7 @@ def side_by_side(per_model: Sequence[Sequence[PaperTable]]) -> list[PaperTable]:
     merged: dict[str, PaperTable] = {}
     for tables in per_model:
         for t in tables:
-            into = merged.setdefault(t.title, PaperTable(t.title, [], {}, t.note))
+            into = merged.setdefault(t.title, PaperTable(t.title, [], {}, t.note, t.decimals))
             into.columns += [c for c in t.columns if c not in into.columns]
             for label, cells in t.rows.items():
                 if label in into.rows:
@@ -34,12 +34,14 @@ def side_by_side(per_model: Sequence[Sequence[PaperTable]]) -> list[PaperTable]:
     return list(merged.values())
 
 
-def format_cell(cell: Cell | None, *, intervals: bool = True) -> str:
+def format_cell(cell: Cell | None, *, intervals: bool = True, decimals: int = 1) -> str:
     if cell is None or cell.value is None:
         return "–"
-    text = f"{cell.value:.1f}"
+    if isinstance(cell.value, int):  # a count
+        return str(cell.value)
+    text = f"{cell.value:.{decimals}f}"
     if intervals and cell.low is not None and cell.high is not None:
-        text += f" [{cell.low:.1f}, {cell.high:.1f}]"
+        text += f" [{cell.low:.{decimals}f}, {cell.high:.{decimals}f}]"
     return text
 
 
@@ -56,7 +58,8 @@ def to_markdown(tables: Sequence[PaperTable], *, intervals: bool = True) -> str:
         out.append("|---|" + "---:|" * len(t.columns))
         for label, cells in t.rows.items():
             out.append(f"| {_md_escape(label)} | "
-                       + " | ".join(format_cell(cells.get(c), intervals=intervals) for c in t.columns) + " |")
+                       + " | ".join(format_cell(cells.get(c), intervals=intervals, decimals=t.decimals)
+                                    for c in t.columns) + " |")
         notes = [t.note] if t.note else []
         if intervals and any(cell.low is not None for cells in t.rows.values() for cell in cells.values()):
             notes.append("95% bootstrap confidence intervals in brackets")
