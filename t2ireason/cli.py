@@ -79,12 +79,14 @@ def add_generate_args(p: argparse.ArgumentParser) -> None:
 
 def _add_generation_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, help="diffusers model: Hub id or local folder")
-    p.add_argument("--dtype", default="auto", choices=["auto", "float32", "float16", "bfloat16"])
+    p.add_argument("--dtype", default="auto", choices=["auto", "float32", "float16", "bfloat16"],
+                   help="model dtype (default auto: float16 on GPU, float32 on CPU)")
     p.add_argument("--steps", type=_positive_int, default=None, help="inference steps (default: the pipeline's)")
     p.add_argument("--guidance", type=float, default=None, help="guidance scale (default: the pipeline's)")
-    p.add_argument("--height", type=_positive_int, default=None)
-    p.add_argument("--width", type=_positive_int, default=None)
-    p.add_argument("--images-per-prompt", type=_positive_int, default=1)
+    p.add_argument("--height", type=_positive_int, default=None, help="image height (default: the pipeline's)")
+    p.add_argument("--width", type=_positive_int, default=None, help="image width (default: the pipeline's)")
+    p.add_argument("--images-per-prompt", type=_positive_int, default=1,
+                   help="images per prompt, each with its own seed (default: 1)")
     p.add_argument("--batch-size", type=_positive_int, default=1, help="prompts per pipeline call")
     p.add_argument("--seed", type=int, default=0, help="base seed mixed into each image's seed")
     p.add_argument("--pipeline-kwargs", type=_json_dict, default={}, help="extra pipeline call arguments as JSON")
@@ -211,6 +213,7 @@ def add_evaluate_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", default=None, help="Hub dataset id or built folder of a new run (default: the shipped sample)")
     p.add_argument("--configs", nargs="+", default=None, help="configs of a new run (default: all)")
     p.add_argument("--limit", type=_positive_int, default=None, help="only the first N prompts (new run)")
+    p.add_argument("--data-revision", default=None, help="revision of a Hub dataset --data (new run)")
     p.add_argument("--images", default=None,
                    help="folder of images to score (generate output, or the official layout); default: <run>/images")
     _add_scoring_args(p)
@@ -221,9 +224,10 @@ def _open_or_create(args: argparse.Namespace):
     from .runs import Run
 
     if args.benchmark:
-        return Run.create(args.run, args.benchmark, data=args.data, configs=args.configs, limit=args.limit)
-    if any(getattr(args, k) is not None for k in ("data", "configs", "limit")):
-        raise ValueError("--data, --configs and --limit describe a new run: give --benchmark too")
+        return Run.create(args.run, args.benchmark, data=args.data, configs=args.configs, limit=args.limit,
+                          revision=args.data_revision)
+    if any(getattr(args, k) is not None for k in ("data", "configs", "limit", "data_revision")):
+        raise ValueError("--data, --configs, --limit and --data-revision describe a new run: give --benchmark too")
     return Run.open(args.run)
 
 
@@ -311,6 +315,7 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--license", default=None, help="with --source: the release's license, when not known")
     p.add_argument("--configs", nargs="+", default=None, help="configs to use (default: all)")
     p.add_argument("--limit", type=_positive_int, default=None, help="use only the first N prompts (quick runs)")
+    p.add_argument("--data-revision", default=None, help="revision (branch, tag, commit) of a Hub dataset --data")
     p.add_argument("--out", required=True, help="run folder (data, images, evaluations, report); reused to resume")
     p.add_argument("--run-name", default=None, help="the run's name in reports (default: the folder's name)")
     _add_generation_args(p)
@@ -322,7 +327,8 @@ def run_run(args: argparse.Namespace) -> int:
     from .runs import Run
 
     data = Path(args.out) / "data" if args.source else args.data  # built into the run folder
-    run = Run.create(args.out, args.benchmark, data=data, configs=args.configs, limit=args.limit, name=args.run_name)
+    run = Run.create(args.out, args.benchmark, data=data, configs=args.configs, limit=args.limit, name=args.run_name,
+                     revision=args.data_revision)
     if args.source:
         print(f"[1/4] build {args.benchmark} from {args.source}")
         run.build(args.source, license=args.license)

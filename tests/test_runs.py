@@ -205,7 +205,7 @@ def test_clear_errors(tmp_path, capsys):
 
     fails(["evaluate", "--run", str(tmp_path / "nothing"), "--judge", "hf:x"], "is not a run folder (no run.json)")
     fails(["evaluate", "--run", str(tmp_path / "r"), "--limit", "3", "--judge", "hf:x"],
-          "--data, --configs and --limit describe a new run: give --benchmark too")
+          "--data, --configs, --limit and --data-revision describe a new run: give --benchmark too")
     fails(["report", str(tmp_path / "a"), str(tmp_path / "b")], "say where with --out")
     with pytest.raises(SystemExit):
         cli.main(["run", "--benchmark", "mt2ie", "--out", str(tmp_path), "--model", "m"])
