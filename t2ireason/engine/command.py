@@ -37,7 +37,8 @@ def _add_work_args(p: argparse.ArgumentParser, seed: bool = True) -> None:
                                                        "images or a dataset with an image column")
     g.add_argument("--limit", type=_positive_int, default=None, help="at most N items from each input")
     s = p.add_argument_group("settings (kept with the work folder; changing one after its stage ran is refused)")
-    s.add_argument("--shard-size", type=_positive_int, default=1000, help="records per shard (unit of resumption)")
+    s.add_argument("--shard-size", type=_positive_int, default=256,
+                   help="records per shard: the unit of work and resumption (a stage holds its images in memory)")
     if seed:  # `run` has it among the generation options
         s.add_argument("--seed", type=int, default=0, help="mixed into every image seed and sampled request")
     s.add_argument("--imagination-examples", type=_positive_int, default=10, help="seed prompts shown per expansion")

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import datasets
+import pyarrow.parquet as pq
 
 from ..benchmarks.flux_reason import BENCHMARK, CHARACTERISTICS, DISPLAY_NAMES, FEATURES
 from ..build import describe_features, render_template, size_category
@@ -149,8 +150,9 @@ def _card(out: Path, stats: dict[str, Any], n_shards: int, license: str, repo_id
 
 def export(work: Workdir, out: str | os.PathLike, *, license: str, state: Any, repo_id: str | None = None,
            run: dict[str, Any] | None = None) -> dict[str, Any] | None:
-    """Write the release from the last stage's shards (shard ``i`` -> ``data/train-i-of-N``), split between
-    processes; the main process then writes ``statistics.json`` and ``README.md`` and returns the statistics."""
+    """Write the release from the last stage's shards (shard ``shard-i`` -> ``data/train-i.parquet`` and
+    ``provenance/train-i.parquet``), split between processes; the main process then writes
+    ``statistics.json`` and ``README.md`` and returns the statistics."""
     out = Path(out)
     shards = work.shards(LAST)
     expected = work.settings("sources")["shards"]
@@ -159,24 +161,31 @@ def export(work: Workdir, out: str | os.PathLike, *, license: str, state: Any, r
                           "(a judge backend failed on them): run again to finish them, then export")
     if out.is_dir() and any(out.iterdir()) and not (out / "statistics.json").is_file():
         raise EngineError(f"output folder {out} is not empty and was not written by the engine; choose another")
-    names = {shard: f"{SPLIT}-{i:05d}-of-{len(shards):05d}.parquet" for i, shard in enumerate(shards)}
+    kept = {s: pq.read_table(work.shard_path(LAST, s), columns=["dropped_by"]).column(0).null_count for s in shards}
+    if not any(kept.values()):
+        raise EngineError(f"every candidate was dropped, nothing to release: see why in the events of the records "
+                          f"in {work.stage_dir(LAST)}")
+    names = {shard: f"{SPLIT}-{shard.removeprefix('shard-')}.parquet" for shard in shards}
     state.wait_for_everyone()  # every process has checked the folder before any writes to it
     with state.split_between_processes(shards) as mine:
         for shard in mine:
             records = work.read(LAST, shard)
-            write_parquet_atomic([_release_row(r, work) for r in records if r["dropped_by"] is None], FEATURES,
-                                 out / "data" / names[shard])
+            if kept[shard]:  # no file rather than an empty one, which load_dataset cannot read
+                write_parquet_atomic([_release_row(r, work) for r in records if r["dropped_by"] is None], FEATURES,
+                                     out / "data" / names[shard])
             write_parquet_atomic([_provenance_row(r) for r in records], PROVENANCE_FEATURES,
                                  out / "provenance" / names[shard])
     state.wait_for_everyone()
     if not state.is_main_process:
         return None
-    for folder in ("data", "provenance"):  # files of an earlier export with another shard count
-        for stale in set(p.name for p in (out / folder).glob("*.parquet")) - set(names.values()):
+    files = {"data": {names[s] for s in shards if kept[s]}, "provenance": set(names.values())}
+    for folder, current in files.items():  # files of an earlier export that are not part of this one
+        for stale in {p.name for p in (out / folder).glob("*.parquet")} - current:
             (out / folder / stale).unlink()
     stats = statistics(work.records(LAST))
     (out / "statistics.json").write_text(json.dumps(stats, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    (out / "README.md").write_text(_card(out, stats, len(shards), license, repo_id, run or {}), encoding="utf-8")
+    (out / "README.md").write_text(_card(out, stats, len(files["data"]), license, repo_id, run or {}),
+                                   encoding="utf-8")
     return stats
 
 

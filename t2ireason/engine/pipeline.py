@@ -32,7 +32,8 @@ DEFAULT_THRESHOLD = 7.0
 class EngineConfig:
     """Every setting that decides what the engine makes (saved with each stage; see ``Workdir.check_settings``)."""
 
-    shard_size: int = 1000  # records per shard: the unit of work, of commit and of resumption
+    #: records per shard: the unit of work, of commit and of resumption (a stage holds a shard's images in memory)
+    shard_size: int = 256
     seed: int = 0  # mixed into every image seed and every sampled request's seed
     #: characteristic -> minimum relevance (1 to 10) for its label; missing ones get DEFAULT_THRESHOLD
     thresholds: dict[str, float] = field(default_factory=dict)

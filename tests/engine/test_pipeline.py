@@ -7,6 +7,7 @@ processes share the work, and that a run refuses settings its finished stages di
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -376,3 +377,34 @@ def test_sample_command_on_the_release(reference, tiny_models, tmp_path, capsys)
     lines = [json.loads(line) for line in (tmp_path / "captions" / "zh" / "imagination.jsonl").read_text().splitlines()]
     assert [line["prompt"] for line in lines] == [reference.rows[i]["captions_zh"]["imagination"]
                                                   for i in ids["imagination"]]
+
+
+def test_shards_with_nothing_kept(tiny_models, tmp_path):
+    """A shard whose records are all dropped has no data file (an empty Parquet file breaks load_dataset)
+    but keeps its provenance; a run that keeps nothing at all releases nothing, and says why."""
+    make_inputs(tmp_path / "inputs")
+    rejected = {"imagination-00000000", "imagination-00000001"}
+
+    def reject(request):
+        if request.metadata["stage"] == "quality" and request.metadata["id"] in rejected:
+            return json.dumps({"blur": True, "artifacts": False, "structural_errors": False, "verdict": "reject",
+                               "reason": "blurred"})
+        return reply(request)
+
+    def run(replies, out):
+        judge = ScriptedJudge(replies=replies)
+        return run_engine(tmp_path / "work", Sources(seed_prompts=str(tmp_path / "inputs" / "seeds.txt"), imagination=4),
+                          EngineConfig(**(CONFIG | {"shard_size": 2})), judge=judge, drawer=_drawer(tiny_models["sd"]),
+                          out=out, license="apache-2.0", progress=False)
+
+    result = run(reject, tmp_path / "out")
+    assert sorted(p.name for p in (tmp_path / "out" / "data").iterdir()) == ["train-00001.parquet"]
+    assert sorted(p.name for p in (tmp_path / "out" / "provenance").iterdir()) == ["train-00000.parquet",
+                                                                                 "train-00001.parquet"]
+    assert set(_dataset(tmp_path / "out")) == {"imagination-00000003"}  # imagination-2 fails the quality filter
+    assert len(_dataset(tmp_path / "out", "provenance")) == 4 and result.statistics["kept"] == 1
+    rejected.add("imagination-00000003")
+    for stage in ("quality", "scoring", "captions", "gcot", "original", "translate"):  # redo from the filter
+        shutil.rmtree(Workdir(tmp_path / "work").stage_dir(stage))
+    with pytest.raises(EngineError, match="every candidate was dropped, nothing to release"):
+        run(reject, tmp_path / "out2")
