@@ -70,6 +70,7 @@ def test_progress_bar_shows_hits_and_misses(tmp_path, capsys):
     judge.chat(reqs(3), progress=True)
     err = capsys.readouterr().err
     assert "hits=2" in err and "misses=3" in err
+    assert "req/s, hits=2" in err  # throughput beside the cache counts
 
 
 def test_answer_probabilities_are_cached(tmp_path):
