@@ -20,6 +20,7 @@ and absent answers are handled.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
 import email.utils
 import json
@@ -29,9 +30,11 @@ import os
 import queue
 import random
 import re
+import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+import weakref
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -145,15 +148,39 @@ class _LoopThread:
     def submit(self, coro) -> concurrent.futures.Future:
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
-    def close(self) -> None:
+    def close(self, last: Callable[[], Awaitable[Any]] | None = None) -> None:
+        """Run ``last()`` on the loop (the HTTP client's close), stop the loop, and close
+        it once its thread has ended. Safe from a finalizer, even one on the loop's thread."""
         if self.loop.is_closed():
             return
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        if threading.current_thread() is self.thread:
-            return  # a finalizer running on the loop itself: stopping is all it can do
-        self.thread.join(timeout=5)
+
+        async def stop():
+            try:
+                if last is not None:
+                    await asyncio.wait_for(last(), 5)
+            finally:
+                self.loop.stop()
+
+        try:
+            asyncio.run_coroutine_threadsafe(stop(), self.loop)
+        except RuntimeError:  # closed meanwhile
+            return
+        if threading.current_thread() is self.thread or sys.is_finalizing():
+            return  # the loop cannot wait for itself; at exit its thread is gone with the process
+        self.thread.join(timeout=10)
         if not self.thread.is_alive():
             self.loop.close()
+
+
+#: judges not closed yet, closed at exit while their loop threads still run (so the HTTP
+#: client's connections are closed properly, not reported as leaked)
+_OPEN: weakref.WeakSet = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_judges() -> None:
+    for judge in list(_OPEN):
+        judge.close()
 
 
 def _public_url(url: str | None) -> str | None:
@@ -378,15 +405,11 @@ class OpenAIJudge(Judge):
             loop, self._loop = self._loop, None
             self._closed = True
         if loop is not None:
-            try:
-                loop.submit(self._client.close()).result(timeout=5)
-            finally:
-                loop.close()
+            loop.close(self._client.close)
 
     def __del__(self):
-        loop = getattr(self, "_loop", None)
-        if loop is not None:
-            loop.close()
+        if getattr(self, "_loop", None) is not None:
+            self.close()
 
     # -- one request -------------------------------------------------------
 
@@ -396,6 +419,7 @@ class OpenAIJudge(Judge):
                 raise JudgeError(f"{self} is closed")
             if self._loop is None:
                 self._loop = _LoopThread()
+                _OPEN.add(self)
             return self._loop
 
     async def _ask(self, request: ChatRequest) -> Reply:

@@ -340,6 +340,33 @@ def test_without_aiohttp_the_default_transport_behaves_the_same(monkeypatch):
     test_connection_refused_is_a_reply_error()
 
 
+def test_judges_never_closed_leave_nothing_behind_at_exit(tmp_path):
+    """A judge dropped while its loop runs, and one still open at exit: closed quietly, no
+    'Unclosed client session' or finalizer errors on stderr."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = tmp_path / "unclosed.py"
+    script.write_text(textwrap.dedent("""
+        import gc
+        from t2ireason.judges import ChatRequest, load_judge
+        from t2ireason.testing_http import serve
+
+        with serve() as server:
+            kept = load_judge(f"openai:m@{server.base_url}")
+            print(kept.chat([ChatRequest.simple("hi")])[0].text)
+            dropped = load_judge(f"openai:m@{server.base_url}")
+            dropped.chat([ChatRequest.simple("hi")])
+            del dropped
+            gc.collect()
+            print(kept.chat([ChatRequest.simple("again")])[0].text)
+    """))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.split() == ["ok", "ok"]
+    assert done.stderr == ""
+
+
 def test_closed_judge_says_so():
     with serve() as server:
         judge = _judge(server)
