@@ -854,6 +854,8 @@ def add_mt2ie_args(p: argparse.ArgumentParser) -> None:
                    metavar="NAME=MODEL",
                    help="a T2I model to evaluate, as name=<diffusers folder or hub id>; repeat for several")
     _add_judge_args(p, default=PAPER_JUDGE)
+    judge = next(a for a in p._actions if a.dest == "judge")
+    judge.help += f" (default: {PAPER_JUDGE}, the paper's VQAScore judge; it also writes the prompts)"
     p.add_argument("--out", required=True,
                    help="output folder: runs/<model>.jsonl rows, images, summary.json (rerun to resume)")
     p.add_argument("--mode", choices=MODES, default="iterative",
