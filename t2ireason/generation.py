@@ -17,7 +17,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +26,7 @@ from PIL import Image
 
 from . import __version__
 from .benchmarks import Benchmark, get_benchmark
+from .files import atomic_file
 from .progress import progress_bar
 
 __all__ = ["GenerationConfig", "Job", "image_seed", "plan_jobs", "generate", "write_manifest", "draw", "Drawer",
@@ -125,17 +125,9 @@ def is_readable_image(path: str | os.PathLike) -> bool:
 
 
 def save_image_atomic(image: Image.Image, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            image.save(f, format="PNG")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)  # atomic on POSIX: readers see the old state or the whole new file
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """A PNG that is either whole or absent, however the process ends."""
+    with atomic_file(path) as f:
+        image.save(f, format="PNG")
 
 
 def _resolve_dtype(name: str, device: str):
@@ -215,6 +207,9 @@ def generate(jobs: Sequence[Job], config: GenerationConfig, out_dir: str | os.Pa
     state = state or PartialState(cpu=not torch.cuda.is_available())
     if state.is_main_process:
         (out / CONFIG_FILE).write_text(json.dumps(config.to_dict(), indent=2))
+        for stale in out.rglob(".tmp-*"):  # left by a process killed mid-write; never counted as done
+            stale.unlink(missing_ok=True)
+    state.wait_for_everyone()
     counts = {"generated": 0, "skipped": 0}
     with state.split_between_processes(list(jobs)) as mine:
         todo = [j for j in mine if not is_readable_image(out / j.file)]
@@ -259,7 +254,6 @@ def write_manifest(jobs: Sequence[Job], config: GenerationConfig, out_dir: str |
         "generation": [generation] * len(done),
     })
     path = out / MANIFEST
-    tmp = path.with_suffix(".parquet.tmp")
-    pq.write_table(table, tmp)
-    os.replace(tmp, path)
+    with atomic_file(path) as f:
+        pq.write_table(table, f)
     return path

@@ -91,7 +91,6 @@ import math
 import os
 import random
 import re
-import tempfile
 import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -107,6 +106,7 @@ from . import stats
 from .alignment import DEFAULT_VQASCORE_JUDGE, vqascore
 from .benchmarks.mt2ie import BENCHMARK, MODES, RUN_FEATURES, read_jsonl
 from .difficulty import METHODS, prompt_difficulty
+from .files import atomic_write_json, atomic_write_text
 from .generation import Drawer, GenerationConfig, image_seed, save_image_atomic
 from .images import as_image
 from .judges import ChatRequest, Sampling, load_judge
@@ -415,24 +415,8 @@ class _Track:
 # -- files ---------------------------------------------------------------------------
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    """Readers see the old file or the whole new one, never a torn write."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # not named *.jsonl: a reader globbing runs/*.jsonl must never see a half-written file
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".part")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
-    _write_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -478,7 +462,7 @@ class _Store:
                 raise ValueError(f"{self.out} holds results of a different model named {name!r} "
                                  f"({models[name]}); use another name or output folder")
             models[name] = desc
-        _write_atomic(path, json.dumps({**old, **settings, "models": models}, indent=2) + "\n")
+        atomic_write_text(path, json.dumps({**old, **settings, "models": models}, indent=2) + "\n")
 
     def add_seed_prompts(self, seed_prompts: list[dict[str, Any]]) -> None:
         path = self.out / "seed_prompts.jsonl"
@@ -703,7 +687,7 @@ def run_mt2ie(models: Mapping[str, Any], judge: Any, seed_prompts: Any = None, *
         "failures": [{"id": r["id"], "failure": r["failure"]} for r in rows if r["failure"]][:20],
         "table": rank_models(rows, reference, mode=mode) if rows else None,
     }
-    _write_atomic(store.out / "summary.json", json.dumps(summary, indent=2, default=str) + "\n")
+    atomic_write_json(store.out / "summary.json", summary)
     return summary
 
 

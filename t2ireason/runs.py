@@ -22,10 +22,8 @@ and every judge reply sits in the response cache as soon as it arrives.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as _dt
 import json
-import math
 import os
 import re
 from collections.abc import Sequence
@@ -34,6 +32,7 @@ from typing import Any
 
 from . import __version__
 from .benchmarks import Benchmark, get_benchmark
+from .files import atomic_write_json, jsonable
 from .progress import progress_bar
 from .results import ImageResult
 
@@ -52,31 +51,6 @@ class RunError(ValueError):
 
 def _now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
-
-
-def jsonable(x: Any) -> Any:
-    """``x`` as plain JSON: NaN and infinities become null, dataclasses dicts, unknown objects their repr."""
-    if isinstance(x, float):
-        return x if math.isfinite(x) else None
-    if isinstance(x, (str, int, bool)) or x is None:
-        return x
-    if isinstance(x, dict):
-        return {str(k) if not isinstance(k, tuple) else repr(k): jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [jsonable(v) for v in x]
-    if dataclasses.is_dataclass(x) and not isinstance(x, type):
-        return jsonable(dataclasses.asdict(x))
-    if hasattr(x, "item") and callable(x.item):  # numpy scalars
-        return jsonable(x.item())
-    return repr(x)
-
-
-def _write_json(path: Path, value: Any) -> None:
-    """Atomically: a reader (or a crash) sees the old file or the whole new one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(jsonable(value), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def evaluation_name(judge: Any, preset: str | None = None) -> str:
@@ -152,7 +126,7 @@ class Run:
 
     def save(self) -> None:
         self.manifest["updated"] = _now()
-        _write_json(self.path / RUN_FILE, self.manifest)
+        atomic_write_json(self.path / RUN_FILE, self.manifest)
 
     # -- what the run is about -------------------------------------------------------------------
 
@@ -338,7 +312,7 @@ class Run:
             "settings": settings,
             "t2ireason_version": __version__,
         }
-        _write_json(folder / SCORES_FILE, scores)
+        atomic_write_json(folder / SCORES_FILE, scores)
         self.manifest["evaluations"][name].update(finished=_now(), judge=jsonable(metric.judge_info()),
                                                   num_images=scores["num_images"], num_failed=scores["num_failed"])
         self.save()

@@ -225,7 +225,7 @@ def test_clear_errors(tmp_path, capsys):
 
 def test_results_round_trip_through_the_run_files(tmp_path):
     r = ImageResult(id="1", prompt="p", score=math.nan, subscores={"a": math.inf})
-    from t2ireason.runs import jsonable
+    from t2ireason.files import jsonable
 
     assert jsonable(r)["score"] is None and jsonable(r)["subscores"] == {"a": None}
 

@@ -244,8 +244,9 @@ class MT2IE(Benchmark):
                 "rank variance": Cell.of(s["rank_variance"]), "failed": Cell.of(s["failed"])}
         notes = [f"{len(aggregate.get('seeds') or [])} random seed(s)"]
         if aggregate.get("kendall_tau") is not None:
-            notes.append(f"Kendall's tau vs the reference ranking: {aggregate['kendall_tau']:.3f} "
-                         f"(mean over seeds {aggregate.get('kendall_tau_seed_mean', float('nan')):.3f})")
+            seed_mean = aggregate.get("kendall_tau_seed_mean")
+            notes.append(f"Kendall's tau vs the reference ranking: {aggregate['kendall_tau']:.3f}"
+                         + (f" (mean over seeds {seed_mean:.3f})" if seed_mean is not None else ""))
         table.note = "; ".join(notes)
         return [table]
 

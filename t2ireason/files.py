@@ -1,0 +1,65 @@
+"""Writing files so that a crash never leaves half of one where a whole one is expected."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, BinaryIO
+
+__all__ = ["atomic_file", "atomic_write_text", "atomic_write_json", "jsonable"]
+
+
+@contextmanager
+def atomic_file(path: str | os.PathLike, *, suffix: str = ".part") -> Iterator[BinaryIO]:
+    """A binary file whose contents replace ``path`` whole when the block ends without error.
+
+    It is written under a hidden temporary name in the same folder (``suffix`` keeps it out of
+    globs such as ``*.png`` or ``*.jsonl``), synced to disk, then renamed over ``path``:
+    readers see the old file or the whole new one, and an interrupted write leaves no file.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=suffix)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)  # atomic on POSIX
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """``text`` (UTF-8) as the whole new contents of ``path``; see :func:`atomic_file`."""
+    with atomic_file(path) as f:
+        f.write(text.encode("utf-8"))
+
+
+def atomic_write_json(path: str | os.PathLike, value: Any) -> None:
+    """``value`` as standard JSON (see :func:`jsonable`: no NaN), written whole or not at all."""
+    atomic_write_text(path, json.dumps(jsonable(value), indent=2, ensure_ascii=False) + "\n")
+
+
+def jsonable(x: Any) -> Any:
+    """``x`` as plain JSON: NaN and infinities become null, dataclasses dicts, unknown objects their repr."""
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, (str, int, bool)) or x is None:
+        return x
+    if isinstance(x, dict):
+        return {str(k) if not isinstance(k, tuple) else repr(k): jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [jsonable(v) for v in x]
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return jsonable(dataclasses.asdict(x))
+    if hasattr(x, "item") and callable(x.item):  # numpy scalars
+        return jsonable(x.item())
+    return repr(x)
