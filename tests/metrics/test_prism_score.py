@@ -91,7 +91,11 @@ def test_failed_replies_are_counted(release):
 
 
 def test_presets_and_inputs(release):
-    metric = load(ScriptedJudge([]), preset="qwen")
+    metric = evaluate.load(METRIC, preset="qwen", cache=False)  # nothing is loaded until a compute
+    assert metric.judge_spec == "hf:Qwen/Qwen2.5-VL-72B-Instruct"
     assert metric.judge_kwargs["max_pixels"] == 1280 * 28 * 28 and metric.preset["options"]["system_prompt"]
+    # another judge keeps the preset's options and sampling, not its backend settings
+    mine = load(ScriptedJudge([]), preset="qwen")
+    assert mine.judge_kwargs == {"sampling": metric.judge_kwargs["sampling"]} and mine.preset["options"]
     with pytest.raises(ValueError, match=r"lacks field\(s\) \['track'"):
         load(ScriptedJudge([])).compute(predictions=[Image.new("RGB", (8, 8))], references=[{"id": "x", "prompt": "p"}])
