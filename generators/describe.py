@@ -1,8 +1,10 @@
 #!/usr/bin/env python
 """A text module writes the explicit visual description of each prompt (T2I-ReasonBench text score, Table 4).
 
-    python generators/describe.py --benchmark t2i-reasonbench --judge openai:gpt-4o --out runs/describe
-    python generators/generate.py ... --prompts runs/describe/rewrites.parquet
+    python generators/describe.py --benchmark t2i-reasonbench --judge hf:<the T2I model's text module> --out runs/describe
+
+then score the descriptions (column ``rewritten_prompt``) in text mode, rows in the same order:
+``evaluate.load("metrics/t2i_reasonscore").compute(predictions=descriptions, references=rows, mode="text")``.
 
 Same as ``t2ireason rewrite --mode describe``; see ``--help``.
 """

@@ -28,13 +28,11 @@ __all__ = ["rewrite_prompts", "save_rewrites", "MODES", "REPLY_SCHEMA"]
 MODES = ("rewrite", "describe")
 
 REPLY_SCHEMA = {
-    "name": "rewritten_prompt",
-    "schema": {
-        "type": "object",
-        "properties": {"reasoning": {"type": "string"}, "prompt": {"type": "string"}},
-        "required": ["reasoning", "prompt"],
-        "additionalProperties": False,
-    },
+    "title": "rewritten_prompt",
+    "type": "object",
+    "properties": {"reasoning": {"type": "string"}, "prompt": {"type": "string"}},
+    "required": ["reasoning", "prompt"],
+    "additionalProperties": False,
 }
 
 
