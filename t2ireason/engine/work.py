@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..benchmarks.flux_reason import CHARACTERISTICS
+from ..files import atomic_file, atomic_write_text
 
 __all__ = ["WORK_FEATURES", "STAGE_NAMES", "EngineError", "RetryShard", "Workdir", "Stage", "Context",
            "new_record", "note", "drop", "run_stage", "write_parquet_atomic"]
@@ -91,16 +91,8 @@ def write_parquet_atomic(rows: Sequence[dict[str, Any]], features: datasets.Feat
     """Rows as one Parquet file with ``features`` (readable by ``load_dataset``), replacing ``path`` whole."""
     path.parent.mkdir(parents=True, exist_ok=True)
     table = pa.Table.from_pylist(list(rows), schema=features.arrow_schema)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".parquet")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            pq.write_table(table, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)  # readers see no file or the whole file, never half of one
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_file(path) as f:  # readers see no file or the whole file, never half of one
+        pq.write_table(table, f)
 
 
 class Workdir:
@@ -137,11 +129,8 @@ class Workdir:
         return json.loads(path.read_text()) if path.is_file() else None
 
     def save_settings(self, stage: str, settings: dict[str, Any]) -> None:
-        path = self.stage_dir(stage) / self.SETTINGS
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(settings, indent=2, sort_keys=True, default=str))
-        os.replace(tmp, path)
+        atomic_write_text(self.stage_dir(stage) / self.SETTINGS,
+                          json.dumps(settings, indent=2, sort_keys=True, default=str))
 
     def check_settings(self, stage: str, settings: dict[str, Any]) -> None:
         """A stage that has committed shards must go on with the settings it started with."""
