@@ -6,7 +6,7 @@ OpenAI itself, Gemini's OpenAI-compatible endpoint, or a vLLM / SGLang server::
     load_judge("openai:Qwen/Qwen2.5-VL-72B-Instruct@http://localhost:8000/v1")
 
 The whole batch is in flight at once, bounded by ``max_concurrency``; each
-request is retried with exponential backoff and jitter on 429, 5xx, time-outs,
+request is retried with exponential backoff and full jitter on 429, 5xx, time-outs,
 connection errors and malformed responses (honouring ``Retry-After``); a request
 that still fails comes back as a ``Reply`` with ``error`` set. Other 4xx fail
 at once with a message saying what to fix. The API key never appears in a
@@ -23,6 +23,7 @@ import asyncio
 import atexit
 import concurrent.futures
 import email.utils
+import itertools
 import json
 import logging
 import math
@@ -444,20 +445,18 @@ class OpenAIJudge(Judge):
             return Reply(text="", model=self.model, sampling=sampling.to_dict(), error=self._describe(e))
 
     async def _send(self, request: ChatRequest, sampling: Sampling, structured: bool) -> Reply:
-        import tenacity
-
-        retrying = tenacity.AsyncRetrying(
-            stop=tenacity.stop_after_attempt(self.max_retries + 1),
-            wait=self._wait,
-            retry=tenacity.retry_if_exception(_retryable),
-            before_sleep=self._log_retry,
-            reraise=True,
-        )
-        try:
-            return await retrying(self._attempt, request, sampling, structured)
-        except Exception as e:
-            e.attempts = retrying.statistics.get("attempt_number", 1)  # for the error message
-            raise
+        """``_attempt``, retried after retryable failures (up to ``max_retries`` times)."""
+        for attempt in itertools.count(1):
+            try:
+                return await self._attempt(request, sampling, structured)
+            except Exception as e:
+                if attempt > self.max_retries or not _retryable(e):
+                    e.attempts = attempt  # for the error message
+                    raise
+                wait = self._wait(e, attempt)
+                logger.warning("%s: %s; retry %d of %d in %.2f s", self, self._describe(e), attempt,
+                               self.max_retries, wait)
+            await asyncio.sleep(wait)
 
     async def _attempt(self, request: ChatRequest, sampling: Sampling, structured: bool) -> Reply:
         if self._semaphore is None:  # created on the private loop, which is the only one using it
@@ -473,20 +472,12 @@ class OpenAIJudge(Judge):
             completion = await self._client.post("/chat/completions", body=body, cast_to=object)
         return self._to_reply(completion, sampling)
 
-    def _wait(self, retry_state) -> float:
+    def _wait(self, exc: BaseException, attempt: int) -> float:
         """The server's Retry-After when it gives one, else exponential backoff with full jitter."""
-        exc = retry_state.outcome.exception() if retry_state.outcome else None
-        asked = _retry_after(exc) if exc is not None else None
+        asked = _retry_after(exc)
         if asked is not None:
             return asked
-        ceiling = min(self.backoff_max, self.backoff_base * 2 ** (retry_state.attempt_number - 1))
-        return random.uniform(0, ceiling)
-
-    def _log_retry(self, retry_state) -> None:
-        exc = retry_state.outcome.exception()
-        wait = retry_state.next_action.sleep if retry_state.next_action else 0.0
-        logger.warning("%s: %s; retry %d of %d in %.2f s", self, self._describe(exc),
-                       retry_state.attempt_number, self.max_retries, wait)
+        return random.uniform(0, min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1)))
 
     def _describe(self, exc: BaseException) -> str:
         """A clear, key-free message for a failed request."""

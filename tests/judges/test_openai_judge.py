@@ -160,6 +160,22 @@ def test_429_retry_after_is_honoured():
     assert second.received_at - first.received_at >= 0.95
 
 
+def test_backoff_is_exponential_with_full_jitter_capped_and_yields_to_retry_after():
+    import types
+
+    judge = OpenAIJudge("m", base_url="http://127.0.0.1:9/v1", backoff_base=0.5, backoff_max=3.0)
+    plain = RuntimeError("connection reset")
+    for attempt, ceiling in [(1, 0.5), (2, 1.0), (3, 2.0), (4, 3.0), (9, 3.0)]:
+        waits = [judge._wait(plain, attempt) for _ in range(200)]
+        assert all(0 <= w <= ceiling for w in waits) and max(waits) > 0.8 * ceiling  # full jitter up to the cap
+    told = RuntimeError("429")
+    told.response = types.SimpleNamespace(headers={"retry-after": "7"})
+    assert judge._wait(told, 1) == 7.0
+    told.response.headers = {"retry-after-ms": "250", "retry-after": "7"}
+    assert judge._wait(told, 5) == 0.25
+    judge.close()
+
+
 def test_500_retried_then_success_and_persistent_500_is_a_reply_error():
     def flaky(r):
         if "doomed" in r.text:
