@@ -71,7 +71,8 @@ def ask_the_judge(models: dict[str, Path], judge_kwargs: dict) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m t2ireason.demo", description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="demo_output", help="where models, runs and reports go (reused)")
-    parser.add_argument("--limit", type=int, default=None, help="prompts per benchmark (default: the whole sample)")
+    parser.add_argument("--limit", type=cli._positive_int, default=None,
+                        help="prompts per benchmark (default: the whole sample)")
     parser.add_argument("--benchmarks", nargs="+", default=list(JUDGED), choices=JUDGED)
     args = parser.parse_args(argv)
     start = time.perf_counter()

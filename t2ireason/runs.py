@@ -223,7 +223,9 @@ class Run:
             files: dict[str, list[tuple[int, str]]] = {}
             for rec in table:
                 files.setdefault(str(rec["prompt_id"]), []).append((rec["sample"], rec["file_name"]))
-            missing = [pid for pid in by_id if pid not in files]
+            # a prompt is missing when the manifest lists no image for it, or lists one that is gone
+            missing = [pid for pid in by_id
+                       if pid not in files or not all((folder / f).is_file() for _, f in files[pid])]
             for pid, row in by_id.items():
                 for _, file in sorted(files.get(pid, [])):
                     items.append((file, row, folder / file))

@@ -135,6 +135,14 @@ def test_interrupted_evaluation_resumes_without_rescoring(tmp_path, tiny_models)
     assert scores["aggregate"]["r2i_score"] == pytest.approx(ref["aggregate"]["r2i_score"])
     assert [r.score for r in run.results("s")] == [r.score for r in reference.results("s")]
 
+    # an image deleted after generation is named as missing, not scored as a failure
+    gone = run.images_dir / run.image_items()[0][0]
+    kept = gone.read_bytes()
+    gone.unlink()
+    with pytest.raises(RunError, match=r"1 of 6 prompts have no image"):
+        run.evaluate(ScriptedJudge(_r2i_reply), options=options, name="s", cache=False, progress=False)
+    gone.write_bytes(kept)
+
     # the same name with other settings is refused; another judge is another evaluation beside it
     with pytest.raises(RunError, match="was made with other settings"):
         run.evaluate(ScriptedJudge(_r2i_reply), options={}, name="s", cache=False, progress=False)
