@@ -12,7 +12,24 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
-__all__ = ["atomic_file", "atomic_write_text", "atomic_write_json", "jsonable"]
+__all__ = ["atomic_file", "atomic_write_text", "atomic_write_json", "jsonable", "inside", "UnsafePath"]
+
+
+class UnsafePath(ValueError):
+    """A path made from data (an id, a name) would leave the folder it belongs in."""
+
+
+def inside(root: str | os.PathLike, *parts: str | os.PathLike) -> Path:
+    """``root / parts``, checked to stay inside ``root``: a part made from data (a release id, an
+    evaluation name) that is absolute, climbs out with ``..``, or leaves through a symlink is refused
+    with :class:`UnsafePath` naming it. Nothing is created."""
+    base = Path(root).resolve()
+    path = Path(root).joinpath(*parts)
+    resolved = path.resolve()
+    if resolved != base and base not in resolved.parents:
+        shown = "/".join(str(p) for p in parts)
+        raise UnsafePath(f"path {shown!r} leaves the folder {root}: refusing to write outside it")
+    return path
 
 
 @contextmanager

@@ -4,6 +4,11 @@ A benchmark asks several questions about one image. Each question becomes a
 request, and every request holds the same :class:`JudgeImage` object, so the
 content digest, the size policy and the base64 encoding are computed once per
 image and reused, not once per question.
+
+Images reach a judge as they are: an image read from a file (or from encoded
+bytes) keeps those bytes and is sent as them, with their own media type (a PNG
+stays a PNG, bit for bit); an image made in memory is encoded losslessly (PNG).
+Re-encoding (JPEG...) or resizing happens only when a caller asks for it.
 """
 
 from __future__ import annotations
@@ -13,13 +18,18 @@ import hashlib
 import io
 import math
 import os
+import warnings
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from PIL import Image
 
-__all__ = ["JudgeImage", "as_image", "ImageError"]
+__all__ = ["JudgeImage", "as_image", "ImageError", "load_images", "MEDIA_TYPES"]
+
+#: PIL format name -> media type, for the formats judges take
+MEDIA_TYPES = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp", "GIF": "image/gif"}
+_PNG_END = b"IEND\xaeB`\x82"  # the IEND chunk's type and CRC: the last 8 bytes of every complete PNG
 
 
 class ImageError(ValueError):
@@ -33,15 +43,20 @@ class JudgeImage:
     numpy arrays and ``datasets`` image dicts.
     """
 
-    __slots__ = ("image", "source", "__dict__")
+    __slots__ = ("image", "source", "data", "format", "__dict__")
 
-    def __init__(self, image: Image.Image, source: str | None = None):
+    def __init__(self, image: Image.Image, source: str | None = None, *, data: bytes | None = None,
+                 format: str | None = None):
         if image.mode != "RGB":
             image = image.convert("RGB")
         self.image = image
         self.source = source  # where it came from, for error messages and reports
+        #: the encoded bytes the image was read from (a file's own bytes), sent as they are
+        self.data = data if format in MEDIA_TYPES else None
+        self.format = format if self.data is not None else None
         self._resized: dict[int | None, Image.Image] = {}
-        self._encoded: dict[tuple, str] = {}
+        self._encoded: dict[tuple, tuple[str, bytes]] = {}
+        self._urls: dict[tuple, str] = {}
 
     @cached_property
     def digest(self) -> str:
@@ -75,21 +90,39 @@ class JudgeImage:
             self._resized[key] = img
         return self._resized[key]
 
-    def data_url(self, fmt: str = "PNG", max_pixels: int | None = None, quality: int = 95) -> str:
-        """A ``data:image/...;base64,`` URL for OpenAI-compatible APIs. Memoised."""
-        fmt = fmt.upper()
-        key = (fmt, max_pixels, quality)
+    def encoded(self, fmt: str | None = None, max_pixels: int | None = None, quality: int = 95) -> tuple[str, bytes]:
+        """``(media type, bytes)`` of the image as a judge receives it. Memoised.
+
+        ``fmt=None`` (the default) sends the image as it is: the bytes it was read from, unchanged,
+        when it came from a file or encoded bytes and needs no resizing; otherwise a lossless PNG.
+        ``fmt="JPEG"`` (lossy, at ``quality``), ``"PNG"`` or ``"WEBP"`` (lossless) re-encode on request.
+        """
+        fmt = None if fmt is None else {"JPG": "JPEG"}.get(fmt.upper(), fmt.upper())
+        if fmt is not None and fmt not in MEDIA_TYPES:
+            raise ValueError(f"image format must be one of {', '.join(MEDIA_TYPES)} or None (as is), got {fmt!r}")
+        img = self.resized(max_pixels)
+        if self.data is not None and img is self.image and fmt in (None, self.format):
+            return MEDIA_TYPES[self.format], self.data
+        fmt = fmt or "PNG"
+        key = (fmt, max_pixels, quality if fmt == "JPEG" else None)
         if key not in self._encoded:
             buf = io.BytesIO()
-            img = self.resized(max_pixels)
-            if fmt in ("JPEG", "JPG"):
+            if fmt == "JPEG":
                 img.save(buf, format="JPEG", quality=quality)
-                mime = "jpeg"
+            elif fmt == "WEBP":
+                img.save(buf, format="WEBP", lossless=True)
             else:
                 img.save(buf, format=fmt)
-                mime = fmt.lower()
-            self._encoded[key] = f"data:image/{mime};base64," + base64.b64encode(buf.getvalue()).decode()
+            self._encoded[key] = (MEDIA_TYPES[fmt], buf.getvalue())
         return self._encoded[key]
+
+    def data_url(self, fmt: str | None = None, max_pixels: int | None = None, quality: int = 95) -> str:
+        """A ``data:<media type>;base64,`` URL of :meth:`encoded` for OpenAI-compatible APIs. Memoised."""
+        key = (fmt and fmt.upper(), max_pixels, quality)
+        if key not in self._urls:
+            mime, data = self.encoded(fmt, max_pixels, quality)
+            self._urls[key] = f"data:{mime};base64," + base64.b64encode(data).decode()
+        return self._urls[key]
 
     def __repr__(self) -> str:
         src = f" from {self.source}" if self.source else ""
@@ -103,15 +136,37 @@ class JudgeImage:
         return hash(self.digest)
 
 
-def _open(data: bytes | str | os.PathLike, source: str) -> Image.Image:
+def _read(path: Path) -> JudgeImage:
     try:
-        img = Image.open(io.BytesIO(data) if isinstance(data, bytes) else data)
-        img.load()
-        return img
+        data = path.read_bytes()
     except FileNotFoundError as e:
-        raise ImageError(f"image file not found: {source}") from e
+        raise ImageError(f"image file not found: {path}") from e
+    except OSError as e:  # a folder, no permission...
+        raise ImageError(f"cannot read image {path}: {e}") from e
+    return _decode(data, str(path), str(path))
+
+
+def _decode(data: bytes, where: str, source: str | None) -> JudgeImage:
+    """The image encoded in ``data``, fully decoded and checked: an empty, truncated or
+    unreadable file, or a decompression bomb (more pixels than PIL's ``MAX_IMAGE_PIXELS``),
+    is an :class:`ImageError` naming ``where``."""
+    if not data:
+        raise ImageError(f"cannot read image {where}: it is empty (0 bytes)")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            img = Image.open(io.BytesIO(data))
+            fmt = img.format
+            img.load()
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as e:
+        raise ImageError(f"refusing image {where}: {e}") from None
     except Exception as e:  # PIL raises several types for unreadable data
-        raise ImageError(f"cannot read image {source}: {e}") from e
+        raise ImageError(f"cannot read image {where}: {e}") from e
+    # PIL decodes a PNG whose end is cut off after the last pixel row without a word: a file
+    # still being written, or a copy that stopped short. Whole PNGs end with the IEND chunk.
+    if fmt == "PNG" and not data.rstrip(b"\0").endswith(_PNG_END):
+        raise ImageError(f"cannot read image {where}: the PNG is incomplete (no IEND chunk at its end)")
+    return JudgeImage(img, source, data=data, format=fmt)
 
 
 def as_image(x: Any, *, base_dir: str | os.PathLike | None = None) -> JudgeImage:
@@ -130,12 +185,12 @@ def as_image(x: Any, *, base_dir: str | os.PathLike | None = None) -> JudgeImage
         path = Path(x)
         if base_dir is not None and not path.is_absolute():
             path = Path(base_dir) / path
-        return JudgeImage(_open(path, str(path)), str(path))
+        return _read(path)
     if isinstance(x, (bytes, bytearray, memoryview)):
-        return JudgeImage(_open(bytes(x), "<bytes>"))
+        return _decode(bytes(x), "<bytes>", None)
     if isinstance(x, dict):
         if x.get("bytes"):
-            return JudgeImage(_open(bytes(x["bytes"]), x.get("path") or "<bytes>"), x.get("path"))
+            return _decode(bytes(x["bytes"]), x.get("path") or "<bytes>", x.get("path"))
         if x.get("path"):
             return as_image(x["path"], base_dir=base_dir)
         raise ImageError(f"image dict has neither 'bytes' nor 'path': keys {sorted(x)}")
@@ -163,3 +218,15 @@ def as_image(x: Any, *, base_dir: str | os.PathLike | None = None) -> JudgeImage
     if x is None:
         raise ImageError("image is missing (None)")
     raise ImageError(f"unsupported image type {type(x).__name__}")
+
+
+def load_images(images: Any, *, base_dir: str | os.PathLike | None = None) -> list[JudgeImage | ImageError]:
+    """Each of ``images`` as a :class:`JudgeImage`, or the :class:`ImageError` saying why it
+    cannot be read: one unreadable image is that image's failure, not the batch's."""
+    out: list[JudgeImage | ImageError] = []
+    for x in images:
+        try:
+            out.append(as_image(x, base_dir=base_dir))
+        except ImageError as e:
+            out.append(e)
+    return out

@@ -167,6 +167,11 @@ class Parsed(Generic[T]):
         return max(0, len(self.replies) - 1)
 
     @property
+    def transient(self) -> bool:
+        """Failed because the judge could not answer (a transient backend error), not because of a reply."""
+        return not self.ok and bool(self.replies) and bool(getattr(self.replies[-1], "transient", False))
+
+    @property
     def texts(self) -> list[str]:
         return [r.text if r.ok else f"[judge error] {r.error}" for r in self.replies]
 
@@ -185,10 +190,13 @@ def ask_structured(
     ``parse`` turns a reply text into the value the caller wants, raising
     :class:`ReplyParseError` when the reply is unusable; give one callable, or one
     per request. A reply that does not parse is followed, in the same
-    conversation, by ``reask_prompt`` naming the problem; a request the backend
-    failed is sent again as it was. After ``max_reasks`` extra rounds the item
-    is returned with ``error`` set and all its replies kept. Rounds are batched
-    across requests, so re-asks cost one extra batch, not one call each.
+    conversation, by ``reask_prompt`` naming the problem. A request the backend
+    failed is not asked again here: retrying the transport is the backend's job,
+    and a deterministic error would come back the same; it is returned at once
+    with ``error`` set (``transient`` tells which kind it was). After ``max_reasks``
+    extra rounds an unparsable item is returned with ``error`` set and all its
+    replies kept. Rounds are batched across requests, so re-asks cost one extra
+    batch, not one call each.
     """
     parsers = list(parse) if isinstance(parse, Sequence) else [parse] * len(requests)
     if len(parsers) != len(requests):
@@ -208,7 +216,6 @@ def ask_structured(
             result.replies.append(reply)
             if not reply.ok:
                 result.error = f"judge error: {reply.error}"
-                still.append(i)
                 continue
             try:
                 result.value, result.error = parsers[i](reply.text), None

@@ -45,6 +45,9 @@ class ImageResult:
     replies: list[str] = field(default_factory=list)  # every raw judge reply, in order
     failure: str | None = None  # why the image (or some of its questions) could not be scored
     reasks: int = 0  # follow-up requests made because a reply did not parse or was incomplete
+    #: the failure came from the judge's infrastructure (unreachable, time-out, server error), not from
+    #: a reply: scoring the image again later may succeed (``t2ireason evaluate --retry-failed``)
+    retryable: bool = False
 
     @property
     def failed(self) -> bool:

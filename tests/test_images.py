@@ -168,3 +168,85 @@ def test_missing_and_unreadable_files(tmp_path):
         as_image(garbage)
     with pytest.raises(ImageError, match="cannot read image"):
         as_image(tmp_path)  # a directory
+
+
+# -- images reach judges as they are -------------------------------------------------------------
+
+def test_a_file_is_sent_as_its_own_bytes_with_its_media_type(picture, tmp_path, monkeypatch):
+    for fmt, mime in (("PNG", "image/png"), ("JPEG", "image/jpeg"), ("WEBP", "image/webp")):
+        path = tmp_path / f"pic.{fmt.lower()}"
+        picture.save(path, format=fmt)
+        img = as_image(path)
+        saves = []
+        monkeypatch.setattr(Image.Image, "save", lambda self, *a, _saves=saves, **k: _saves.append(1))
+        assert img.encoded() == (mime, path.read_bytes())  # bit for bit, nothing re-encoded
+        assert img.data_url() == f"data:{mime};base64," + base64.b64encode(path.read_bytes()).decode()
+        assert img.encoded(fmt) == (mime, path.read_bytes())  # asking for its own format changes nothing
+        assert saves == []
+        monkeypatch.undo()
+
+
+def test_bytes_and_datasets_dicts_keep_their_bytes(picture):
+    data = png_bytes(picture)
+    assert as_image(data).encoded() == ("image/png", data)
+    assert as_image({"bytes": data, "path": "x.png"}).encoded() == ("image/png", data)
+
+
+def test_in_memory_images_are_encoded_losslessly(picture):
+    mime, data = as_image(picture).encoded()
+    assert mime == "image/png"
+    assert np.array_equal(np.asarray(Image.open(io.BytesIO(data)).convert("RGB")), np.asarray(picture))
+
+
+def test_reencoding_and_resizing_only_when_asked(picture, tmp_path):
+    path = tmp_path / "pic.png"
+    picture.save(path)
+    img = as_image(path)
+    mime, jpeg = img.encoded("JPEG", quality=80)
+    assert mime == "image/jpeg" and Image.open(io.BytesIO(jpeg)).format == "JPEG"
+    mime, small = img.encoded(max_pixels=24)  # a resize needs an encode: lossless PNG
+    assert mime == "image/png" and Image.open(io.BytesIO(small)).size == (6, 4)
+    with pytest.raises(ValueError, match="image format"):
+        img.encoded("TIFF")
+
+
+def test_a_png_missing_its_end_is_refused(picture, tmp_path):
+    whole = png_bytes(picture)
+    assert whole.endswith(b"IEND\xaeB`\x82")
+    cut = whole[:-12]  # every pixel row is there, the IEND chunk is not
+    with pytest.raises(ImageError, match="incomplete"):
+        as_image(cut)
+    (tmp_path / "cut.png").write_bytes(cut)
+    with pytest.raises(ImageError, match=r"cut\.png.*incomplete"):
+        as_image(tmp_path / "cut.png")
+
+
+def test_empty_file_and_decompression_bomb_are_refused(tmp_path, monkeypatch):
+    (tmp_path / "empty.png").write_bytes(b"")
+    with pytest.raises(ImageError, match=r"empty\.png.*empty \(0 bytes\)"):
+        as_image(tmp_path / "empty.png")
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 50)  # a 12x8 picture is a "bomb" under this limit
+    with pytest.raises(ImageError, match="refusing image"):
+        as_image(png_bytes(Image.new("RGB", (12, 8))))
+
+
+def test_load_images_gives_each_image_its_own_failure(picture, tmp_path):
+    from t2ireason.images import load_images
+
+    (tmp_path / "zero.png").write_bytes(b"")
+    out = load_images([picture, tmp_path / "zero.png", tmp_path / "absent.png", b"not an image"])
+    assert isinstance(out[0], JudgeImage)
+    assert [type(x).__name__ for x in out[1:]] == ["ImageError"] * 3
+    assert "not found" in str(out[2])
+
+
+def test_inside_refuses_paths_made_from_data_that_leave_their_folder(tmp_path):
+    from t2ireason.files import UnsafePath, inside
+
+    assert inside(tmp_path, "a", "b.png") == tmp_path / "a" / "b.png"
+    for bad in ("../../outside/x.png", "/etc/passwd", "a/../../x"):
+        with pytest.raises(UnsafePath, match="leaves the folder"):
+            inside(tmp_path, bad)
+    (tmp_path / "link").symlink_to(tmp_path.parent)
+    with pytest.raises(UnsafePath):
+        inside(tmp_path, "link", "x.png")

@@ -180,19 +180,29 @@ def test_max_reasks_zero_asks_once():
         ask_structured(judge, [request()], parse_score, max_reasks=-1)
 
 
-def test_backend_errors_are_resent_unchanged_and_recorded():
-    failure = Reply(text="", model="scripted", sampling={}, error="HTTP 503")
+def test_backend_errors_are_recorded_at_once_and_never_resent():
+    """Transport retries are the backend's job: ask_structured neither re-sends a failed request nor
+    turns it into a re-ask; the failure is returned with its kind (issue: never re-ask because the
+    transport failed)."""
+    failure = Reply(text="", model="scripted", sampling={}, error="HTTP 503", transient=True)
     judge = ScriptedJudge([failure, '{"score": 4}'])
-    [p] = ask_structured(judge, [request("same question")], parse_score)
-    assert p.ok and p.value == 4.0
-    assert judge.requests[1] == judge.requests[0]  # sent again as it was, no re-ask text
-    assert p.texts == ["[judge error] HTTP 503", '{"score": 4}']
+    [p] = ask_structured(judge, [request("same question")], parse_score, max_reasks=2)
+    assert not p.ok and p.error == "judge error: HTTP 503"
+    assert len(judge.requests) == 1 and p.reasks == 0
+    assert p.transient
+    assert p.texts == ["[judge error] HTTP 503"]
 
 
-def test_backend_error_to_the_end_is_a_failure():
-    failure = Reply(text="", model="scripted", sampling={}, error="HTTP 500")
+def test_deterministic_backend_error_is_not_transient():
+    failure = Reply(text="", model="scripted", sampling={}, error="HTTP 400: bad request")
     [p] = ask_structured(ScriptedJudge(lambda r: failure), [request()], parse_score, max_reasks=1)
-    assert not p.ok and p.error == "judge error: HTTP 500" and len(p.replies) == 2
+    assert not p.ok and p.error == "judge error: HTTP 400: bad request" and len(p.replies) == 1
+    assert not p.transient
+
+
+def test_unparsable_reply_is_not_transient():
+    [p] = ask_structured(ScriptedJudge(lambda r: "no json"), [request()], parse_score, max_reasks=1)
+    assert not p.ok and not p.transient and len(p.replies) == 2
 
 
 def test_rounds_are_batched_and_results_stay_in_order():

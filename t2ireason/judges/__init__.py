@@ -15,6 +15,7 @@ from .base import (
     ChatRequest,
     Judge,
     JudgeError,
+    JudgeUnavailable,
     Message,
     Reply,
     Sampling,
@@ -25,7 +26,7 @@ from .base import (
 )
 
 __all__ = [
-    "VQASCORE_QUESTION", "AnswerQuery", "ChatRequest", "Judge", "JudgeError", "Message", "Reply",
+    "VQASCORE_QUESTION", "AnswerQuery", "ChatRequest", "Judge", "JudgeError", "JudgeUnavailable", "Message", "Reply",
     "Sampling", "TokenLogprob", "assistant", "system", "user", "load_judge", "parse_spec", "BACKENDS",
 ]
 

@@ -30,6 +30,7 @@ __all__ = [
     "AnswerQuery",
     "Judge",
     "JudgeError",
+    "JudgeUnavailable",
     "system",
     "user",
     "assistant",
@@ -42,6 +43,12 @@ VQASCORE_QUESTION = 'Does this figure show "{prompt}"? Please answer yes or no.'
 
 class JudgeError(RuntimeError):
     """A judge could not be built or could not answer. Messages never include API keys."""
+
+
+class JudgeUnavailable(JudgeError):
+    """The judge cannot answer at all (endpoint unreachable, server down, out of its deadline),
+    after the backend's own retries. It ends a computation with the cause instead of turning
+    every remaining request into a failure; the work finished before it is kept."""
 
 
 @dataclass(frozen=True)
@@ -187,6 +194,9 @@ class Reply:
 
     ``error`` is set (and ``text`` empty) when the backend failed for this request
     after its retries; callers record it as a failure, never as a score.
+    ``transient`` marks an error of the infrastructure (connection, time-out, server error)
+    rather than of the request: asking again later may succeed, asking the same again now
+    would not change a deterministic error.
     """
 
     text: str
@@ -197,6 +207,7 @@ class Reply:
     usage: dict[str, int] | None = None
     cached: bool = False
     error: str | None = None
+    transient: bool = False
 
     @property
     def ok(self) -> bool:

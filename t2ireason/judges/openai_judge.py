@@ -228,7 +228,9 @@ class OpenAIJudge(Judge):
     max_retries: retries after the first attempt, for retryable failures.
     backoff_base, backoff_max: exponential backoff with full jitter, in seconds.
     sampling: default :class:`Sampling` for requests that carry none.
-    image_format: ``"PNG"`` (lossless) or ``"JPEG"`` (what some papers' judges were fed).
+    image_format: ``None`` (default) sends each image as it is: a file's own bytes with their
+        media type, an in-memory image as lossless PNG; ``"PNG"``/``"WEBP"`` re-encode losslessly,
+        ``"JPEG"`` lossily (only where a paper's judge was fed JPEG).
     max_pixels: pixel budget per image before encoding (``None``: send as is).
     structured_output: send ``response_format`` (JSON schema) for requests with a
         ``json_schema``: ``True`` always, ``False`` never, ``"auto"`` unless the
@@ -254,7 +256,7 @@ class OpenAIJudge(Judge):
         backoff_base: float = 1.0,
         backoff_max: float = 60.0,
         sampling: Sampling | None = None,
-        image_format: str = "PNG",
+        image_format: str | None = None,
         max_pixels: int | None = None,
         structured_output: bool | str = "auto",
         extra_body: dict[str, Any] | None = None,
@@ -273,9 +275,10 @@ class OpenAIJudge(Judge):
             raise ValueError(f"max_retries must be >= 0, got {max_retries}")
         if structured_output not in (True, False, "auto"):
             raise ValueError(f"structured_output must be True, False or 'auto', got {structured_output!r}")
-        image_format = image_format.upper()
-        if image_format not in ("PNG", "JPEG", "JPG", "WEBP"):
-            raise ValueError(f"image_format must be PNG, JPEG or WEBP, got {image_format!r}")
+        if image_format is not None:
+            image_format = {"JPG": "JPEG"}.get(str(image_format).upper(), str(image_format).upper())
+            if image_format not in ("PNG", "JPEG", "WEBP"):
+                raise ValueError(f"image_format must be None (as is), PNG, JPEG or WEBP, got {image_format!r}")
         host = urlsplit(base_url).hostname if base_url else _OPENAI_HOST
         if max_tokens_param is None:
             max_tokens_param = "max_completion_tokens" if host == _OPENAI_HOST else "max_tokens"

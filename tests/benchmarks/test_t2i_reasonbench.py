@@ -389,7 +389,7 @@ def test_describe_failure_skips_the_questions(release):
     judge = ScriptedJudge([boom, boom, boom])
     (result,) = BENCH.score(rows, images, judge)
     assert result.score is None and result.failure.startswith("describe turn: judge error: HTTP 500")
-    assert len(judge.requests) == 3 and result.replies == ["[judge error] HTTP 500"] * 3
+    assert len(judge.requests) == 1 and result.replies == ["[judge error] HTTP 500"]  # not re-sent
     assert [q.score for q in result.questions] == [None] * 4 and result.subscores == {"reason": None, "quality": None}
 
 

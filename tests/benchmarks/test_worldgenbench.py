@@ -258,9 +258,10 @@ def test_backend_errors_and_rows_without_checklist_fail_visibly(sample):
     empty = dict(row, id="x", checklist=[])
     judge = ScriptedJudge([Reply(text="", model="m", sampling={}, error="HTTP 500"), "[1, 1, 0]"])
     results = BENCH.score([row, empty], [image(), image()], judge)
-    assert results[0].score == pytest.approx(2 / 3) and results[0].replies[0] == "[judge error] HTTP 500"
+    assert results[0].score is None and results[0].replies == ["[judge error] HTTP 500"]  # recorded, not re-sent
+    assert "judge error: HTTP 500" in results[0].failure
     assert results[1].score is None and results[1].failure == "the row has no checklist items"
-    assert len(judge.requests) == 2  # the empty row was never sent
+    assert len(judge.requests) == 1  # the empty row was never sent
 
 
 def test_each_image_is_encoded_once(sample, monkeypatch):
