@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 
-from .base import Anomaly, Benchmark, Release, ReleaseError
+from .base import Anomaly, Benchmark, OfficialRelease, Release, ReleaseError
 
 #: benchmark name -> module (each module defines BENCHMARK, an instance of Benchmark)
 MODULES = {
@@ -23,7 +23,7 @@ MODULES = {
 #: the benchmarks scored by a judge through a metric module (the others are data: a corpus, an agent's seeds)
 JUDGED = ("t2i-reasonbench", "r2i-bench", "worldgenbench", "prism-bench")
 
-__all__ = ["Anomaly", "Benchmark", "Release", "ReleaseError", "get_benchmark", "MODULES", "JUDGED"]
+__all__ = ["Anomaly", "Benchmark", "OfficialRelease", "Release", "ReleaseError", "get_benchmark", "MODULES", "JUDGED"]
 
 
 def get_benchmark(name: str) -> Benchmark:

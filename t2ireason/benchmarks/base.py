@@ -38,6 +38,30 @@ class Anomaly:
         return {"kind": self.kind, "file": self.file, "row": self.row, "detail": self.detail}
 
 
+@dataclass(frozen=True)
+class OfficialRelease:
+    """Where a benchmark's authors publish its release, pinned, so that ``t2ireason build <benchmark>``
+    with no ``--source`` can fetch exactly that and check it.
+
+    ``kind`` is ``"github"`` (an archive of ``revision`` over HTTPS) or ``"hub"`` (a Hub dataset,
+    ``huggingface_hub.snapshot_download`` at ``revision``). ``files`` maps paths inside the release
+    (relative to ``subdir``) to the SHA-256 of their bytes at that revision, for those the project
+    has verified; an empty mapping means none could be verified, and the build says so.
+    """
+
+    kind: str
+    repo: str
+    revision: str
+    files: dict[str, str] = field(default_factory=dict)
+    subdir: str = ""
+    #: the authors' own scripts in the repository, for reference in cards and messages
+    scripts: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        if self.kind not in ("github", "hub"):
+            raise ValueError(f"an official release is on 'github' or the 'hub', got {self.kind!r}")
+
+
 @dataclass
 class Release:
     """A release read into the project's schema: rows per config, with everything irregular listed."""
@@ -68,6 +92,11 @@ class Benchmark(ABC):
     description: str = ""
     #: the dataset card body's how-to-score paragraph
     scoring: str = ""
+    #: where the authors publish the release (None: nowhere the project can fetch from)
+    official_release: OfficialRelease | None = None
+    #: paths (relative to the layout's root) whose presence identifies the release's root folder,
+    #: so a checkout one folder deeper or an unpacked archive is found
+    release_markers: tuple[str, ...] = ()
 
     @property
     @abstractmethod

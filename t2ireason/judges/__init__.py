@@ -27,7 +27,7 @@ from .base import (
 
 __all__ = [
     "VQASCORE_QUESTION", "AnswerQuery", "ChatRequest", "Judge", "JudgeError", "JudgeUnavailable", "Message", "Reply",
-    "Sampling", "TokenLogprob", "assistant", "system", "user", "load_judge", "parse_spec", "BACKENDS",
+    "Sampling", "TokenLogprob", "assistant", "system", "user", "load_judge", "parse_spec", "validate_judge", "BACKENDS",
 ]
 
 #: spec prefix -> "module:class", imported only when used (vllm and openai are optional extras)
@@ -38,6 +38,13 @@ BACKENDS = {
 }
 
 
+def _did_you_mean(word: str, choices: Any) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def parse_spec(spec: str) -> tuple[str, str, str | None]:
     """Split ``backend:model[@base_url]`` into its parts.
 
@@ -46,17 +53,57 @@ def parse_spec(spec: str) -> tuple[str, str, str | None]:
     >>> parse_spec("hf:/models/tiny")
     ('hf', '/models/tiny', None)
     """
-    if ":" not in spec:
-        raise JudgeError(f"judge spec {spec!r} must look like 'backend:model', backends: {', '.join(BACKENDS)}")
+    if not isinstance(spec, str) or ":" not in spec:
+        guess = next((f" (did you mean '{b}:{spec[len(b) + 1:]}'?)" for b in BACKENDS
+                      if isinstance(spec, str) and spec.startswith(b) and len(spec) > len(b) + 1), "")
+        raise JudgeError(f"judge spec {spec!r} must look like 'backend:model' with a backend among "
+                         f"{', '.join(BACKENDS)}{guess}")
     backend, rest = spec.split(":", 1)
     if backend not in BACKENDS:
-        raise JudgeError(f"unknown judge backend {backend!r} in {spec!r}; known: {', '.join(BACKENDS)}")
+        raise JudgeError(f"unknown judge backend {backend!r} in {spec!r}; known: {', '.join(BACKENDS)}"
+                         + _did_you_mean(backend, BACKENDS))
     base_url = None
     if "@" in rest and backend == "openai":
         rest, base_url = rest.rsplit("@", 1)
     if not rest:
         raise JudgeError(f"judge spec {spec!r} names no model")
     return backend, rest, base_url
+
+
+def _backend_class(backend: str) -> type:
+    import importlib
+
+    module_name, cls_name = BACKENDS[backend].split(":")
+    return getattr(importlib.import_module(module_name), cls_name)
+
+
+def validate_judge(spec: str | Judge | Any, kwargs: dict[str, Any] | None = None) -> None:
+    """Check a judge spec and its backend options before anything is loaded or created, raising
+    :class:`JudgeError` with what is wrong: a malformed spec or unknown backend, a local model folder
+    that does not exist, an option the backend does not take (with a "did you mean").
+    A judge object is accepted as it is."""
+    import inspect
+    from pathlib import Path
+
+    if not isinstance(spec, str):
+        if not (hasattr(spec, "chat") and hasattr(spec, "identity")):
+            raise JudgeError(f"a judge is a spec string or an object with chat() and identity(); "
+                             f"got {type(spec).__name__}")
+        return
+    backend, model, _ = parse_spec(spec)
+    if backend == "hf" and (model.startswith(("/", "./", "../", "~")) or Path(model).expanduser().exists()):
+        folder = Path(model).expanduser()
+        if not folder.is_dir():
+            raise JudgeError(f"judge model folder {model!r} does not exist" if not folder.exists()
+                             else f"judge model {model!r} is a file, not a model folder")
+    accepted = inspect.signature(_backend_class(backend).__init__).parameters
+    if any(p.kind is p.VAR_KEYWORD for p in accepted.values()):
+        return
+    names = [n for n in accepted if n not in ("self", "model")]
+    for key in kwargs or {}:
+        if key not in names:
+            raise JudgeError(f"the {backend} judge backend takes no option {key!r}{_did_you_mean(key, names)}; "
+                             f"its options: {', '.join(names)}")
 
 
 def load_judge(spec: str | Judge | Any, *, cache: str | None | bool = None, **kwargs: Any) -> Judge:
@@ -66,14 +113,11 @@ def load_judge(spec: str | Judge | Any, *, cache: str | None | bool = None, **kw
     ``api_key``, ``max_concurrency``...). ``cache`` wraps the judge in the on-disk
     response cache: a path, ``True`` for the default location, or ``None``/``False``.
     """
-    import importlib
-
     if isinstance(kwargs.get("sampling"), dict):  # as a command line's JSON gives it
         kwargs["sampling"] = Sampling(**kwargs["sampling"])
     if isinstance(spec, str):
         backend, model, base_url = parse_spec(spec)
-        module_name, cls_name = BACKENDS[backend].split(":")
-        cls = getattr(importlib.import_module(module_name), cls_name)
+        cls = _backend_class(backend)
         if base_url is not None:
             kwargs["base_url"] = base_url
         judge = cls(model, **kwargs)

@@ -23,7 +23,7 @@ def test_parse_spec(spec, expected):
 
 
 @pytest.mark.parametrize("spec, message", [
-    ("gpt-4.1", "must look like 'backend:model', backends: hf, openai, vllm"),
+    ("gpt-4.1", "must look like 'backend:model' with a backend among hf, openai, vllm"),
     ("anthropic:claude", "unknown judge backend 'anthropic'"),
     ("hf:", "names no model"),
     ("openai:@http://localhost:8000/v1", "names no model"),
@@ -52,3 +52,21 @@ def test_load_judge_takes_spec_strings_and_objects(tmp_path, monkeypatch):
     assert isinstance(cached, CachedJudge) and cached.judge is scripted and cached.path == tmp_path / "c.sqlite"
     with pytest.raises(JudgeError, match="a judge is a spec string or an object with chat"):
         load_judge(42)
+
+
+def test_validate_judge_names_what_is_wrong_before_anything_loads(tmp_path):
+    from t2ireason.judges import JudgeError, validate_judge
+
+    with pytest.raises(JudgeError, match=r"did you mean 'openai:gpt-4o'"):
+        validate_judge("openai-gpt-4o")
+    with pytest.raises(JudgeError, match=r"unknown judge backend 'opena'.*did you mean 'openai'"):
+        validate_judge("opena:gpt-4o")
+    with pytest.raises(JudgeError, match="does not exist"):
+        validate_judge(f"hf:{tmp_path / 'nonexistent'}")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(JudgeError, match="is a file"):
+        validate_judge(f"hf:{tmp_path / 'file'}")
+    with pytest.raises(JudgeError, match=r"takes no option 'max_concurency'.*did you mean 'max_concurrency'"):
+        validate_judge("openai:m@http://127.0.0.1:1/v1", {"max_concurency": 4})
+    validate_judge("openai:m@http://127.0.0.1:1/v1", {"max_concurrency": 4})  # nothing is contacted
+    validate_judge(f"hf:{tmp_path}", {"dtype": "float32"})
