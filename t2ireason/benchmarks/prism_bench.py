@@ -647,21 +647,29 @@ def _source(given: Any) -> str | None:
 # -- aggregation -----------------------------------------------------------------------------------
 
 _NOTES = {
-    "failed": "{n} repl(ies) never gave a JSON object with a score in [0, 10], after re-asks: counted in "
+    "failed": "{n} {replies} never gave a JSON object with a score in [0, 10], after re-asks: counted in "
               "failed_replies, left out of the means",
-    "judge_error": "{n} request(s) failed at the judge after its retries (the authors' script skips an image "
+    "judge_error": "{n} {requests} failed at the judge after its retries (the authors' script skips an image "
                    "after 3 tries): left out of the means",
-    "image_error": "{n} judgement(s) not asked: the image could not be read",
-    "unparsable": "{n} repl(ies) the authors' clean_and_parse_json cannot read: their code prints and skips "
-                  "them; not counted here either",
-    "no_number": "{n} repl(ies) parse to an object whose \"score\" is missing or not an int or a float "
-                 "(a string \"8\" included): the authors' summary skips them; so does this",
-    "summary_raises": "{n} repl(ies) parse to a value that is not an object (a bare number, a string...): the "
-                      "authors' summarize_results raises on them and prints no table; here they are recorded "
-                      "and not counted",
-    "unparsed_no_demjson3": "{n} repl(ies) json cannot read were not tried with demjson3 (not installed), "
-                            "as the authors' parser would: pip install demjson3",
+    "image_error": "{n} {judgements} not asked: the image could not be read",
+    "unparsable": "{n} {replies} that the authors' clean_and_parse_json cannot read: their code prints and skips "
+                  "such replies; not counted here either",
+    "no_number": "{n} {replies} whose \"score\" is missing or not an int or a float (a string \"8\" included): "
+                 "the authors' summary skips such replies; so does this",
+    "summary_raises": "{n} {replies} parsing to a value that is not an object (a bare number, a string...): "
+                      "the authors' summarize_results raises on such a reply and prints no table; recorded here, "
+                      "not counted",
+    "unparsed_no_demjson3": "{n} {replies} that json cannot read, not tried with demjson3 (not installed) as the "
+                            "authors' parser would: pip install demjson3",
 }
+
+
+def _note(kind: str, n: int) -> str:
+    def word(one: str, many: str) -> str:
+        return one if n == 1 else many
+
+    return _NOTES[kind].format(n=n, replies=word("reply", "replies"), requests=word("request", "requests"),
+                               judgements=word("judgement", "judgements"))
 
 
 def _mean(values: Sequence[float], empty: float | None) -> float | None:
@@ -707,7 +715,7 @@ def _table(results: Sequence[ImageResult], protocol: str, stat_opts: dict[str, A
     kinds = Counter()
     for axis in AXES:
         kinds.update(overall["outcomes"][axis] if overall else {})
-    notes = [_NOTES[k].format(n=n) for k, n in sorted(kinds.items()) if k in _NOTES and n]
+    notes = [_note(k, n) for k, n in sorted(kinds.items()) if k in _NOTES and n]
     if official and overall and any(c[a] is not None and not c["counted"][a]
                                     for c in [*tracks.values(), overall] for a in AXES):
         notes.append("an axis with no counted score shows 0.0, as the authors' summary prints 0.00")
