@@ -5,9 +5,10 @@ the paper, figure or appendix they come from; the text after it is the
 paper's template, verbatim, with ``{{ placeholders }}`` for what the paper
 marks as slots.
 
-A text that must reach the judge exactly as its authors' code sends it (an
-``official`` preset's prompt) is not a jinja template: :func:`verbatim` gives
-it byte for byte, to be filled the way the authors' code fills it.
+A text that must reach the judge exactly as written (the authors' strings an
+``official`` preset sends, with their leading and trailing newlines) is not a
+jinja template: :func:`verbatim` gives it byte for byte, to be filled the way
+the authors' code fills it (``str.format``).
 """
 
 from __future__ import annotations
