@@ -49,8 +49,10 @@ def template_text(folder: str, name: str) -> str:
 def verbatim(folder: str, name: str) -> str:
     """The text of ``templates/<folder>/<name>.txt`` byte for byte, less the ``#|`` lines that open
     it (its citation): no jinja, no stripping, no newline translation."""
-    filename = name if "." in name else f"{name}.txt"
-    text = (resources.files("t2ireason") / "templates" / folder / filename).read_bytes().decode("utf-8")
+    path = resources.files("t2ireason") / "templates"
+    for part in [*folder.split("/"), name if "." in name else f"{name}.txt"]:
+        path = path / part
+    text = path.read_bytes().decode("utf-8")
     while text.startswith("#|"):
         text = text.split("\n", 1)[1] if "\n" in text else ""
     return text
