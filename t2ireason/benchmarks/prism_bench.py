@@ -209,8 +209,9 @@ class PrismBench(Benchmark):
         ``subscores`` holds each axis on 0-100 (None when not counted), ``questions`` each raw
         judgement with its justification, ``context["outcome"]`` what became of each axis'
         reply (``counted``; ``failed``, ``judge_error``, ``image_error``; under the official
-        protocol ``unparsable``, ``no_number``, ``summary_raises``). An image that cannot be read
-        is that image's failure; a judge error a transient backend failure is ``retryable``.
+        protocol ``unparsable``, ``no_number``, ``summary_raises``, ``unparsed_no_demjson3``). An
+        image that cannot be read is that image's failure; an image whose request failed at the
+        judge for a transient cause (``Reply.transient``) is ``retryable``.
 
         Options: ``protocol`` (``"paper"``, default, or ``"official"``), ``system_prompt`` (default:
         the template's, "You are a helpful assistant."; None: no system message; a string: that),
