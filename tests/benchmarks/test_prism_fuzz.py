@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 
 import datasets
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
@@ -80,6 +81,7 @@ def _score(replies_, **options):
     return result
 
 
+@pytest.mark.slow
 @FUZZ
 @given(st.tuples(replies, replies))
 def test_paper_protocol_scores_stay_in_range_and_failures_are_never_zeros(pair):
@@ -154,6 +156,7 @@ def _lines(path: Path) -> list[bytes]:
     return [ln for ln in path.read_bytes().split(b"\n") if ln.strip()]
 
 
+@pytest.mark.slow
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(mutations(), min_size=1, max_size=3, unique_by=lambda m: (m[1], m[2])))
 def test_mutated_releases_are_read_with_nothing_lost_silently(muts):
