@@ -4,16 +4,22 @@ Templates are jinja2 files whose header is a ``{#- ... -#}`` comment citing
 the paper, figure or appendix they come from; the text after it is the
 paper's template, verbatim, with ``{{ placeholders }}`` for what the paper
 marks as slots.
+
+A text that must reach the judge exactly as written (the authors' strings an
+``official`` preset sends, with their leading and trailing newlines) is not a
+jinja template: :func:`verbatim` gives it byte for byte, to be filled the way
+the authors' code fills it (``str.format``).
 """
 
 from __future__ import annotations
 
 from functools import cache
+from importlib import resources
 from typing import Any
 
 import jinja2
 
-__all__ = ["render", "template_text"]
+__all__ = ["render", "template_text", "verbatim"]
 
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("t2ireason", "templates"),
@@ -37,3 +43,16 @@ def render(folder: str, name: str, **slots: Any) -> str:
 def template_text(folder: str, name: str) -> str:
     """A template with no slots, as text."""
     return render(folder, name)
+
+
+@cache
+def verbatim(folder: str, name: str) -> str:
+    """The text of ``templates/<folder>/<name>.txt`` byte for byte, less the ``#|`` lines that open
+    it (its citation): no jinja, no stripping, no newline translation."""
+    path = resources.files("t2ireason") / "templates"
+    for part in [*folder.split("/"), name if "." in name else f"{name}.txt"]:
+        path = path / part
+    text = path.read_bytes().decode("utf-8")
+    while text.startswith("#|"):
+        text = text.split("\n", 1)[1] if "\n" in text else ""
+    return text

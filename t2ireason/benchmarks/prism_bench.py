@@ -2,54 +2,75 @@
 
 Record -> request -> reply -> score, for one image:
 
-1. a row is one line of ``captions/<language>/<track>.jsonl`` (its ``prompt``, and whatever else the line holds);
-2. two requests, as the official code sends them: a system message "You are a helpful assistant.",
-   then the track's alignment template (or the aesthetic template shared by all tracks) with the prompt,
-   then the image; Chinese prompts are judged with the same English templates;
-3. each reply is a JSON object ``{"justification": ..., "score": 0..10}`` (re-asked when it is not);
-4. the image's alignment and aesthetic scores are mapped to 0-100 (x 10) and its score is their mean;
-5. per track: mean alignment, mean aesthetic, and their mean (the track score); overall alignment and
-   aesthetic pooled over all images (the paper's Table 1 layout), per language.
+1. a row is one line of ``captions/<language>/<track>.jsonl`` (its ``prompt``, byte for byte, and
+   whatever else the line holds);
+2. two requests, [alignment, aesthetic]: a system message, then one user message holding the track's
+   alignment template (or the aesthetic template shared by all tracks) with the prompt, and the image;
+   Chinese prompts are judged with the same English templates;
+3. each reply is read as a JSON object ``{"justification": ..., "score": ...}`` on a 0-10 scale;
+4. each axis is mapped to 0-100 (x 10); per track and overall: alignment, aesthetic and their average
+   (the paper's Table 1 layout), per language.
 
-Unlike the official code, which drops replies it cannot parse without saying so, failed replies are
-re-asked, then counted (``failed`` in every cell) and left out of the means, never hidden.
+Two protocols, chosen by the ``protocol`` option (the presets set it):
+
+- ``paper`` (default): the templates as the paper prints them (``templates/prism_bench/paper``);
+  a reply must be a JSON object with a score in [0, 10], else it is re-asked (``max_reasks``) and
+  then counted as failed and left out of the means; a track's Avg. is the mean of its alignment mean
+  and aesthetic mean, the overall Avg. the mean of the pooled alignment and pooled aesthetic.
+- ``official``: what the authors' ``evaluation/eval_gpt41.py`` and ``eval_qwen25.py`` do
+  (formats.md): their prompt strings byte for byte (``templates/prism_bench/official``), their
+  parser (:func:`clean_and_parse_json`) and counting rules (:func:`official_judgement`), no re-asks,
+  and their ``summarize_results``: a track's Combined is the mean of ONE pooled list of its alignment
+  and aesthetic scores, the final figure the mean of every score of both axes, an axis with no
+  counted score 0.0. Where their summary would raise, each reply is recorded and the table still made.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections import defaultdict
+import os
+import re
+import warnings
+from collections import Counter, defaultdict
 from collections.abc import Sequence
-from functools import partial
+from dataclasses import dataclass, field
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
 import datasets
 
-from ..images import as_image
+from ..images import ImageError, as_image, load_images
 from ..judges.base import ChatRequest, Sampling
 from ..parsing import ReplyParseError, as_score, ask_structured, extract_json
-from ..prompts import render
+from ..prompts import verbatim
 from ..results import ImageResult, PaperTable, QuestionResult
 from ..stats import summarize
-from .base import Anomaly, Benchmark, Release, ReleaseError
+from .base import Anomaly, Benchmark, OfficialRelease, Release, ReleaseError
 
-__all__ = ["BENCHMARK", "PrismBench", "TRACKS", "LANGUAGES", "SYSTEM_PROMPT", "parse_judgement", "judge_requests"]
+__all__ = ["BENCHMARK", "PrismBench", "TRACKS", "LANGUAGES", "SYSTEM_PROMPT", "PROTOCOLS", "parse_judgement",
+           "judge_requests", "template", "clean_and_parse_json", "official_judgement", "Judgement"]
 
 #: track folder names in the release, in the paper's table order, with their display names
 TRACKS = {"imagination": "Imagination", "entity": "Entity", "text_rendering": "Text rendering", "style": "Style",
           "affection": "Affection", "composition": "Composition", "long_text": "Long text"}
 LANGUAGES = ("en", "zh")
 SUBSETS = ("representative", "curated")
-#: the official code's system message
+#: the system message of the authors' GPT-4.1 script (also in every template's system section)
 SYSTEM_PROMPT = "You are a helpful assistant."
 AXES = ("alignment", "aesthetic")
+#: ``paper``: the paper's printed templates, strict replies with re-asks, mean of the two axis means;
+#: ``official``: the authors' code (strings, parser, counting, pooled aggregation)
+PROTOCOLS = ("paper", "official")
 
-SCORE_OPTIONS = {"max_reasks", "sampling", "system_prompt", "structured_output"}
-AGGREGATE_OPTIONS = {"confidence", "n_resamples", "seed"}
+SCORE_OPTIONS = {"protocol", "max_reasks", "sampling", "system_prompt", "structured_output", "image_first"}
+AGGREGATE_OPTIONS = {"protocol", "confidence", "n_resamples", "seed"}
 
-_OFFICIAL_SAMPLING = Sampling(temperature=0.0, top_p=1.0, seed=42, max_tokens=4096)
+#: what the authors' eval_gpt41.py sends with every request
+_GPT41_SAMPLING = Sampling(temperature=0.0, top_p=1.0, seed=42, max_tokens=4096)
+#: the authors' scripts, in their repository
+AUTHORS_SCRIPTS = ("evaluation/eval_gpt41.py", "evaluation/eval_qwen25.py")
 
 
 def config_name(track: str, language: str) -> str:
@@ -81,29 +102,47 @@ class PrismBench(Benchmark):
         "every image twice, from 0 to 10: alignment with a track-specific template and aesthetics with one "
         "shared template (paper Appendix C.2 and C.3). Per track, the mean alignment and mean aesthetic "
         "scores are mapped to 0-100 and the track score is their mean. Use the `prism_score` metric of "
-        "t2i-reason; configs `<track>_<language>` (e.g. `imagination_en`), `en`, `zh` and `all` select rows.")
+        "t2i-reason (preset `official` reproduces the authors' evaluation script); configs "
+        "`<track>_<language>` (e.g. `imagination_en`), `en`, `zh` and `all` select rows.")
     field_docs = {
         "id": "Stable id `<track>_<language>_<index>`, e.g. `entity_zh_7`: pairs the same prompt across judges and runs.",
-        "prompt": "The text-to-image prompt (the line's `prompt`).",
+        "prompt": "The text-to-image prompt (the line's `prompt`), byte for byte as released.",
         "track": "One of imagination, entity, text_rendering, style, affection, composition, long_text.",
         "language": "`en` (PRISM-Bench) or `zh` (PRISM-Bench-ZH).",
-        "index": "0-based line number in the track's file: the official image is `images/<track>/<index>.png`.",
+        "index": "0-based position of the line among the file's non-blank lines: the official image is "
+                 "`images/<track>/<index>.png`.",
         "subset": "`representative` (k-means sample) or `curated` when the release says so, else null.",
         "extra": "Every other key of the release line, as a JSON object string.",
     }
+    #: the authors' repository: captions/{en,zh}/<track>.jsonl and the two evaluation scripts. Neither
+    #: a commit nor file hashes could be verified where this project was built (no copy of the
+    #: repository was reachable): ``revision`` names the branch, ``files`` is empty, and a build
+    #: from it reports the hashes instead of enforcing them.
+    official_release = OfficialRelease(kind="github", repo="rongyaofang/prism-bench", revision="main",
+                                       files={}, scripts=AUTHORS_SCRIPTS)
+    release_markers = tuple(f"captions/{lang}/{t}.jsonl" for lang in LANGUAGES for t in TRACKS)
     presets = {
-        # The official evaluation code (formats.md); the paper's main tables use it.
+        # The paper's protocol (its printed templates, its definitions), with GPT-4.1 set as the
+        # authors' script sets it; images as they are (the paper says nothing of their encoding).
         "paper": {"judge": "openai:gpt-4.1-2025-04-14",
-                  "judge_kwargs": {"sampling": _OFFICIAL_SAMPLING, "image_format": "JPEG"},
-                  "options": {"system_prompt": SYSTEM_PROMPT}},
+                  "judge_kwargs": {"sampling": _GPT41_SAMPLING},
+                  "options": {"protocol": "paper"}},
+        # evaluation/eval_gpt41.py: its strings, parameters (max_tokens as such, stream false, no
+        # response_format), 3 tries per request, its parser, counting and pooled aggregation; the
+        # PNG file's own bytes (it labels them image/jpeg: a mislabel, not reproduced).
         "official": {"judge": "openai:gpt-4.1-2025-04-14",
-                     "judge_kwargs": {"sampling": _OFFICIAL_SAMPLING, "image_format": "JPEG"},
-                     "options": {"system_prompt": SYSTEM_PROMPT}},
-        # The paper's second judge (Appendix A), run locally as the official code does.
+                     "judge_kwargs": {"sampling": _GPT41_SAMPLING, "max_tokens_param": "max_tokens",
+                                      "max_retries": 2, "extra_body": {"stream": False}},
+                     "options": {"protocol": "official"}},
+        # evaluation/eval_qwen25.py: the image before the text, no system message of its own (the chat
+        # template adds its default), the processor's own pixel limits (no resizing here), the
+        # checkpoint's own generation settings, 1024 new tokens; the authors' parser and aggregation.
         "qwen": {"judge": "hf:Qwen/Qwen2.5-VL-72B-Instruct",
-                 "judge_kwargs": {"dtype": "bfloat16", "min_pixels": 256 * 28 * 28, "max_pixels": 1280 * 28 * 28,
-                                  "sampling": Sampling(temperature=0.0, max_tokens=1024)},
-                 "options": {"system_prompt": SYSTEM_PROMPT}},
+                 "judge_kwargs": {"dtype": "bfloat16",
+                                  "processor_kwargs": {"min_pixels": 256 * 28 * 28, "max_pixels": 1280 * 28 * 28},
+                                  "generation_config": "model",
+                                  "sampling": Sampling(max_tokens=1024)},
+                 "options": {"protocol": "official", "system_prompt": None, "image_first": True}},
     }
 
     @property
@@ -121,17 +160,24 @@ class PrismBench(Benchmark):
     # -- the release ---------------------------------------------------------------------------
 
     def read_release(self, source: str | Path, *, subset_field: str = "subset", **options: Any) -> Release:
-        """Read ``captions/{en,zh}/<track>.jsonl`` under ``source`` (a checkout of the official
-        repository, or its ``captions`` folder). Every line must be a JSON object with a non-empty
-        ``prompt``: anything else is a ReleaseError naming the file and the line. A line's
-        ``subset_field`` key, when present, fills ``subset``. Missing track files are reported."""
+        """Read ``captions/{en,zh}/<track>.jsonl`` under ``source``: a checkout of the authors'
+        repository (or one folder above it, as an unpacked archive is), or its ``captions`` folder.
+
+        Text is kept byte for byte (a prompt may end with a space). Nothing irregular stops the
+        build: a line that is a JSON string is kept as the prompt; a prompt that is a number or a
+        boolean is kept as its JSON text; a line that cannot be read, is not an object, or has no
+        usable ``prompt`` is quarantined with its raw text; empty prompts, duplicate keys, repeated
+        prompts, unknown subsets, empty, missing and extra files are kept and reported. A line's
+        ``subset_field`` key, when it names a subset, fills ``subset``; other keys go to ``extra``.
+        """
         if options:
             raise TypeError(f"unknown option(s) {sorted(options)} for reading {self.pretty_name}")
         source = Path(source)
-        root = source / "captions" if (source / "captions").is_dir() else source
-        if not any((root / lang).is_dir() for lang in LANGUAGES):
+        root, top = _captions_root(source)
+        if root is None:
             raise ReleaseError(f"no captions/en or captions/zh folder under {source}: is it the PRISM-Bench release?")
         configs: dict[str, list[dict[str, Any]]] = {c: [] for c in self.configs}
+        quarantined: dict[str, int] = {}
         anomalies: list[Anomaly] = []
         for lang in LANGUAGES:
             for track in TRACKS:
@@ -140,48 +186,18 @@ class PrismBench(Benchmark):
                 if not path.is_file():
                     anomalies.append(Anomaly("missing_file", where, None, "track file absent"))
                     continue
-                rows = self._read_track(path, where, track, lang, subset_field, anomalies)
+                rows, lost = _read_track(path.read_bytes(), where, track, lang, subset_field, anomalies)
+                if lost:
+                    quarantined[config_name(track, lang)] = lost
                 for row in rows:
                     for c in ("all", lang, config_name(track, lang)):
                         configs[c].append(row)
-        others = sorted(str(p.relative_to(root)) for p in root.rglob("*.jsonl")
-                        if p.parent.name not in LANGUAGES or p.stem not in TRACKS)
-        anomalies += [Anomaly("unknown_file", f"captions/{p}", None, "not a PRISM-Bench track file") for p in others]
-        counts = {c: {"rows": len(r)} for c, r in configs.items()}
-        for c, rows in configs.items():
-            for s in SUBSETS:
-                counts[c][f"subset:{s}"] = sum(r["subset"] == s for r in rows)
+        anomalies += _other_files(root, top)
+        counts = {c: {"rows": len(rows), **{f"subset:{s}": sum(r["subset"] == s for r in rows) for s in SUBSETS},
+                      **({"quarantined": quarantined[c]} if c in quarantined else {})}
+                  for c, rows in configs.items()}
         return Release(configs={c: r for c, r in configs.items() if r}, anomalies=anomalies, counts=counts,
                        source=str(source))
-
-    @staticmethod
-    def _read_track(path: Path, where: str, track: str, lang: str, subset_field: str,
-                    anomalies: list[Anomaly]) -> list[dict[str, Any]]:
-        rows = []
-        for n, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError as e:
-                raise ReleaseError(f"{where}, line {n}: not valid JSON: {e}") from None
-            if not isinstance(record, dict):
-                raise ReleaseError(f"{where}, line {n}: expected a JSON object, got {type(record).__name__}")
-            prompt = record.get("prompt")
-            if not isinstance(prompt, str) or not prompt.strip():
-                raise ReleaseError(f"{where}, line {n}: no non-empty \"prompt\" (keys: {sorted(record)})")
-            subset = record.get(subset_field)
-            if subset is not None:
-                subset = str(subset).strip().lower()
-                if subset not in SUBSETS:
-                    anomalies.append(Anomaly("unknown_subset", where, n, f"{subset_field} {record[subset_field]!r}"))
-                    subset = None
-            index = len(rows)  # the official image name is the position among the prompts
-            extra = {k: v for k, v in record.items() if k not in ("prompt", subset_field)}
-            rows.append({"id": f"{config_name(track, lang)}_{index}", "prompt": prompt.strip(), "track": track,
-                         "language": lang, "index": index, "subset": subset,
-                         "extra": json.dumps(extra, ensure_ascii=False, sort_keys=True)})
-        return rows
 
     # -- scoring -----------------------------------------------------------------------------------
 
@@ -189,132 +205,300 @@ class PrismBench(Benchmark):
               progress: bool | str = False, **options: Any) -> list[ImageResult]:
         """One ImageResult per image, both judge requests of every image sent in one batch.
 
-        ``score`` is the mean of alignment and aesthetic on 0-100 (None unless both were judged);
-        ``subscores`` holds each axis on 0-100 and ``questions`` each raw 0-10 judgement with its
-        justification. Options: ``system_prompt`` (default: the official "You are a helpful assistant."; None: no system message),
-        ``sampling`` (a Sampling or a dict, overriding the judge's defaults), ``max_reasks`` (default 2),
-        ``structured_output`` (default False: the official code sends no schema) to also send
-        :data:`REPLY_SCHEMA`.
+        ``score`` is the mean of alignment and aesthetic on 0-100 (None unless both were counted);
+        ``subscores`` holds each axis on 0-100 (None when not counted), ``questions`` each raw
+        judgement with its justification, ``context["outcome"]`` what became of each axis'
+        reply (``counted``; ``failed``, ``judge_error``, ``image_error``; under the official
+        protocol ``unparsable``, ``no_number``, ``summary_raises``, ``unparsed_no_demjson3``). An
+        image that cannot be read is that image's failure; an image whose request failed at the
+        judge for a transient cause (``Reply.transient``) is ``retryable``.
+
+        Options: ``protocol`` (``"paper"``, default, or ``"official"``), ``system_prompt`` (default:
+        the template's, "You are a helpful assistant."; None: no system message; a string: that),
+        ``image_first`` (default False: the text, then the image; True as eval_qwen25.py),
+        ``sampling`` (a Sampling or a dict, overriding the judge's defaults), ``max_reasks``
+        (paper protocol, default 2), ``structured_output`` (default False, as the authors send no
+        schema: also send :data:`REPLY_SCHEMA`).
         """
         opts = _options(options, SCORE_OPTIONS)
+        protocol = _protocol(opts.get("protocol"))
+        if protocol == "official" and opts.get("max_reasks"):
+            raise ValueError("the official protocol never re-asks (the authors' code does not); "
+                             "max_reasks applies to protocol 'paper'")
         if len(rows) != len(images):
             raise ValueError(f"got {len(rows)} rows but {len(images)} images")
         sampling = opts.get("sampling")
         if isinstance(sampling, dict):
             sampling = Sampling(**sampling)
-        results, requests = [], []
-        for row, img in zip(rows, images):
+        request_options = {"protocol": protocol, "image_first": bool(opts.get("image_first", False)),
+                           "system_prompt": opts.get("system_prompt", _FROM_TEMPLATE), "sampling": sampling,
+                           "json_schema": REPLY_SCHEMA if opts.get("structured_output") else None}
+        results, asked, requests = [], [], []
+        for row, given, image in zip(rows, images, load_images(images)):
             track = row.get("track")
             if track not in TRACKS:
                 raise ValueError(f"row {row.get('id')!r} has track {track!r}; known: {', '.join(TRACKS)}")
-            image = as_image(img)  # one JudgeImage shared by both requests: encoded once
-            requests += judge_requests(row["prompt"], track, image, system_prompt=opts.get("system_prompt", SYSTEM_PROMPT),
-                                       sampling=sampling,
-                                       json_schema=REPLY_SCHEMA if opts.get("structured_output") else None)
-            results.append(ImageResult(
+            result = ImageResult(
                 id=self.row_id(row), prompt=row["prompt"], score=None, config=config_name(track, row["language"]),
-                image=image.source,
+                image=image.source if not isinstance(image, ImageError) else _source(given),
                 context={"track": track, "language": row["language"], "index": row.get("index"),
-                         "subset": row.get("subset")}))
-        parsed = ask_structured(judge, requests, parse_judgement, max_reasks=opts.get("max_reasks", 2),
-                                progress=progress)
-        for i, result in enumerate(results):
-            failures = []
-            for axis, p in zip(AXES, parsed[2 * i: 2 * i + 2]):
-                result.replies += p.texts
-                result.reasks += p.reasks
-                value = p.value if p.ok else None
-                result.questions.append(QuestionResult(
-                    question=axis, score=value["score"] if value else None, group=axis, id=axis,
-                    reasoning=value["justification"] if value else None))
-                result.subscores[axis] = value["score"] * 10 if value else None
-                if not p.ok:
-                    failures.append(f"{axis}: {p.error}")
-            if failures:
-                result.failure = "; ".join(failures)
-            else:
-                result.score = (result.subscores["alignment"] + result.subscores["aesthetic"]) / 2
+                         "subset": row.get("subset"), "protocol": protocol})
+            results.append(result)
+            if isinstance(image, ImageError):  # this image's failure, not the batch's
+                _record(result, [Judgement("image_error", detail=f"image: {image}") for _ in AXES])
+                continue
+            asked.append(result)
+            requests += judge_requests(row["prompt"], track, image, **request_options)
+        if protocol == "paper":
+            parsed = ask_structured(judge, requests, parse_judgement, max_reasks=opts.get("max_reasks", 2),
+                                    progress=progress)
+            judgements = [_paper_judgement(p) for p in parsed]
+        else:
+            replies = judge.chat(requests, progress=progress) if requests else []
+            judgements = [official_judgement(r.text) if r.ok else
+                          Judgement("judge_error", detail=f"judge error: {r.error}", transient=r.transient,
+                                    texts=[f"[judge error] {r.error}"]) for r in replies]
+        for i, result in enumerate(asked):
+            _record(result, judgements[2 * i: 2 * i + 2])
         return results
 
     def aggregate(self, results: Sequence[ImageResult], **options: Any) -> dict[str, Any]:
         """The paper's Table 1 (Table 2 for zh): per track Ali., Aes. and Avg. on 0-100, and Overall.
 
-        Overall alignment and aesthetic are pooled over all images (as the official code does);
-        ``overall_track_mean`` is the mean of the track scores (the paper's wording); the two agree
-        when every track has the same number of judged images. Each axis is averaged over the replies
-        that parsed; failures are counted per cell. ``by_language`` splits en from zh (their tables
-        are separate); the top level pools whatever languages were given.
+        Every cell holds both definitions: ``average`` (the paper's: the mean of the axis means) and
+        ``combined`` (the authors' code: the mean of one pooled list of both axes' scores); the
+        protocol decides which is the table's Avg. and ``prism_score``. Overall alignment and
+        aesthetic pool every image; ``overall_track_mean`` is the mean of the track averages (the
+        paper's wording). Replies not counted are counted per cause (``outcomes``) and explained in
+        ``notes``. ``by_language`` splits en from zh (separate tables, separate runs of the authors'
+        script); the top level pools whatever languages were given.
         """
         opts = _options(options, AGGREGATE_OPTIONS)
-        out = _table(results, opts)
-        by_language = {}
-        for lang in sorted({r.context.get("language") for r in results} - {None}):
-            by_language[lang] = _table([r for r in results if r.context.get("language") == lang], opts)
-        out["by_language"] = by_language
+        protocol = _protocol_of(results, opts.pop("protocol", None))
+        out = _table(results, protocol, opts)
+        out["by_language"] = {lang: _table([r for r in results if r.context.get("language") == lang], protocol, opts)
+                              for lang in sorted({r.context.get("language") for r in results} - {None})}
         return out
 
     def paper_tables(self, aggregate: dict[str, Any], label: str) -> list[PaperTable]:
-        """Table 1 (English) and Table 2 (Chinese): per track and overall Ali., Aes. and Avg. on 0-100,
-        with 95% intervals for alignment and aesthetic."""
+        """Table 1 (English) and Table 2 (Chinese): per track and overall Ali., Aes. and Avg. on 0-100;
+        under the paper protocol with 95% intervals for alignment and aesthetic."""
         tables = []
         for lang, agg in (aggregate.get("by_language") or {"": aggregate}).items():
+            official = agg.get("protocol") == "official"
             cells: dict[str, Any] = {}
             for track, entry in [*agg["tracks"].items(), ("overall", None)]:
                 name = TRACKS.get(track, "Overall")
                 cell = agg["table"].get(name)
                 if cell is None:
                     continue
-                summary = entry["summary"] if entry else {}
+                summary = entry["summary"] if entry and not official else {}
                 cells[f"{name} Ali."] = summary.get("alignment", cell["Ali."])
                 cells[f"{name} Aes."] = summary.get("aesthetic", cell["Aes."])
                 cells[f"{name} Avg."] = cell["Avg."]
             number = {"en": "Table 1", "zh": "Table 2 (PRISM-Bench-ZH)"}.get(lang, lang)
-            tables.append(PaperTable.one_row(f"PRISM-Bench {number}".strip(), label, cells,
-                                             note="0-100; overall pools every image"))
+            note = ("0-100, as the authors' code computes it: Avg. is the mean of one pooled list of both axes' "
+                    "scores; an axis with no counted score shows 0.0" if official
+                    else "0-100; Avg. is the mean of Ali. and Aes.; overall pools every image")
+            tables.append(PaperTable.one_row(f"PRISM-Bench {number}".strip(), label, cells, note=note))
         return tables
 
 
-def _table(results: Sequence[ImageResult], opts: dict[str, Any]) -> dict[str, Any]:
-    stat = partial(summarize, **opts)
-    values: dict[str, dict[str, list[float | None]]] = defaultdict(lambda: {a: [] for a in AXES})
-    for r in results:
-        for axis in AXES:
-            v = r.subscores.get(axis)
-            values[r.context["track"]][axis].append(v)
-            values["overall"][axis].append(v)
+# -- reading the release ---------------------------------------------------------------------------
 
-    def cell(vals: dict[str, list[float | None]]) -> dict[str, Any]:
-        s = {a: stat(vals[a]) for a in AXES}
-        m = {a: None if math.isnan(s[a]["mean"]) else s[a]["mean"] for a in AXES}
-        avg = None if None in m.values() else (m["alignment"] + m["aesthetic"]) / 2
-        return {"alignment": m["alignment"], "aesthetic": m["aesthetic"], "average": avg,
-                "failed": {a: s[a]["failed"] for a in AXES}, "n": len(vals["alignment"]), "summary": s}
+def _captions_root(source: Path) -> tuple[Path | None, Path | None]:
+    """(the folder holding en/ and zh/, the repository folder above it if any), looking in
+    ``source``, its ``captions`` folder, and one folder deeper (an unpacked archive's top folder)."""
+    def root_of(folder: Path) -> tuple[Path | None, Path | None]:
+        if (folder / "captions").is_dir() and any((folder / "captions" / lang).is_dir() for lang in LANGUAGES):
+            return folder / "captions", folder
+        if any((folder / lang).is_dir() for lang in LANGUAGES):
+            return folder, None
+        return None, None
 
-    tracks = {t: cell(values[t]) for t in TRACKS if t in values}
-    overall = cell(values["overall"]) if results else None
-    track_scores = [c["average"] for c in tracks.values() if c["average"] is not None]
-    table = {TRACKS[t]: {"Ali.": c["alignment"], "Aes.": c["aesthetic"], "Avg.": c["average"]}
-             for t, c in tracks.items()}
-    if overall:
-        table["Overall"] = {"Ali.": overall["alignment"], "Aes.": overall["aesthetic"], "Avg.": overall["average"]}
-    return {
-        "prism_score": overall["average"] if overall else None,
-        "alignment": overall["alignment"] if overall else None,
-        "aesthetic": overall["aesthetic"] if overall else None,
-        "overall_track_mean": sum(track_scores) / len(track_scores) if track_scores else None,
-        "tracks": tracks,
-        "table": table,
-        "failed_replies": overall["failed"] if overall else {a: 0 for a in AXES},
-    }
+    found = root_of(source)
+    if found[0] is None and source.is_dir():
+        deeper = [root_of(p) for p in sorted(source.iterdir()) if p.is_dir() and not p.name.startswith(".")]
+        deeper = [d for d in deeper if d[1] is not None]  # a repository layout (captions/...) one level down
+        if len(deeper) == 1:
+            found = deeper[0]
+    return found
 
 
-def _options(options: dict[str, Any], own: set[str]) -> dict[str, Any]:
-    """``options`` meant for this step; unknown names (typos) are errors, the other step's are ignored."""
-    unknown = set(options) - SCORE_OPTIONS - AGGREGATE_OPTIONS
-    if unknown:
-        raise TypeError(f"unknown PRISM-Bench option(s) {sorted(unknown)}; known: "
-                        f"{sorted(SCORE_OPTIONS | AGGREGATE_OPTIONS)}")
-    return {k: v for k, v in options.items() if k in own}
+def _other_files(root: Path, top: Path | None) -> list[Anomaly]:
+    """Everything in the release that is not a track file, each reported: stray files under
+    ``captions/``, and (in a checkout) every other entry of the repository, the authors'
+    evaluation scripts named as such. Hidden entries (``.git``...) are left out."""
+    out = []
+    tracks = {(lang, f"{t}.jsonl") for lang in LANGUAGES for t in TRACKS}
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root)
+        if p.is_file() and not any(part.startswith(".") for part in rel.parts) and \
+                (len(rel.parts) != 2 or tuple(rel.parts) not in tracks):
+            out.append(Anomaly("unknown_file", f"captions/{rel.as_posix()}", None, "not a PRISM-Bench track file"))
+    if top is not None:
+        for p in sorted(top.iterdir()):
+            if p.name.startswith(".") or p.name == "captions":
+                continue
+            if p.is_dir():
+                files = sorted(f.relative_to(top).as_posix() for f in p.rglob("*") if f.is_file()
+                               and not any(part.startswith(".") for part in f.relative_to(top).parts))
+                scripts = [f for f in files if f in AUTHORS_SCRIPTS]
+                what = "the authors' evaluation scripts " + ", ".join(scripts) if scripts else "not data"
+                listed = ", ".join(files[:10]) + (f" and {len(files) - 10} more" if len(files) > 10 else "")
+                out.append(Anomaly("other_file", f"{p.name}/", None,
+                                   f"{len(files)} file(s), {what}; not read ({listed or 'empty'})"))
+            else:
+                out.append(Anomaly("other_file", p.name, None, "not data; not read"))
+    return out
+
+
+def _read_track(data: bytes, where: str, track: str, lang: str, subset_field: str,
+                anomalies: list[Anomaly]) -> tuple[list[dict[str, Any]], int]:
+    """The rows of one track file, and how many lines were quarantined. Lines are split on ``\\n``
+    only (JSON Lines): a prompt may hold any other line separator (U+2028...)."""
+    rows: list[dict[str, Any]] = []
+    seen: dict[str, int] = {}  # prompt -> its first image index
+    quarantined = 0
+    if data.startswith(b"\xef\xbb\xbf"):  # a byte-order mark is encoding, not text
+        data = data[3:]
+    position = 0  # the line's place among the non-blank lines: its official image number
+    for n, raw in enumerate(data.split(b"\n"), 1):
+        if not raw.strip():
+            continue
+        index, position = position, position + 1
+        try:
+            record = _line_record(raw, where, n, anomalies)
+        except _Quarantined as e:
+            quarantined += 1
+            text = raw.decode("utf-8", errors="backslashreplace")
+            anomalies.append(Anomaly("quarantined", where, n, f"{e}; image index {index} left empty; raw: {text}"))
+            continue
+        prompt = record["prompt"]
+        if not prompt.strip():
+            anomalies.append(Anomaly("empty_prompt", where, n, f"prompt {prompt!r} kept as released"))
+        extra = {k: v for k, v in record.items() if k != "prompt"}
+        subset = record.get(subset_field)
+        if subset is not None:
+            name = subset.strip().lower() if isinstance(subset, str) else None
+            if name in SUBSETS:
+                subset = name
+                extra.pop(subset_field)
+            else:
+                anomalies.append(Anomaly("unknown_subset", where, n, f"{subset_field} {subset!r} kept in extra"))
+                subset = None
+        if prompt in seen:
+            anomalies.append(Anomaly("duplicate_prompt", where, n, f"the same prompt as image index {seen[prompt]}: kept"))
+        seen.setdefault(prompt, index)
+        extra_text = json.dumps(extra, ensure_ascii=False, sort_keys=True)
+        if not _storable(extra_text):  # unpaired surrogates stay as JSON escapes
+            extra_text = json.dumps(extra, sort_keys=True)
+        rows.append({"id": f"{config_name(track, lang)}_{index}", "prompt": prompt, "track": track,
+                     "language": lang, "index": index, "subset": subset, "extra": extra_text})
+    if not rows:
+        anomalies.append(Anomaly("empty_file", where, None,
+                                 "no prompts" + (f" ({quarantined} line(s) quarantined)" if quarantined else "")))
+    return rows, quarantined
+
+
+class _Quarantined(Exception):
+    """A line that cannot be kept as a row; the message says why."""
+
+
+def _line_record(raw: bytes, where: str, n: int, anomalies: list[Anomaly]) -> dict[str, Any]:
+    """One line as a JSON object with a text ``prompt``, what could be kept reported in ``anomalies``."""
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise _Quarantined(f"not UTF-8 ({e.reason} at byte {e.start})") from None
+    duplicates: list[str] = []
+    try:
+        record = json.loads(line, object_pairs_hook=partial(_object, duplicates))
+    except ValueError as e:
+        raise _Quarantined(f"not JSON ({e})") from None
+    except RecursionError:
+        raise _Quarantined("not JSON (nested too deeply)") from None
+    if duplicates:
+        anomalies.append(Anomaly("duplicate_key", where, n,
+                                 f"key(s) {sorted(set(duplicates))} given twice: the last value is kept, "
+                                 "as the authors' code (Python's json) reads it"))
+    if isinstance(record, str):
+        anomalies.append(Anomaly("not_an_object", where, n, "a JSON string, not an object: kept as the prompt"))
+        return {"prompt": record}
+    if not isinstance(record, dict):
+        raise _Quarantined(f"a JSON {_json_type(record)}, not an object")
+    prompt = record.get("prompt")
+    if isinstance(prompt, (bool, int, float)):
+        anomalies.append(Anomaly("prompt_not_text", where, n,
+                                 f"\"prompt\" is a {_json_type(prompt)}: kept as its JSON text"))
+        return {**record, "prompt": json.dumps(prompt)}
+    if not isinstance(prompt, str):
+        why = "no \"prompt\"" if "prompt" not in record else f"\"prompt\" is a {_json_type(prompt)}"
+        raise _Quarantined(f"{why} (keys: {sorted(record)})")
+    if not _storable(prompt):
+        raise _Quarantined("the prompt holds an unpaired surrogate escape (\\ud800...), which no text can store")
+    return record
+
+
+def _storable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _object(duplicates: list[str], pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [k for k, _ in pairs]
+    duplicates += [k for k, c in Counter(keys).items() if c > 1]
+    return dict(pairs)
+
+
+def _json_type(value: Any) -> str:
+    return {dict: "object", list: "list", str: "string", bool: "boolean", int: "number", float: "number",
+            type(None): "null"}.get(type(value), type(value).__name__)
+
+
+# -- requests --------------------------------------------------------------------------------------
+
+_FROM_TEMPLATE: Any = type("FromTemplate", (), {"__repr__": lambda self: "<the template's system message>"})()
+_SECTION = re.compile(r"^===== (system|user \(text\)) =====\n", re.M)
+
+
+@cache
+def template(protocol: str, name: str) -> tuple[str | None, str]:
+    """``(system message or None, user text with its {text_prompt} slot)`` of template ``name``
+    (``alignment_<track>`` or ``aesthetic``) under ``protocol``, exactly as the file gives them."""
+    text = verbatim(f"prism_bench/{_protocol(protocol)}", name)
+    parts = _SECTION.split(text)
+    if parts[0] or len(parts) < 3:
+        raise ValueError(f"template prism_bench/{protocol}/{name} does not open with a '===== <role> =====' line")
+    sections = {}
+    for role, body in zip(parts[1::2], parts[2::2]):
+        if role in sections or not body.endswith("\n"):
+            raise ValueError(f"template prism_bench/{protocol}/{name}: malformed section {role!r}")
+        sections[role] = body[:-1]  # the newline before the next header (or the file's end) is not text
+    if "user (text)" not in sections:
+        raise ValueError(f"template prism_bench/{protocol}/{name} has no user text")
+    return sections.get("system"), sections["user (text)"]
+
+
+def judge_requests(prompt: str, track: str, image: Any, *, protocol: str = "paper", system_prompt: Any = _FROM_TEMPLATE,
+                   image_first: bool = False, sampling: Sampling | None = None,
+                   json_schema: dict | None = None) -> list[ChatRequest]:
+    """The two requests for one image, [alignment, aesthetic]: the template's system message (or
+    ``system_prompt``; None for none), then one user message of the template text with the prompt
+    put in as ``str.format`` does (the authors' code), and the image (before the text with
+    ``image_first``)."""
+    image = as_image(image)
+    requests = []
+    for name in (f"alignment_{track}", "aesthetic"):
+        system_text, user_text = template(protocol, name)
+        text = user_text.format(text_prompt=prompt)
+        parts = (image, text) if image_first else (text, image)
+        requests.append(ChatRequest.simple(*parts, system_prompt=system_text if system_prompt is _FROM_TEMPLATE
+                                           else system_prompt, sampling=sampling, json_schema=json_schema))
+    return requests
 
 
 #: what every template asks for: a justification, then a 0-10 score in whole points (it starts
@@ -325,24 +509,259 @@ REPLY_SCHEMA = {"title": "prism_bench_judgement", "type": "object",
                 "required": ["justification", "score"], "additionalProperties": False}
 
 
-def judge_requests(prompt: str, track: str, image: Any, *, system_prompt: str | None = SYSTEM_PROMPT,
-                   sampling: Sampling | None = None, json_schema: dict | None = None) -> list[ChatRequest]:
-    """The two requests for one image, as the official code sends them: [alignment, aesthetic],
-    each the system message, then the template text with the prompt, then the image."""
-    image = as_image(image)
-    return [ChatRequest.simple(render("prism_bench", name, text_prompt=prompt), image,
-                               system_prompt=system_prompt, sampling=sampling, json_schema=json_schema)
-            for name in (f"alignment_{track}", "aesthetic")]
-
+# -- replies ---------------------------------------------------------------------------------------
 
 def parse_judgement(text: str) -> dict[str, Any]:
-    """``{"justification": str | None, "score": float}`` from a reply; the score must lie in [0, 10]."""
+    """The paper protocol's reading of a reply: ``{"justification": str | None, "score": float}``;
+    the score must be a number (or a numeric string) in [0, 10]."""
     value = extract_json(text, expect=dict)
     if "score" not in value:
         raise ReplyParseError(f"the JSON object has no \"score\" (keys: {sorted(value)})")
     justification = value.get("justification")
     return {"score": as_score(value["score"], lo=0, hi=10),
             "justification": None if justification is None else str(justification)}
+
+
+_TRAILING_COMMA = re.compile(r",\s*([}\]])")
+_NOT_PARSED = object()
+
+
+def clean_and_parse_json(text: str) -> Any:
+    """A reply read as the authors' ``clean_and_parse_json`` reads it (formats.md): the reply is
+    stripped, a fence is removed only when it opens with ```` ```json ```` (its closing ```` ``` ````
+    too), every comma before a closing brace or bracket is removed (inside strings as well), then
+    ``json.loads`` and, failing that, ``demjson3.decode``. ``None`` when both fail (their code
+    prints such a reply and skips it)."""
+    s = text.strip()
+    if s.startswith("```json"):
+        s = s[len("```json"):]
+        if s.rstrip().endswith("```"):
+            s = s.rstrip()[:-3]
+    s = _TRAILING_COMMA.sub(r"\1", s)
+    try:
+        return json.loads(s)
+    except (ValueError, RecursionError):
+        pass
+    demjson3 = _demjson3()
+    if demjson3 is None:
+        return _NOT_PARSED
+    try:
+        return demjson3.decode(s)
+    except Exception:  # demjson3 raises its own errors, and RecursionError on deep nesting
+        return None
+
+
+@cache
+def _demjson3():
+    try:
+        import demjson3
+    except ImportError:
+        warnings.warn("demjson3 is not installed: the official protocol reads replies with json only, where the "
+                      "authors' code also tries demjson3 (pip install demjson3, or t2i-reason[official]); "
+                      "replies only demjson3 reads are counted as 'unparsed_no_demjson3'", stacklevel=3)
+        return None
+    return demjson3
+
+
+@dataclass
+class Judgement:
+    """What became of one judge request: ``outcome`` is ``counted`` (``score`` is the raw 0-10
+    value) or why it is not (``detail``); ``transient`` marks a backend failure worth retrying."""
+
+    outcome: str
+    score: float | None = None
+    justification: str | None = None
+    detail: str = ""
+    transient: bool = False
+    texts: list[str] = field(default_factory=list)
+    reasks: int = 0
+
+
+def official_judgement(text: str) -> Judgement:
+    """A reply judged by the authors' rules: parsed by :func:`clean_and_parse_json`; counted when
+    it is an object whose ``score`` is an int or a float (a boolean ``true`` counts as 1, no range
+    check); skipped when it does not parse (``unparsable``) or its score is missing or not a number
+    (``no_number``: a string "8" included); ``summary_raises`` when it parses to anything but an
+    object (a bare number, a string...), on which their ``summarize_results`` raises."""
+    value = clean_and_parse_json(text)
+    texts = [text]
+    if value is _NOT_PARSED:
+        return Judgement("unparsed_no_demjson3", detail="json.loads cannot read it and demjson3, which the authors' "
+                         "parser tries next, is not installed", texts=texts)
+    if value is None:
+        return Judgement("unparsable", detail="the authors' parser cannot read it (their code prints and skips it)",
+                         texts=texts)
+    if not isinstance(value, dict):
+        return Judgement("summary_raises", detail=f"it parses to a JSON {_json_type(value)}, not an object: the "
+                         "authors' summarize_results raises on it (recorded here, not counted)", texts=texts)
+    score, justification = value.get("score"), value.get("justification")
+    justification = None if justification is None else str(justification)
+    if not isinstance(score, (int, float)):
+        return Judgement("no_number", justification=justification, texts=texts,
+                         detail=f"\"score\" is {_shown(score)}, not an int or a float: the authors' summary skips it")
+    return Judgement("counted", score=_float(score), justification=justification, texts=texts)
+
+
+def _paper_judgement(p: Any) -> Judgement:
+    if p.ok:
+        return Judgement("counted", p.value["score"], p.value["justification"], texts=p.texts, reasks=p.reasks)
+    judge_failed = bool(p.replies) and not p.replies[-1].ok
+    return Judgement("judge_error" if judge_failed else "failed", detail=p.error, transient=p.transient,
+                     texts=p.texts, reasks=p.reasks)
+
+
+def _record(result: ImageResult, judgements: Sequence[Judgement]) -> None:
+    """Put an image's two judgements into its result."""
+    failures, outcome = [], {}
+    for axis, j in zip(AXES, judgements):
+        result.replies += j.texts
+        result.reasks += j.reasks
+        result.questions.append(QuestionResult(question=axis, score=j.score, group=axis, id=axis,
+                                               reasoning=j.justification))
+        result.subscores[axis] = None if j.score is None else j.score * 10
+        outcome[axis] = j.outcome
+        if j.outcome != "counted":
+            failures.append(j.detail if j.outcome == "image_error" else f"{axis}: {j.detail}")
+    result.context["outcome"] = outcome
+    result.retryable = any(j.transient for j in judgements)
+    if failures:
+        result.failure = "; ".join(dict.fromkeys(failures))
+    else:
+        result.score = (result.subscores["alignment"] + result.subscores["aesthetic"]) / 2
+
+
+def _float(value: int | float) -> float:
+    try:
+        return float(value)
+    except OverflowError:  # an integer too large for a float
+        return math.inf if value > 0 else -math.inf
+
+
+def _shown(value: Any) -> str:
+    return "missing" if value is None else f"a {_json_type(value)} ({json.dumps(value, ensure_ascii=False)[:40]})"
+
+
+def _source(given: Any) -> str | None:
+    return str(given) if isinstance(given, (str, os.PathLike)) else None
+
+
+# -- aggregation -----------------------------------------------------------------------------------
+
+_NOTES = {
+    "failed": "{n} {replies} never gave a JSON object with a score in [0, 10], after re-asks: counted in "
+              "failed_replies, left out of the means",
+    "judge_error": "{n} {requests} failed at the judge after its retries (the authors' script skips an image "
+                   "after 3 tries): left out of the means",
+    "image_error": "{n} {judgements} not asked: the image could not be read",
+    "unparsable": "{n} {replies} that the authors' clean_and_parse_json cannot read: their code prints and skips "
+                  "such replies; not counted here either",
+    "no_number": "{n} {replies} whose \"score\" is missing or not an int or a float (a string \"8\" included): "
+                 "the authors' summary skips such replies; so does this",
+    "summary_raises": "{n} {replies} parsing to a value that is not an object (a bare number, a string...): "
+                      "the authors' summarize_results raises on such a reply and prints no table; recorded here, "
+                      "not counted",
+    "unparsed_no_demjson3": "{n} {replies} that json cannot read, not tried with demjson3 (not installed) as the "
+                            "authors' parser would: pip install demjson3",
+}
+
+
+def _note(kind: str, n: int) -> str:
+    def word(one: str, many: str) -> str:
+        return one if n == 1 else many
+
+    return _NOTES[kind].format(n=n, replies=word("reply", "replies"), requests=word("request", "requests"),
+                               judgements=word("judgement", "judgements"))
+
+
+def _mean(values: Sequence[float], empty: float | None) -> float | None:
+    return sum(values) / len(values) if values else empty  # plain sum, as the authors' summary
+
+
+def _table(results: Sequence[ImageResult], protocol: str, stat_opts: dict[str, Any]) -> dict[str, Any]:
+    official = protocol == "official"
+    empty = 0.0 if official else None  # the authors' summary prints 0.00 for an axis with nothing counted
+    stat = partial(summarize, **stat_opts)
+    values: dict[str, dict[str, list[float | None]]] = defaultdict(lambda: {a: [] for a in AXES})
+    outcomes: dict[str, dict[str, Counter]] = defaultdict(lambda: {a: Counter() for a in AXES})
+    for r in results:
+        recorded = r.context.get("outcome") or {}
+        for axis in AXES:
+            v = r.subscores.get(axis)
+            kind = recorded.get(axis) or ("counted" if v is not None else "failed")
+            for key in (r.context.get("track"), "overall"):
+                values[key][axis].append(v)
+                outcomes[key][axis][kind] += 1
+
+    def cell(key: str) -> dict[str, Any]:
+        counted = {a: [v for v in values[key][a] if v is not None] for a in AXES}
+        ali, aes = (_mean(counted[a], empty) for a in AXES)
+        n = {a: len(counted[a]) for a in AXES}
+        return {"alignment": ali, "aesthetic": aes,
+                "average": (ali + aes) / 2 if n["alignment"] and n["aesthetic"] else None,
+                "combined": _mean(counted["alignment"] + counted["aesthetic"], empty),
+                "n": len(values[key]["alignment"]), "counted": n,
+                "failed": {a: len(values[key][a]) - n[a] for a in AXES},
+                "outcomes": {a: dict(outcomes[key][a]) for a in AXES},
+                # intervals over the finite counted scores (a score the authors count may be inf or NaN)
+                "summary": {a: stat([v if v is not None and math.isfinite(v) else None for v in values[key][a]])
+                            for a in AXES}}
+
+    headline = "combined" if official else "average"
+    tracks = {t: cell(t) for t in TRACKS if t in values}
+    overall = cell("overall") if results else None
+    table = {TRACKS[t]: {"Ali.": c["alignment"], "Aes.": c["aesthetic"], "Avg.": c[headline]} for t, c in tracks.items()}
+    if overall:
+        table["Overall"] = {"Ali.": overall["alignment"], "Aes.": overall["aesthetic"], "Avg.": overall[headline]}
+    track_scores = [c["average"] for c in tracks.values() if c["average"] is not None]
+    kinds = Counter()
+    for axis in AXES:
+        kinds.update(overall["outcomes"][axis] if overall else {})
+    notes = [_note(k, n) for k, n in sorted(kinds.items()) if k in _NOTES and n]
+    if official and overall and any(c[a] is not None and not c["counted"][a]
+                                    for c in [*tracks.values(), overall] for a in AXES):
+        notes.append("an axis with no counted score shows 0.0, as the authors' summary prints 0.00")
+    return {
+        "protocol": protocol,
+        "prism_score": overall[headline] if overall else None,
+        "alignment": overall["alignment"] if overall else None,
+        "aesthetic": overall["aesthetic"] if overall else None,
+        "average": overall["average"] if overall else None,
+        "combined": overall["combined"] if overall else None,
+        "overall_track_mean": sum(track_scores) / len(track_scores) if track_scores else None,
+        "tracks": tracks,
+        "table": table,
+        "failed_replies": overall["failed"] if overall else {a: 0 for a in AXES},
+        "outcomes": overall["outcomes"] if overall else {a: {} for a in AXES},
+        "notes": notes,
+    }
+
+
+def _protocol(value: Any) -> str:
+    if value is None:
+        return "paper"
+    if value not in PROTOCOLS:
+        raise ValueError(f"unknown PRISM-Bench protocol {value!r}; known: {', '.join(PROTOCOLS)}")
+    return value
+
+
+def _protocol_of(results: Sequence[ImageResult], asked: str | None) -> str:
+    """The protocol the results were scored under (recorded in each), checked against the one asked."""
+    recorded = {r.context.get("protocol") for r in results} - {None}
+    if len(recorded) > 1:
+        raise ValueError(f"these results were scored under different protocols ({', '.join(sorted(recorded))}): "
+                         "aggregate each separately")
+    if asked is not None and recorded and _protocol(asked) not in recorded:
+        raise ValueError(f"these results were scored under protocol {recorded.pop()!r}, not {asked!r}")
+    return _protocol(asked) if asked is not None else (recorded.pop() if recorded else "paper")
+
+
+def _options(options: dict[str, Any], own: set[str]) -> dict[str, Any]:
+    """``options`` meant for this step; unknown names (typos) are errors, the other step's are ignored."""
+    unknown = set(options) - SCORE_OPTIONS - AGGREGATE_OPTIONS
+    if unknown:
+        raise TypeError(f"unknown PRISM-Bench option(s) {sorted(unknown)}; known: "
+                        f"{sorted(SCORE_OPTIONS | AGGREGATE_OPTIONS)}")
+    return {k: v for k, v in options.items() if k in own}
 
 
 BENCHMARK = PrismBench()

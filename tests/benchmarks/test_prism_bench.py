@@ -1,5 +1,6 @@
-"""PRISM-Bench: reading captions/{en,zh}/<track>.jsonl, the official request structure, reply
-parsing with re-asks, per-track means on 0-100 and the pooled overall."""
+"""PRISM-Bench: reading captions/{en,zh}/<track>.jsonl byte for byte and surviving irregular records,
+the paper protocol's requests, reply parsing with re-asks, per-track means on 0-100 and the pooled
+overall, unreadable images as per-image failures, the presets. (The official protocol: test_prism_official.py.)"""
 
 import json
 import shutil
@@ -9,6 +10,7 @@ from PIL import Image
 
 from t2ireason.benchmarks import ReleaseError, get_benchmark
 from t2ireason.benchmarks.prism_bench import SYSTEM_PROMPT, TRACKS, parse_judgement
+from t2ireason.judges.base import Reply
 from t2ireason.judges.scripted import ScriptedJudge
 from t2ireason.parsing import ReplyParseError
 
@@ -55,7 +57,8 @@ def test_sample_covers_every_config(sample):
     assert len(sample.configs["all"]) == len(sample.configs["en"]) + len(sample.configs["zh"]) == 29
     assert all(2 <= len(sample.configs[f"{t}_{lang}"]) <= 3 for t in TRACKS for lang in ("en", "zh"))
     assert sample.counts["imagination_en"] == {"rows": 2, "subset:representative": 1, "subset:curated": 1}
-    assert sample.anomalies == [] and sample.license is None
+    # the sample's own README sits beside captions/, as the authors' README does: reported, not read
+    assert [(a.kind, a.file) for a in sample.anomalies] == [("other_file", "README.md")] and sample.license is None
 
 
 def test_rows(sample):
@@ -83,21 +86,91 @@ def test_reads_the_captions_folder_itself_and_reports_gaps(release_copy):
     rel = BENCH.read_release(release_copy / "captions")
     assert "style_zh" not in rel.configs and len(rel.configs["entity_en"]) == 2
     assert rel.configs["entity_en"][1]["index"] == 1  # blank lines do not count
+    assert json.loads(rel.configs["entity_en"][0]["extra"]) == {"subset": "hard"}  # an unknown subset is kept
     assert [(a.kind, a.file, a.row) for a in rel.anomalies] == [
         ("unknown_subset", "captions/en/entity.jsonl", 1), ("missing_file", "captions/zh/style.jsonl", None),
         ("unknown_file", "captions/en/notes.jsonl", None)]
 
 
-@pytest.mark.parametrize("content, message", [
-    ('{"prompt": "a"}\n{"prompt": "b",\n', r"captions/en/style.jsonl, line 2: not valid JSON"),
-    ('{"prompt": "a"}\n["b"]\n', r"captions/en/style.jsonl, line 2: expected a JSON object, got list"),
-    ('{"prompt": "a"}\n{"text": "b"}\n', r"captions/en/style.jsonl, line 2: no non-empty \"prompt\" \(keys: \['text'\]\)"),
-    ('{"prompt": ""}\n', r"line 1: no non-empty \"prompt\""),
+def test_text_is_kept_byte_for_byte(release_copy):
+    prompts = ["A red door ", "  two leading spaces", "tab\tand a line\u2028separator\u0085here", "emoji 🦜 and é",
+               "ends with a newline\n"]
+    lines = [json.dumps({"prompt": p}, ensure_ascii=False) for p in prompts]
+    # a byte-order mark and CRLF line ends are encoding, not text
+    (release_copy / "captions/en/style.jsonl").write_bytes(b"\xef\xbb\xbf" + "\r\n".join(lines).encode() + b"\r\n")
+    rel = BENCH.read_release(release_copy)
+    assert [r["prompt"] for r in rel.configs["style_en"]] == prompts
+    assert [a for a in rel.anomalies if a.file == "captions/en/style.jsonl"] == []
+
+
+@pytest.mark.parametrize("content, rows, kinds", [
+    # not JSON, not an object, no prompt: quarantined with the raw line; the others keep their image index
+    ('{"prompt": "a"}\n{"prompt": "b",\n{"prompt": "c"}\n', ["a", "c"], ["quarantined"]),
+    ('{"prompt": "a"}\n["b"]\n5\nnull\n', ["a"], ["quarantined"] * 3),
+    ('{"text": "b"}\n{"prompt": null}\n{"prompt": ["x"]}\n{"prompt": "c"}\n', ["c"], ["quarantined"] * 3),
+    # kept, and reported
+    ('"a bare string is the prompt"\n', ["a bare string is the prompt"], ["not_an_object"]),
+    ('{"prompt": 42}\n{"prompt": true}\n', ["42", "true"], ["prompt_not_text", "prompt_not_text"]),
+    ('{"prompt": ""}\n{"prompt": "   "}\n', ["", "   "], ["empty_prompt", "empty_prompt"]),
+    ('{"prompt": "a", "prompt": "b"}\n', ["b"], ["duplicate_key"]),
+    ('{"prompt": "same"}\n{"prompt": "same"}\n', ["same", "same"], ["duplicate_prompt"]),
+    ('{"prompt": "x", "seed": 3, "tags": ["a"], "subset": 7}\n', ["x"], ["unknown_subset"]),
+    (b'{"prompt": "caf\xe9"}\n{"prompt": "ok"}\n', ["ok"], ["quarantined"]),  # Latin-1, not UTF-8
+    ('{"prompt": "\\ud800 unpaired"}\n', [], ["quarantined", "empty_file"]),
+    ("", [], ["empty_file"]),
+    ("\n\n  \n", [], ["empty_file"]),
 ])
-def test_malformed_lines_name_file_and_line(release_copy, content, message):
-    (release_copy / "captions/en/style.jsonl").write_text(content)
-    with pytest.raises(ReleaseError, match=message):
-        BENCH.read_release(release_copy)
+def test_irregular_lines_are_kept_or_quarantined_never_abort(release_copy, content, rows, kinds):
+    path = release_copy / "captions/en/style.jsonl"
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    rel = BENCH.read_release(release_copy)
+    assert [r["prompt"] for r in rel.configs.get("style_en", [])] == rows
+    found = [a for a in rel.anomalies if a.file == "captions/en/style.jsonl"]
+    assert [a.kind for a in found] == kinds
+    for a in found:
+        if a.kind == "quarantined":  # the raw text is in the report: nothing is lost
+            assert "raw: " in a.detail and a.row is not None
+    assert rel.counts.get("style_en", {}).get("quarantined", 0) == kinds.count("quarantined")
+    assert len(rel.configs["imagination_en"]) == 2  # the other files are read as usual
+
+
+def test_quarantined_lines_keep_the_other_image_numbers(release_copy):
+    (release_copy / "captions/en/style.jsonl").write_text('{"prompt": "a"}\nnot json\n{"prompt": "c"}\n')
+    rows = BENCH.read_release(release_copy).configs["style_en"]
+    assert [(r["id"], r["index"]) for r in rows] == [("style_en_0", 0), ("style_en_2", 2)]
+    assert [BENCH.image_path(r) for r in rows] == ["en/style/0.png", "en/style/2.png"]
+
+
+def test_a_checkout_as_users_get_it(release_copy, tmp_path):
+    """The authors' repository: captions/, the evaluation scripts, a README, a .git folder; as a
+    checkout, and one folder deeper as an unpacked archive."""
+    (release_copy / "evaluation").mkdir()
+    for script in ("eval_gpt41.py", "eval_qwen25.py"):
+        (release_copy / "evaluation" / script).write_text("print('the authors script')\n")
+    (release_copy / "LICENSE").write_text("license text\n")
+    (release_copy / ".git").mkdir()
+    (release_copy / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    for source in (release_copy, _archive_layout(release_copy, tmp_path)):
+        rel = BENCH.read_release(source)
+        assert len(rel.configs["all"]) == 29
+        others = {a.file: a.detail for a in rel.anomalies if a.kind == "other_file"}
+        assert set(others) == {"LICENSE", "README.md", "evaluation/"}
+        assert "the authors' evaluation scripts evaluation/eval_gpt41.py, evaluation/eval_qwen25.py" in others["evaluation/"]
+
+
+def _archive_layout(repo, tmp_path):
+    top = tmp_path / "archive"
+    shutil.copytree(repo, top / "prism-bench-0123abc")
+    return top
+
+
+def test_official_release_and_markers():
+    release = BENCH.official_release
+    assert (release.kind, release.repo) == ("github", "rongyaofang/prism-bench")
+    assert release.scripts == ("evaluation/eval_gpt41.py", "evaluation/eval_qwen25.py")
+    assert release.files == {}  # no hash could be verified where the project was built: none is claimed
+    assert "captions/en/imagination.jsonl" in BENCH.release_markers and len(BENCH.release_markers) == 14
+    assert all((BENCH.sample_path() / m).is_file() for m in BENCH.release_markers)
 
 
 def test_not_a_release(tmp_path):
@@ -256,13 +329,63 @@ def test_bad_calls(sample):
         BENCH.score([dict(sample.configs["style_en"][0], track="dance")], [image()], ScriptedJudge([]))
 
 
+def test_unreadable_images_are_their_own_failures(sample, tmp_path, monkeypatch):
+    """Zero bytes, a truncated PNG, not an image, a decompression bomb: each is that image's failure;
+    the readable images around them are judged as usual."""
+    good = tmp_path / "good.png"
+    Image.new("RGB", (16, 16), "green").save(good)
+    (tmp_path / "empty.png").write_bytes(b"")
+    (tmp_path / "cut.png").write_bytes(good.read_bytes()[:-12])  # its IEND chunk is gone
+    (tmp_path / "text.png").write_text("not an image")
+    bomb = tmp_path / "bomb.png"
+    Image.new("RGB", (64, 64)).save(bomb)
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 1000)  # 64 x 64 is then a bomb; 16 x 16 is not
+    paths = [good, tmp_path / "empty.png", tmp_path / "cut.png", tmp_path / "text.png", bomb, good]
+    rows = (sample.configs["entity_en"] + sample.configs["style_en"] + sample.configs["affection_en"])[:len(paths)]
+    judge = ScriptedJudge(lambda request: judgement(6))
+    results = BENCH.score(rows, [str(p) for p in paths], judge)
+    assert len(judge.requests) == 4  # two images, two requests each
+    assert [r.score for r in results] == [60, None, None, None, None, 60]
+    for r, why in zip(results[1:5], ["empty", "incomplete", "cannot identify", "refusing"]):
+        assert r.failure.startswith("image: ") and why in r.failure and not r.retryable
+        assert r.subscores == {"alignment": None, "aesthetic": None} and r.context["outcome"]["aesthetic"] == "image_error"
+        assert r.image is not None and r.replies == []
+    out = BENCH.aggregate(results, n_resamples=50)
+    assert out["outcomes"]["alignment"] == {"counted": 2, "image_error": 4} and out["alignment"] == 60
+    assert any("could not be read" in note for note in out["notes"])
+
+
+def test_judge_errors_are_failures_and_transient_ones_retryable(sample):
+    rows = sample.configs["style_en"]
+
+    def reply(request):
+        if rows[0]["prompt"] in request.messages[1].text:
+            return Reply(text="", model="m", sampling={}, error="HTTP 503 after 7 attempts", transient=True)
+        return Reply(text="", model="m", sampling={}, error="HTTP 400: bad request")
+
+    results = BENCH.score(rows, [image(), image("blue")], ScriptedJudge(reply))
+    assert [r.retryable for r in results] == [True, False]
+    assert results[0].failure == "alignment: judge error: HTTP 503 after 7 attempts; aesthetic: judge error: HTTP 503 after 7 attempts"
+    assert results[1].context["outcome"] == {"alignment": "judge_error", "aesthetic": "judge_error"}
+    assert results[0].reasks == 0  # a failed request is not re-asked here: retrying is the backend's job
+
+
 def test_presets():
-    paper = BENCH.presets["paper"]
-    assert paper["judge"] == "openai:gpt-4.1-2025-04-14" and paper["judge_kwargs"]["image_format"] == "JPEG"
-    s = paper["judge_kwargs"]["sampling"]
-    assert (s.temperature, s.top_p, s.seed, s.max_tokens) == (0, 1, 42, 4096)
-    assert paper["options"]["system_prompt"] == "You are a helpful assistant." and BENCH.presets["official"] == paper
-    qwen = BENCH.presets["qwen"]
+    paper, official, qwen = (BENCH.presets[name] for name in ("paper", "official", "qwen"))
+    for preset in (paper, official):
+        assert preset["judge"] == "openai:gpt-4.1-2025-04-14"
+        s = preset["judge_kwargs"]["sampling"]
+        assert (s.temperature, s.top_p, s.seed, s.max_tokens) == (0, 1, 42, 4096)
+        assert "image_format" not in preset["judge_kwargs"] and "max_pixels" not in preset["judge_kwargs"]  # as is
+    assert paper["options"] == {"protocol": "paper"} and official["options"] == {"protocol": "official"}
+    # the authors' script: max_tokens sent as such, 3 tries, stream false
+    assert official["judge_kwargs"]["max_tokens_param"] == "max_tokens" and official["judge_kwargs"]["max_retries"] == 2
+    assert official["judge_kwargs"]["extra_body"] == {"stream": False}
     assert qwen["judge"] == "hf:Qwen/Qwen2.5-VL-72B-Instruct"
-    assert qwen["judge_kwargs"]["min_pixels"] == 256 * 28 * 28 and qwen["judge_kwargs"]["max_pixels"] == 1280 * 28 * 28
-    assert qwen["judge_kwargs"]["dtype"] == "bfloat16" and qwen["judge_kwargs"]["sampling"].max_tokens == 1024
+    kwargs = qwen["judge_kwargs"]
+    # the processor's own pixel limits, as eval_qwen25.py sets them; no resizing by the project
+    assert kwargs["processor_kwargs"] == {"min_pixels": 256 * 28 * 28, "max_pixels": 1280 * 28 * 28}
+    assert "max_pixels" not in kwargs and "min_pixels" not in kwargs
+    assert kwargs["generation_config"] == "model" and kwargs["sampling"].max_tokens == 1024
+    assert kwargs["dtype"] == "bfloat16"
+    assert qwen["options"] == {"protocol": "official", "system_prompt": None, "image_first": True}
