@@ -461,7 +461,7 @@ class Run:
         from .scoring import model_fingerprint
 
         model = str(info.get("model", ""))
-        if info.get("backend") in ("hf", "vllm") and Path(model).expanduser().is_dir():
+        if info.get("backend") != "openai" and Path(model).expanduser().is_dir():  # an API model is a name
             same = recorded and recorded.get("model") == model and recorded.get("model_sha256")
             info["model_sha256"] = recorded["model_sha256"] if same else model_fingerprint(model)
         return jsonable(info)
