@@ -35,6 +35,7 @@ nor torch when the judge is behind HTTP.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import json
 import os
 import re
@@ -202,7 +203,7 @@ class Run:
     def name(self) -> str:
         return self.manifest["name"]
 
-    @property
+    @functools.cached_property
     def bench(self) -> Benchmark:
         return get_benchmark(self.manifest["benchmark"])
 
@@ -295,8 +296,8 @@ class Run:
         for where the benchmark's official layout puts it. A file name that would leave the
         image folder (made from a hostile id) is refused."""
         rows = self.rows() if rows is None else rows
-        folder = self.images_dir
-        by_id = {self.bench.row_id(r): r for r in rows}
+        folder, bench = self.images_dir, self.bench
+        by_id = {bench.row_id(r): r for r in rows}
         manifest = folder / "metadata.parquet"
         items: list[tuple[str, dict[str, Any], Path]] = []
         if manifest.is_file():
@@ -308,15 +309,15 @@ class Run:
                 files.setdefault(str(rec["prompt_id"]), []).append((rec["sample"], rec["file_name"]))
             # a prompt is missing when the manifest lists no image for it, or lists one that is gone
             missing = [pid for pid in by_id
-                       if pid not in files or not all(inside(folder, f).is_file() for _, f in files[pid])]
+                       if pid not in files or not all(_within(folder, f).is_file() for _, f in files[pid])]
             for pid, row in by_id.items():
                 for _, file in sorted(files.get(pid, [])):
-                    items.append((file, row, inside(folder, file)))
+                    items.append((file, row, _within(folder, file)))
         else:
             missing = []
             for pid, row in by_id.items():
-                file = self.bench.image_path(row)
-                path = inside(folder, file)
+                file = bench.image_path(row)
+                path = _within(folder, file)
                 if path.is_file():
                     items.append((file, row, path))
                 else:
@@ -511,9 +512,20 @@ class Run:
         for key in order:
             if key in done:
                 r = ImageResult.from_dict(done[key])
-                r.image = str(inside(self.images_dir, key))
+                r.image = str(_within(self.images_dir, key))
                 out.append(r)
         return out
+
+
+def _within(folder: Path, name: str) -> Path:
+    """``folder / name`` for reading an image whose name comes from data: a name that climbs out
+    (absolute, or with ``..``) gets :func:`~t2ireason.files.inside`'s full check and refusal; the
+    others cost no system call (a user's own symlinks inside the folder are followed, as they
+    were meant to be). Writing always goes through ``inside``."""
+    parts = Path(name).parts
+    if not parts or Path(name).is_absolute() or ".." in parts:
+        return inside(folder, name)
+    return folder / name
 
 
 def _retryable(record: dict[str, Any]) -> bool:
