@@ -78,22 +78,29 @@ def test_evaluate_help_lists_every_benchmarks_presets(capsys):
 
 # -- bad input: one line, nothing created ------------------------------------------------------------
 
+def in_process_error(capsys, *argv: str) -> str:
+    """``cli.main(argv)`` in this process: exit status 2 and one `error:` line."""
+    assert cli.main(list(argv)) == 2
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), lines
+    return lines[0]
+
+
 @pytest.mark.slow
-def test_bad_judges_are_refused_before_anything_is_created(tmp_path):
+def test_bad_judges_are_refused_before_anything_is_created(tmp_path, capsys):
     run = tmp_path / "run"
     base = ["evaluate", "--run", str(run), "--benchmark", "r2i-bench", "--limit", "2"]
+    # as users run it: its own process, one line, exit status 2
     assert "did you mean 'openai:gpt-4o'" in one_error_line(t2ireason(*base, "--judge", "openai-gpt-4o"))
     assert "'/nonexistent' does not exist" in one_error_line(t2ireason(*base, "--judge", "hf:/nonexistent"))
-    line = one_error_line(t2ireason(*base, "--judge", "openai:m@http://127.0.0.1:9/v1",
-                                    "--judge-kwargs", '{"max_concurency": 8}'))
+    http = ["--judge", "openai:m@http://127.0.0.1:9/v1"]
+    line = in_process_error(capsys, *base, *http, "--judge-kwargs", '{"max_concurency": 8}')
     assert "'max_concurency'" in line and "did you mean 'max_concurrency'" in line
-    line = one_error_line(t2ireason(*base, "--judge", "gemini:flash"))
+    line = in_process_error(capsys, *base, "--judge", "gemini:flash")
     assert "unknown judge backend 'gemini'" in line and "hf, openai, vllm" in line
-    line = one_error_line(t2ireason(*base, "--judge", "openai:m@http://127.0.0.1:9/v1",
-                                    "--judge-kwargs", '{"sampling": {"temperature": "hot"}}'))
+    line = in_process_error(capsys, *base, *http, "--judge-kwargs", '{"sampling": {"temperature": "hot"}}')
     assert "judge_kwargs.sampling.temperature must be a finite number, got 'hot'" in line
-    line = one_error_line(t2ireason(*base, "--judge", "openai:m@http://127.0.0.1:9/v1", "--options",
-                                    '{"strucured_output": true}'))
+    line = in_process_error(capsys, *base, *http, "--options", '{"strucured_output": true}')
     assert "strucured_output" in line and "structured_output" in line
     assert not run.exists()  # no run folder, no empty evaluation folder
 
@@ -120,16 +127,18 @@ def test_an_evaluation_name_cannot_leave_the_run(tmp_path, capsys):
     assert Run.open(run.path).manifest["evaluations"] == {}
 
 
-@pytest.mark.slow
-def test_float_options_must_be_finite_and_float16_needs_a_gpu(tmp_path):
+def test_float_options_must_be_finite_and_float16_needs_a_gpu(tmp_path, capsys):
     out = tmp_path / "images"
     base = ["generate", "--benchmark", "r2i-bench", "--model", str(tmp_path / "no-model"), "--out", str(out)]
-    for value in ("nan", "inf", "-1"):
-        proc = t2ireason(*base, "--guidance", value)
-        assert proc.returncode == 2 and "argument --guidance: must be" in proc.stderr, proc.stderr
-    proc = t2ireason(*base, "--pipeline-kwargs", '{"eta": NaN}')
-    assert proc.returncode == 2 and "NaN is not a number JSON allows" in proc.stderr
-    line = one_error_line(t2ireason(*base, "--dtype", "float16"))
+    proc = t2ireason(*base, "--guidance", "nan")
+    assert proc.returncode == 2 and "argument --guidance: must be a finite number, got 'nan'" in proc.stderr
+    for argv, said in [(["--guidance", "inf"], "must be a finite number, got 'inf'"),
+                       (["--guidance", "-1"], "must be >= 0, got -1"),
+                       (["--pipeline-kwargs", '{"eta": NaN}'], "NaN is not a number JSON allows")]:
+        with pytest.raises(SystemExit) as exit_:
+            cli.main([*base, *argv])
+        assert exit_.value.code == 2 and said in capsys.readouterr().err
+    line = in_process_error(capsys, *base, "--dtype", "float16")
     assert "float16 needs a GPU" in line and "use float32" in line
     assert not out.exists()
 
