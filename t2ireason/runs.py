@@ -341,9 +341,10 @@ class Run:
 
     def evaluation_dir(self, name: str) -> Path:
         """``<run>/evaluations/<name>``; a name that would leave that folder is refused."""
-        if not name or not str(name).strip():
-            raise RunError("an evaluation name cannot be empty")
-        return inside(self.path / "evaluations", name)
+        folder = inside(self.path / "evaluations", name)
+        if not str(name).strip() or str(name).startswith("."):
+            raise RunError(f"an evaluation name is a folder name, not empty and not starting with '.'; got {name!r}")
+        return folder
 
     def evaluate(self, judge: Any = None, *, preset: str | None = None, judge_kwargs: dict | None = None,
                  options: dict[str, Any] | None = None, name: str | None = None, cache: str | bool = True,

@@ -322,6 +322,9 @@ def test_ids_and_names_that_leave_their_folder_are_refused(tmp_path, capsys):
         run.image_items()  # an image made elsewhere is not looked for outside the image folder either
     with pytest.raises(UnsafePath, match="leaves the folder"):
         run.evaluation_dir("../../x")
+    for name in (".", "", ".hidden"):
+        with pytest.raises(RunError, match="an evaluation name is a folder name"):
+            run.evaluation_dir(name)
 
 
 def _r2i_run(tmp_path, name="r", limit=6):
