@@ -211,4 +211,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    finally:
+        import shutil
+
+        shutil.rmtree(_HOME, ignore_errors=True)

@@ -465,8 +465,8 @@ def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
 
 
 def _is_user_error(e: BaseException) -> bool:
-    """Bad input, a missing file, an unusable judge: one ``error:`` line, no traceback."""
-    if isinstance(e, (ValueError, KeyError, OSError)):
+    """Bad input, a missing file, a missing optional extra, an unusable judge: one ``error:`` line."""
+    if isinstance(e, (ValueError, KeyError, OSError, ImportError)):
         return True
     base = sys.modules.get("t2ireason.judges.base")  # loaded whenever a JudgeError can exist
     return base is not None and isinstance(e, base.JudgeError)
