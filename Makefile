@@ -43,8 +43,13 @@ demo: install
 lint: install
 	$(VENV)/bin/ruff check .
 
+# Every script runs (perf/_*.py are their helpers), each printing all its figures; the ones that
+# missed a target (or failed) are listed at the end, and then make fails.
 perf: install
-	@for script in judges metrics generate build; do echo "== perf/$$script.py"; $(OFFLINE) $(PY) perf/$$script.py || exit 1; done
+	@failed=""; for script in perf/[!_]*.py; do echo "== $$script"; \
+	  $(OFFLINE) $(PY) $$script || failed="$$failed $$script"; done; \
+	if [ -n "$$failed" ]; then echo "== missed a target or failed:$$failed"; exit 1; fi; \
+	echo "== every perf script met its targets"
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info demo_output

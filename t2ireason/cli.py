@@ -9,24 +9,49 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from . import __version__
 
-#: subcommand -> (add its arguments, run it, one-line help)
+#: subcommand -> (add its arguments, run it, one-line help). Only the chosen subcommand's
+#: arguments are built, so ``t2ireason --help`` imports none of the libraries the steps need.
 COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int], str]] = {}
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a number JSON allows")
 
 
 def _json_dict(text: str) -> dict:
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=_no_constant)  # NaN and Infinity are not valid values
     except json.JSONDecodeError as e:
         raise argparse.ArgumentTypeError(f"not valid JSON: {e}") from None
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError("expected a JSON object, e.g. '{\"max_sequence_length\": 256}'")
     return value
+
+
+def finite_float(low: float | None = None, high: float | None = None) -> Callable[[str], float]:
+    """An argparse type: a finite number (never nan or inf), within ``[low, high]`` where given."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+        if (low is not None and value < low) or (high is not None and value > high):
+            bounds = f">= {low:g}" if high is None else f"<= {high:g}" if low is None else f"in [{low:g}, {high:g}]"
+            raise argparse.ArgumentTypeError(f"must be {bounds}, got {value:g}")
+        return value
+
+    return parse
 
 
 def _positive_int(text: str) -> int:
@@ -80,9 +105,10 @@ def add_generate_args(p: argparse.ArgumentParser) -> None:
 def _add_generation_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, help="diffusers model: Hub id or local folder")
     p.add_argument("--dtype", default="auto", choices=["auto", "float32", "float16", "bfloat16"],
-                   help="model dtype (default auto: float16 on GPU, float32 on CPU)")
+                   help="model dtype (default auto: float16 on GPU, float32 on CPU; float16 needs a GPU)")
     p.add_argument("--steps", type=_positive_int, default=None, help="inference steps (default: the pipeline's)")
-    p.add_argument("--guidance", type=float, default=None, help="guidance scale (default: the pipeline's)")
+    p.add_argument("--guidance", type=finite_float(0), default=None,
+                   help="guidance scale, a number >= 0 (default: the pipeline's)")
     p.add_argument("--height", type=_positive_int, default=None, help="image height (default: the pipeline's)")
     p.add_argument("--width", type=_positive_int, default=None, help="image width (default: the pipeline's)")
     p.add_argument("--images-per-prompt", type=_positive_int, default=1,
@@ -99,8 +125,12 @@ def _add_generation_args(p: argparse.ArgumentParser) -> None:
 
 
 def _generation_config(args: argparse.Namespace):
-    from .generation import GenerationConfig
+    """The generation settings, checked before any row, image or folder: float16 needs a GPU."""
+    import torch
 
+    from .generation import GenerationConfig, check_dtype
+
+    check_dtype(args.dtype, "cuda" if torch.cuda.is_available() else "cpu")
     return GenerationConfig(model=args.model, dtype=args.dtype, steps=args.steps, guidance=args.guidance,
                             height=args.height, width=args.width, images_per_prompt=args.images_per_prompt,
                             batch_size=args.batch_size, seed=args.seed, pipeline_kwargs=args.pipeline_kwargs,
@@ -111,8 +141,8 @@ def run_generate(args: argparse.Namespace) -> int:
     from .data import load_rows
     from .generation import generate, plan_jobs
 
-    rows = load_rows(args.benchmark, args.data, args.configs)[: args.limit]
     config = _generation_config(args)
+    rows = load_rows(args.benchmark, args.data, args.configs, limit=args.limit)
     jobs = plan_jobs(args.benchmark, rows, images_per_prompt=args.images_per_prompt, base_seed=args.seed,
                      prompts=_load_prompt_overrides(args.prompts))
     counts = generate(jobs, config, args.out, progress=not args.no_progress)
@@ -150,10 +180,11 @@ def add_rewrite_args(p: argparse.ArgumentParser) -> None:
 
 def run_rewrite(args: argparse.Namespace) -> int:
     from .data import load_rows
-    from .judges import load_judge
+    from .judges import load_judge, validate_judge
     from .rewriting import rewrite_prompts, save_rewrites
 
-    rows = load_rows(args.benchmark, args.data, args.configs)[: args.limit]
+    validate_judge(args.judge, args.judge_kwargs)
+    rows = load_rows(args.benchmark, args.data, args.configs, limit=args.limit)
     judge = load_judge(args.judge, cache=args.cache, **args.judge_kwargs)
     records = rewrite_prompts(args.benchmark, rows, judge, mode=args.mode)
     path = save_rewrites(records, args.out)
@@ -167,40 +198,91 @@ COMMANDS["rewrite"] = (add_rewrite_args, run_rewrite, "rewrite prompts with an L
 
 # -- datasets ------------------------------------------------------------------------------------
 
-def _register_dataset_commands() -> None:
-    from . import build
+def _lazy(module: str, name: str) -> Callable:
+    """A function of ``module`` imported when called (so ``--help`` stays fast)."""
+    def call(*args, **kwargs):
+        import importlib
 
-    COMMANDS["build"] = (build.add_build_args, build.run_build,
-                         "build a benchmark's Hub dataset (Parquet + card) from its official release")
-    COMMANDS["push"] = (build.add_push_args, build.run_push, "publish a built dataset folder to the Hub")
+        return getattr(importlib.import_module(module, __package__), name)(*args, **kwargs)
+
+    return call
 
 
-_register_dataset_commands()
+COMMANDS["build"] = (_lazy(".build", "add_build_args"), _lazy(".build", "run_build"),
+                     "build a benchmark's Hub dataset (Parquet + card) from its official release")
+COMMANDS["push"] = (_lazy(".build", "add_push_args"), _lazy(".build", "run_push"),
+                    "publish a built dataset folder to the Hub")
 COMMANDS["generate"] = COMMANDS.pop("generate")  # keep the loop's order in --help: build, push, generate, ...
 COMMANDS["rewrite"] = COMMANDS.pop("rewrite")
 
 
 # -- evaluate, report, export, run -------------------------------------------------------------------
 
+def _presets_help() -> str:
+    """Each judged benchmark's presets, from the benchmark modules themselves."""
+    from .benchmarks import JUDGED, get_benchmark
+
+    said = []
+    for name in JUDGED:
+        bench = get_benchmark(name)
+        said.append(f"{name}: " + ", ".join(p + (" (default)" if p == bench.default_preset else "")
+                                           for p in bench.presets))
+    return "named judge setting of the benchmark's metric; " + "; ".join(said)
+
+
 def _add_scoring_args(p: argparse.ArgumentParser) -> None:
+    from .runs import LOCK_TIMEOUT
+
     _add_judge_args(p, required=False)
-    p.add_argument("--preset", default=None,
-                   help="named judge setting of the benchmark's metric: paper (default) or official")
+    p.add_argument("--preset", default=None, help=_presets_help())
     p.add_argument("--options", type=_json_dict, default={},
                    help='scoring options of the metric as JSON, e.g. \'{"structured_output": true, "max_reasks": 3}\'')
     p.add_argument("--name", default=None, help="name of this evaluation inside the run (default: from the judge)")
     p.add_argument("--chunk-size", type=_positive_int, default=32,
                    help="images scored between two saves of the results (resume granularity)")
+    p.add_argument("--retry-failed", action="store_true",
+                   help="score again the images that failed because the judge was unreachable (time-outs, "
+                        "server errors); a failed reply is not retried")
+    p.add_argument("--allow-failed", action="store_true",
+                   help="exit 0 even when images failed because the judge was unreachable (default: exit 1)")
+    p.add_argument("--lock-timeout", type=finite_float(0), default=LOCK_TIMEOUT,
+                   help="seconds to wait for another process scoring the same evaluation of the run "
+                        f"(default {LOCK_TIMEOUT:g}), then stop with an error")
+
+
+def _check_scoring(args: argparse.Namespace, benchmark: str) -> None:
+    """The judge, its options, the preset and the scoring options, checked before any folder is made."""
+    from .benchmarks import get_benchmark
+    from .scoring import check_setting, judge_setting
+
+    bench = get_benchmark(benchmark)
+    check_setting(bench, judge_setting(bench, args.preset, args.judge, args.judge_kwargs or None, args.options))
 
 
 def _evaluate(run, args: argparse.Namespace) -> dict:
     scores = run.evaluate(args.judge, preset=args.preset, judge_kwargs=args.judge_kwargs or None,
                           options=args.options, name=args.name, cache=args.cache, chunk_size=args.chunk_size,
-                          progress=not args.no_progress)
-    print(f"{scores['num_images']} images scored by {scores['judge']['backend']}:{scores['judge']['model']} "
-          f"({scores['num_failed']} failed, {scores['num_reasks']} re-asks) -> "
-          f"{run.evaluation_dir(scores['evaluation']) / 'scores.json'}")
+                          progress=not args.no_progress, retry_failed=args.retry_failed,
+                          lock_timeout=args.lock_timeout)
+    judge = scores["judge"]
+    failed, transient = scores["num_failed"], scores.get("num_retryable", 0)
+    said = f"{failed} failed"
+    if transient:
+        said += (f", {transient} of them because the judge was unreachable: run again with --retry-failed "
+                 "when it is back")
+    if scores.get("retried"):
+        said += f"; {scores['retried']} failed images scored again"
+    print(f"{scores['num_images']} images scored by {judge['backend']}:{judge.get('model_name') or judge['model']} "
+          f"({said}; {scores['num_reasks']} re-asks) -> {run.evaluation_dir(scores['evaluation']) / 'scores.json'}")
     return scores
+
+
+def _evaluation_status(scores: dict, args: argparse.Namespace) -> int:
+    """1 when every image failed, or some failed because the judge was unreachable (unless
+    --allow-failed): a script or CI job must not take an outage for a score."""
+    if scores["num_images"] and scores["num_failed"] == scores["num_images"]:
+        return 1
+    return 1 if scores.get("num_retryable") and not args.allow_failed else 0
 
 
 def add_evaluate_args(p: argparse.ArgumentParser) -> None:
@@ -232,11 +314,18 @@ def _open_or_create(args: argparse.Namespace):
 
 
 def run_evaluate(args: argparse.Namespace) -> int:
+    if args.benchmark:
+        _check_scoring(args, args.benchmark)
+    elif not (Path(args.run) / "run.json").is_file():
+        _open_or_create(args)  # says what is missing
+    else:
+        from .runs import Run
+
+        _check_scoring(args, Run.open(args.run).manifest["benchmark"])
     run = _open_or_create(args)
     if args.images:
         run.use_images(args.images)
-    scores = _evaluate(run, args)
-    return 1 if scores["num_failed"] == scores["num_images"] else 0
+    return _evaluation_status(_evaluate(run, args), args)
 
 
 COMMANDS["evaluate"] = (add_evaluate_args, run_evaluate,
@@ -257,6 +346,8 @@ def _report(runs, args: argparse.Namespace, out) -> dict:
 
     report = write_report(runs, out, evaluation=args.evaluation, embed_images=args.embed_images, title=args.title)
     print(report["headline"])
+    if report.get("unfinished"):
+        print(f"not reported, not finished yet: {', '.join(report['unfinished'])}")
     print(f"every table: {report['tables_md']} and {report['tables_csv']}")
     print(f"plots: {', '.join(str(p) for p in report['plots'])}")
     for page in report["html"]:
@@ -326,6 +417,8 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
 def run_run(args: argparse.Namespace) -> int:
     from .runs import Run
 
+    config = _generation_config(args)
+    _check_scoring(args, args.benchmark)
     data = Path(args.out) / "data" if args.source else args.data  # built into the run folder
     run = Run.create(args.out, args.benchmark, data=data, configs=args.configs, limit=args.limit, name=args.run_name,
                      revision=args.data_revision)
@@ -335,8 +428,8 @@ def run_run(args: argparse.Namespace) -> int:
     else:
         print(f"[1/4] rows of {args.benchmark} from {args.data or 'the sample shipped with t2i-reason'}")
     print("[2/4] generate")
-    counts = run.generate(_generation_config(args), prompts=_load_prompt_overrides(args.prompts),
-                          progress=not args.no_progress)
+    counts = run.generate(config, prompts=_load_prompt_overrides(args.prompts), progress=not args.no_progress,
+                          lock_timeout=args.lock_timeout)
     print(f"      {counts['generated']} generated, {counts['skipped']} already done -> {run.images_dir}")
     print("[3/4] evaluate")
     scores = _evaluate(run, args)
@@ -344,7 +437,7 @@ def run_run(args: argparse.Namespace) -> int:
     args.evaluation, args.title = scores["evaluation"], None
     _report([run], args, run.path / "report")
     print(f"run folder: {run.path}")
-    return 0
+    return _evaluation_status(scores, args)
 
 
 COMMANDS["run"] = (add_run_args, run_run, "build, generate, evaluate and report in one go (resumable)")
@@ -352,39 +445,52 @@ COMMANDS["run"] = (add_run_args, run_run, "build, generate, evaluate and report 
 
 # -- the agent and the data engine (their options live with them) ---------------------------------------
 
-def _lazy(module: str, name: str) -> Callable:
-    """A function of ``module`` imported when called (so ``--help`` stays fast)."""
-    def call(*args, **kwargs):
-        import importlib
-
-        return getattr(importlib.import_module(module, __package__), name)(*args, **kwargs)
-
-    return call
-
-
 COMMANDS["mt2ie"] = (_lazy(".mt2ie", "add_mt2ie_args"), _lazy(".mt2ie", "run_mt2ie_command"),
                      "MT2IE: an MLLM writes progressively harder prompts, draws them with each model, ranks the models")
 COMMANDS["engine"] = (_lazy(".engine.command", "add_engine_args"), _lazy(".engine.command", "run_engine_command"),
                       "the FLUX-Reason data engine: curate a text-to-image dataset in the FLUX-Reason-6M schema")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
+    """The parser: every subcommand's options (``"*"``), only ``command``'s, or none (the list of
+    subcommands, all ``t2ireason --help`` needs)."""
     parser = argparse.ArgumentParser(prog="t2ireason", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (add_args, _, help_text) in COMMANDS.items():
-        add_args(sub.add_parser(name, help=help_text, description=help_text))
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        if command in ("*", name):
+            add_args(p)
     return parser
 
 
+def _is_user_error(e: BaseException) -> bool:
+    """Bad input, a missing file, a missing optional extra, an unusable judge: one ``error:`` line."""
+    if isinstance(e, (ValueError, KeyError, OSError, ImportError)):
+        return True
+    base = sys.modules.get("t2ireason.judges.base")  # loaded whenever a JudgeError can exist
+    return base is not None and isinstance(e, base.JudgeError)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = next((a for a in argv if not a.startswith("-")), None)  # the top level takes no valued option
+    args = build_parser(command if command in COMMANDS else None).parse_args(argv)
+    for key, value in vars(args).items():  # a nan or inf slips through float(); no option takes one
+        if isinstance(value, float) and not math.isfinite(value):
+            print(f"error: --{key.replace('_', '-')} must be a finite number, got {value}", file=sys.stderr)
+            return 2
     _, run, _ = COMMANDS[args.command]
     try:
         return run(args)
-    except (ValueError, KeyError, OSError) as e:  # user errors: one clear line, no traceback
+    except KeyboardInterrupt:
+        print("interrupted: finished work is kept; run the same command again to resume", file=sys.stderr)
+        return 130
+    except Exception as e:
+        if not _is_user_error(e):
+            raise
         message = e.args[0] if isinstance(e, KeyError) and e.args else e
-        print(f"error: {message}", file=sys.stderr)
+        print("error: " + " ".join(str(message).split()), file=sys.stderr)  # one line
         return 2
 
 

@@ -3,41 +3,51 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from .benchmarks import Benchmark, get_benchmark
+from .benchmarks import get_benchmark
+
+if TYPE_CHECKING:
+    from .benchmarks import Benchmark
 
 __all__ = ["load_rows"]
 
 
 def load_rows(benchmark: Benchmark | str, data: str | os.PathLike | None = None,
               configs: Sequence[str] | None = None, *, split: str = "test",
-              revision: str | None = None) -> list[dict[str, Any]]:
-    """The rows of ``configs`` (default: all), each once.
+              revision: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+    """The rows of ``configs`` (default: all), each once, in config order; with ``limit``, the first
+    ``limit`` of them.
 
     ``data`` is a Hub dataset id or a folder written by ``datasets_scripts/build.py``
     (read with ``load_dataset``), or None for the small release shipped with the
     package (read with the benchmark's own release reader). Configs that are
     unions of others (``all``, languages...) overlap: rows are kept once, by id.
+    Configs are read one after the other and reading stops once ``limit`` rows are in hand.
     """
     bench = get_benchmark(benchmark) if isinstance(benchmark, str) else benchmark
     unknown = [c for c in configs or () if c not in bench.configs]
     if unknown:
         raise ValueError(f"unknown config(s) {unknown} of {bench.name}; known: {', '.join(bench.configs)}")
+    if limit is not None and limit < 1:
+        raise ValueError(f"limit must be at least 1, got {limit}")
     configs = list(configs or bench.configs)
     if data is None:
         release = bench.read_release(bench.sample_path())
-        per_config = [release.configs.get(c, []) for c in configs]
+        per_config: Iterable[Iterable[dict[str, Any]]] = (release.configs.get(c, []) for c in configs)
     else:
         import datasets
 
-        per_config = [datasets.load_dataset(str(data), c, split=split, revision=revision) for c in configs]
-    rows, seen = [], set()
-    for config_rows in per_config:
+        per_config = (datasets.load_dataset(str(data), c, split=split, revision=revision) for c in configs)
+    rows: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for config_rows in per_config:  # a generator: a config is read only when the rows so far are too few
         for row in config_rows:
             rid = bench.row_id(row)
             if rid not in seen:
                 seen.add(rid)
                 rows.append(dict(row))
+                if limit is not None and len(rows) == limit:
+                    return rows
     return rows

@@ -16,24 +16,29 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PIL import Image
 
 from . import __version__
-from .benchmarks import Benchmark, get_benchmark
-from .files import atomic_file
+from .benchmarks import get_benchmark
+from .files import atomic_file, inside
 from .progress import progress_bar
 
-__all__ = ["GenerationConfig", "Job", "image_seed", "plan_jobs", "generate", "write_manifest", "draw", "Drawer",
-           "load_pipeline", "is_readable_image", "save_image_atomic", "MANIFEST"]
+if TYPE_CHECKING:
+    from .benchmarks import Benchmark
+
+__all__ = ["GenerationConfig", "Job", "image_seed", "plan_jobs", "check_job_paths", "generate", "write_manifest", "draw",
+           "Drawer", "load_pipeline", "check_dtype", "is_readable_image", "save_image_atomic", "MANIFEST", "DTYPES"]
 
 MANIFEST = "metadata.parquet"
 CONFIG_FILE = "generation_config.json"
+DTYPES = ("auto", "float32", "float16", "bfloat16")
 
 
 @dataclass
@@ -58,8 +63,14 @@ class GenerationConfig:
         for name in ("images_per_prompt", "batch_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.steps is not None and self.steps < 1:
-            raise ValueError(f"steps must be >= 1, got {self.steps}")
+        for name in ("steps", "height", "width"):
+            if getattr(self, name) is not None and getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.guidance is not None and not (isinstance(self.guidance, (int, float)) and math.isfinite(self.guidance)
+                                              and self.guidance >= 0):
+            raise ValueError(f"guidance must be a finite number >= 0, got {self.guidance!r}")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"unknown dtype {self.dtype!r}; use {', '.join(DTYPES)}")
 
     def call_kwargs(self) -> dict[str, Any]:
         kw = dict(self.pipeline_kwargs)
@@ -130,15 +141,30 @@ def save_image_atomic(image: Image.Image, path: Path) -> None:
         image.save(f, format="PNG")
 
 
+def check_job_paths(jobs: Sequence[Job], out_dir: str | os.PathLike) -> None:
+    """Every image file of ``jobs`` stays inside ``out_dir``: a file name made from a hostile
+    id (``../../outside/x``) is refused, naming it, before anything is written."""
+    for job in jobs:
+        inside(out_dir, job.file)
+
+
+def check_dtype(name: str, device: str) -> None:
+    """float16 needs a GPU: diffusers pipelines in float16 on the CPU fail or draw noise.
+    Refused before the model is loaded, saying what to use instead."""
+    if name not in DTYPES:
+        raise ValueError(f"unknown dtype {name!r}; use {', '.join(DTYPES)}")
+    if name == "float16" and not str(device).startswith(("cuda", "xpu", "mps")):
+        raise ValueError(f"dtype float16 needs a GPU and this process runs on {device}; "
+                         "use float32 (or bfloat16, or auto: float16 on GPU, float32 on CPU)")
+
+
 def _resolve_dtype(name: str, device: str):
     import torch
 
+    check_dtype(name, device)
     if name == "auto":
         return torch.float16 if str(device).startswith("cuda") else torch.float32
-    try:
-        return getattr(torch, name)
-    except AttributeError:
-        raise ValueError(f"unknown dtype {name!r}; use auto, float32, float16 or bfloat16") from None
+    return getattr(torch, name)
 
 
 def load_pipeline(config: GenerationConfig, device: str):
@@ -203,8 +229,11 @@ def generate(jobs: Sequence[Job], config: GenerationConfig, out_dir: str | os.Pa
     from accelerate import PartialState
 
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    check_job_paths(jobs, out)
     state = state or PartialState(cpu=not torch.cuda.is_available())
+    if pipeline is None:
+        check_dtype(config.dtype, str(state.device))
+    out.mkdir(parents=True, exist_ok=True)
     if state.is_main_process:
         (out / CONFIG_FILE).write_text(json.dumps(config.to_dict(), indent=2))
         for stale in out.rglob(".tmp-*"):  # left by a process killed mid-write; never counted as done
@@ -239,7 +268,7 @@ def write_manifest(jobs: Sequence[Job], config: GenerationConfig, out_dir: str |
     import pyarrow.parquet as pq
 
     out = Path(out_dir)
-    done = [j for j in jobs if is_readable_image(out / j.file)]
+    done = [j for j in jobs if is_readable_image(inside(out, j.file))]
     missing = len(jobs) - len(done)
     if missing:
         raise RuntimeError(f"{missing} of {len(jobs)} images are missing in {out}; run again to resume")

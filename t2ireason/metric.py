@@ -36,6 +36,7 @@ from PIL import Image
 from .benchmarks import get_benchmark
 from .images import JudgeImage
 from .results import ImageResult
+from .scoring import judge_record, judge_setting
 
 __all__ = ["ImageMetric", "JudgeMixin", "JudgedMetric", "check_inputs", "results_payload", "image_features",
            "metric_path", "known_metrics", "load_metric"]
@@ -171,11 +172,7 @@ class JudgeMixin:
 
     def judge_info(self) -> dict[str, Any]:
         """The judge's identity and sampling defaults, for the results (never secrets)."""
-        j = self.judge
-        info = dict(j.identity())
-        sampling = getattr(j, "default_sampling", None)
-        info["sampling"] = sampling.to_dict() if sampling is not None else None
-        return info
+        return judge_record(self.judge)
 
 
 class ImageMetric(evaluate.Metric):
@@ -266,18 +263,10 @@ class JudgedMetric(JudgeMixin, ImageMetric):
                  cache: str | bool = True, progress: bool = True, **kwargs: Any):
         # evaluate's __init__ calls _info(), so everything _info needs is set first.
         self.bench = get_benchmark(self.benchmark_name)
-        self.preset_name = preset or getattr(self.bench, "default_preset", "paper")
-        presets = getattr(self.bench, "presets", {})
-        if presets and self.preset_name not in presets:
-            raise ValueError(f"unknown preset {self.preset_name!r} for {self.bench.name}; known: {', '.join(presets)}")
-        self.preset = dict(presets.get(self.preset_name, {}))
-        preset_kwargs = dict(self.preset.get("judge_kwargs", {}))
-        if judge is not None and judge != self.preset.get("judge"):
-            # Another judge: the preset's backend settings (dtype, image format...) are not for it;
-            # its sampling is the protocol's and still applies unless judge_kwargs say otherwise.
-            preset_kwargs = {k: v for k, v in preset_kwargs.items() if k == "sampling"}
-        self._set_judge(judge if judge is not None else self.preset.get("judge"),
-                        {**preset_kwargs, **(judge_kwargs or {})}, cache)
+        setting = judge_setting(self.bench, preset, judge, judge_kwargs)  # shared with `t2ireason evaluate`
+        self.preset_name = setting.preset
+        self.preset = dict(getattr(self.bench, "presets", {}).get(self.preset_name, {}))
+        self._set_judge(setting.judge, setting.judge_kwargs, cache)
         self.progress = progress
         config = kwargs.get("config_name")
         self.row_features = (self.bench.config_features(config) if config in self.bench.configs
@@ -324,4 +313,4 @@ class JudgedMetric(JudgeMixin, ImageMetric):
         return f"no judge given and the {self.preset_name!r} preset of {self.bench.name} names none"
 
     def judge_info(self) -> dict[str, Any]:
-        return {**super().judge_info(), "preset": self.preset_name}
+        return judge_record(self.judge, self.preset_name)

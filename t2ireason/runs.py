@@ -2,45 +2,69 @@
 
 The path of a run: build the benchmark from its release (or take it from the
 Hub, or the sample shipped with the package), generate the images, score them
-with a judge through the benchmark's evaluate module, report. Each step
-records what made it in ``run.json``, so a run can be resumed, re-scored with
-another judge without regenerating, and compared with other runs::
+with a judge through the benchmark's module, report. Each step records what
+made it in ``run.json``, so a run can be resumed, re-scored with another judge
+without regenerating, and compared with other runs::
 
     <run>/
       run.json                          the manifest (benchmark and revision, configs, generation,
                                         every evaluation's judge and parameters, package version)
+      rows.parquet                      the rows the run scores, as first read (resumes read only this)
       data/                             the built dataset, when the run was built from a release
       images/                           the images in the benchmark's official layout + metadata.parquet
       evaluations/<name>/results.jsonl  one scored image per line, appended as scoring goes
       evaluations/<name>/scores.json    the paper's aggregate, counts, the judge
       report/                           tables.md, tables.csv, plots/, report.html (see :func:`write_report`)
+      .locks/                           file locks: one writer per evaluation, and of run.json
 
 Nothing finished is ever recomputed: images already on disk are skipped, a
 scored image is written to ``results.jsonl`` before the next chunk starts,
-and every judge reply sits in the response cache as soon as it arrives.
+and every judge reply sits in the response cache as soon as it arrives. An
+evaluation has one writer at a time (a second process waits, then stops with
+a clear error), and ``run.json`` is only ever changed read-modify-write under
+its lock, so evaluations made by several processes are all recorded. Every
+path made from data (an image's id, an evaluation's name) is checked to stay
+inside its folder (:func:`t2ireason.files.inside`).
+
+Scoring calls the benchmark's ``score`` chunk by chunk and its ``aggregate``
+once at the end, with the judge setting the metric modules use
+(:mod:`t2ireason.scoring`), so ``t2ireason evaluate`` needs neither ``evaluate``
+nor torch when the judge is behind HTTP.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import json
 import os
 import re
-from collections.abc import Sequence
+import shutil
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import __version__
-from .benchmarks import Benchmark, get_benchmark
-from .files import atomic_write_json, jsonable
+from .benchmarks import get_benchmark
+from .files import atomic_file, atomic_write_json, inside, jsonable
 from .progress import progress_bar
-from .results import ImageResult
+
+if TYPE_CHECKING:
+    from .benchmarks import Benchmark
+    from .results import ImageResult
 
 __all__ = ["Run", "RunError", "write_report", "export_results", "RUN_FILE", "evaluation_name"]
 
 RUN_FILE = "run.json"
+ROWS_FILE = "rows.parquet"
 RESULTS_FILE = "results.jsonl"
 SCORES_FILE = "scores.json"
+LOCKS = ".locks"
+#: seconds a second process waits for an evaluation (or a generation) another one is running
+LOCK_TIMEOUT = 10.0
+#: seconds to wait for run.json, which is only ever held for a read-modify-write
+MANIFEST_LOCK_TIMEOUT = 60.0
 #: what identifies a run's rows: reopening a run with other values is an error, not a silent mix
 _ROW_KEYS = ("benchmark", "data", "revision", "configs", "limit")
 
@@ -69,6 +93,17 @@ def evaluation_name(judge: Any, preset: str | None = None) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "judge"
 
 
+def _read_manifest(file: Path) -> dict[str, Any]:
+    try:
+        manifest = json.loads(file.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise RunError(f"{file} is not valid JSON ({e})") from None
+    for key in ("benchmark", "evaluations"):
+        if key not in manifest:
+            raise RunError(f"{file} lacks {key!r}: not a run manifest")
+    return manifest
+
+
 class Run:
     """A run folder. ``Run.create`` starts one (or reopens it with the same rows), ``Run.open`` reopens one."""
 
@@ -91,21 +126,24 @@ class Run:
         if unknown:
             raise RunError(f"unknown config(s) {unknown} of {bench.name}; known: {', '.join(bench.configs)}")
         path = Path(path)
-        wanted = {"benchmark": bench.name, "data": _data_ref(data, path), "revision": revision,
-                  "configs": list(configs) if configs else None, "limit": limit}
-        if (path / RUN_FILE).is_file():
-            run = cls.open(path)
-            differs = {k: (run.manifest.get(k), v) for k, v in wanted.items() if run.manifest.get(k) != v}
-            if differs:
-                said = "; ".join(f"{k}: the run has {a!r}, asked {b!r}" for k, (a, b) in differs.items())
-                raise RunError(f"{path} holds a run of other rows ({said}); use another folder for a new run")
-            return run
         if path.exists() and not path.is_dir():
             raise RunError(f"{path} exists and is not a folder")
-        manifest = {"name": name or path.resolve().name, **wanted, "t2ireason_version": __version__,
-                    "created": _now(), "generation": None, "images": "images", "evaluations": {}}
-        run = cls(path, manifest)
-        run.save()
+        wanted = {"benchmark": bench.name, "data": _data_ref(data, path), "revision": revision,
+                  "configs": list(configs) if configs else None, "limit": limit}
+        path.mkdir(parents=True, exist_ok=True)
+        run = cls(path, {})
+        with run._manifest_lock():  # two processes starting the same run: one creates it, the other reopens it
+            if (path / RUN_FILE).is_file():
+                run.manifest = _read_manifest(path / RUN_FILE)
+                differs = {k: (run.manifest.get(k), v) for k, v in wanted.items() if run.manifest.get(k) != v}
+                if differs:
+                    said = "; ".join(f"{k}: the run has {a!r}, asked {b!r}" for k, (a, b) in differs.items())
+                    raise RunError(f"{path} holds a run of other rows ({said}); use another folder for a new run")
+                return run
+            run.manifest = {"name": name or path.resolve().name, **wanted, "t2ireason_version": __version__,
+                            "created": _now(), "updated": _now(), "generation": None, "images": "images",
+                            "evaluations": {}}
+            atomic_write_json(path / RUN_FILE, run.manifest)
         return run
 
     @classmethod
@@ -115,18 +153,49 @@ class Run:
         if not file.is_file():
             raise RunError(f"{path} is not a run folder (no {RUN_FILE}); start one with `t2ireason run` "
                            "or `t2ireason evaluate --benchmark ...`")
-        try:
-            manifest = json.loads(file.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as e:
-            raise RunError(f"{file} is not valid JSON ({e})") from None
-        for key in ("benchmark", "evaluations"):
-            if key not in manifest:
-                raise RunError(f"{file} lacks {key!r}: not a run manifest")
-        return cls(path, manifest)
+        return cls(path, _read_manifest(file))
 
-    def save(self) -> None:
-        self.manifest["updated"] = _now()
-        atomic_write_json(self.path / RUN_FILE, self.manifest)
+    # -- the manifest and the locks --------------------------------------------------------------
+
+    @contextmanager
+    def _lock(self, what: str, timeout: float, busy: str) -> Iterator[None]:
+        """Hold ``<run>/.locks/<what>.lock`` (an OS file lock: released when the process ends,
+        however it ends); after ``timeout`` seconds, a RunError saying ``busy``."""
+        from filelock import FileLock, Timeout
+
+        folder = self.path / LOCKS
+        folder.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(folder / f"{_slug(what)}.lock"), timeout=timeout)
+        try:
+            lock.acquire()
+        except Timeout:
+            raise RunError(busy) from None
+        try:
+            yield
+        finally:
+            lock.release()
+
+    def _manifest_lock(self):
+        return self._lock("run.json", MANIFEST_LOCK_TIMEOUT,
+                          f"{self.path / RUN_FILE} stayed locked by another process for {MANIFEST_LOCK_TIMEOUT:g} s; "
+                          f"if no other t2ireason process uses this run, delete {self.path / LOCKS} and try again")
+
+    def update(self, change: Callable[[dict[str, Any]], None]) -> None:
+        """Change ``run.json`` read-modify-write under its lock: ``change(manifest)`` edits the
+        manifest as it is on disk now (with what other processes recorded meanwhile), which is
+        then written whole and becomes ``self.manifest``."""
+        with self._manifest_lock():
+            file = self.path / RUN_FILE
+            manifest = _read_manifest(file) if file.is_file() else self.manifest
+            change(manifest)
+            manifest["updated"] = _now()
+            atomic_write_json(file, manifest)
+        self.manifest = manifest
+
+    def reload(self) -> dict[str, Any]:
+        """``run.json`` as it is on disk now (written whole, so read without the lock)."""
+        self.manifest = _read_manifest(self.path / RUN_FILE)
+        return self.manifest
 
     # -- what the run is about -------------------------------------------------------------------
 
@@ -134,7 +203,7 @@ class Run:
     def name(self) -> str:
         return self.manifest["name"]
 
-    @property
+    @functools.cached_property
     def bench(self) -> Benchmark:
         return get_benchmark(self.manifest["benchmark"])
 
@@ -154,11 +223,17 @@ class Run:
         return str(self._resolve(data))
 
     def rows(self) -> list[dict[str, Any]]:
+        """The rows the run scores. Read from the source once (only as many as ``limit`` asks:
+        configs are read one by one until there are enough), kept in ``rows.parquet`` in the
+        row schema, and read from there afterwards: a resume touches no dataset."""
+        file = self.path / ROWS_FILE
+        if file.is_file():
+            return _read_rows(self.bench, file)
         from .data import load_rows
 
         rows = load_rows(self.bench, self.data_source(), self.manifest.get("configs"),
-                         revision=self.manifest.get("revision"))
-        return rows[: self.manifest["limit"]] if self.manifest.get("limit") else rows
+                         revision=self.manifest.get("revision"), limit=self.manifest.get("limit"))
+        return _write_rows(self.bench, rows, file)
 
     # -- steps -----------------------------------------------------------------------------------
 
@@ -168,52 +243,61 @@ class Run:
 
         out = self.path / "data"
         report = build_dataset(self.bench, source, out, license=license, overwrite=True)
-        self.manifest["data"] = "./data"
-        self.manifest["built_from"] = str(Path(source).resolve())
-        self.manifest["build"] = {"license": report.license, "configs": report.configs,
-                                  "anomalies": report.anomaly_counts()}
-        self.save()
+        (self.path / ROWS_FILE).unlink(missing_ok=True)  # the rows are read again from the new build
+
+        def record(m: dict[str, Any]) -> None:
+            m["data"] = "./data"
+            m["built_from"] = str(Path(source).resolve())
+            m["build"] = {"license": report.license, "configs": report.configs, "anomalies": report.anomaly_counts()}
+
+        self.update(record)
         return out
 
     def generate(self, config: Any, *, prompts: dict[str, str] | None = None, progress: bool = True,
-                 pipeline: Any = None) -> dict[str, int]:
+                 pipeline: Any = None, lock_timeout: float = LOCK_TIMEOUT) -> dict[str, int]:
         """Generate the run's images into ``<run>/images`` (resuming: finished images are kept).
 
         The generation configuration is recorded; continuing with another one is refused,
         since the images on disk would then come from two settings."""
-        from .generation import generate, plan_jobs
+        from .generation import check_job_paths, generate, plan_jobs
 
-        recorded = self.manifest.get("generation")
-        wanted = jsonable({**config.to_dict(), "rewritten_prompts": bool(prompts)})
-        if recorded and recorded != wanted:
-            changed = sorted(k for k in wanted.keys() | recorded.keys() if wanted.get(k) != recorded.get(k))
-            raise RunError(f"the images of {self.path} were made with another generation configuration "
-                           f"(differs in {', '.join(changed)}); start a new run folder for another model or setting")
-        jobs = plan_jobs(self.bench, self.rows(), images_per_prompt=config.images_per_prompt,
-                         base_seed=config.seed, prompts=prompts)
-        self.manifest["generation"] = wanted
-        self.manifest["images"] = "images"
-        self.save()
-        return generate(jobs, config, self.images_dir, progress=progress, pipeline=pipeline)
+        busy = (f"the images of {self.path} are being generated by another process (waited {lock_timeout:g} s); "
+                "let it finish: this step then has nothing left to do")
+        with self._lock("generate", lock_timeout, busy):
+            wanted = jsonable({**config.to_dict(), "rewritten_prompts": bool(prompts)})
+            recorded = self.reload().get("generation")
+            if recorded and recorded != wanted:
+                changed = sorted(k for k in wanted.keys() | recorded.keys() if wanted.get(k) != recorded.get(k))
+                raise RunError(f"the images of {self.path} were made with another generation configuration "
+                               f"(differs in {', '.join(changed)}); start a new run folder for another model or setting")
+            jobs = plan_jobs(self.bench, self.rows(), images_per_prompt=config.images_per_prompt,
+                             base_seed=config.seed, prompts=prompts)
+            check_job_paths(jobs, self.path / "images")
+            self.update(lambda m: m.update(generation=wanted, images="images"))
+            return generate(jobs, config, self.images_dir, progress=progress, pipeline=pipeline)
 
     def use_images(self, folder: str | os.PathLike) -> None:
         """Score images made elsewhere (e.g. ``accelerate launch generators/generate.py --out ...``)."""
         folder = Path(folder)
         if not folder.is_dir():
             raise RunError(f"image folder not found: {folder}")
-        self.manifest["images"] = _data_ref(folder, self.path)
         config = folder / "generation_config.json"
-        if config.is_file() and not self.manifest.get("generation"):
-            self.manifest["generation"] = json.loads(config.read_text(encoding="utf-8"))
-        self.save()
+
+        def record(m: dict[str, Any]) -> None:
+            m["images"] = _data_ref(folder, self.path)
+            if config.is_file() and not m.get("generation"):
+                m["generation"] = json.loads(config.read_text(encoding="utf-8"))
+
+        self.update(record)
 
     def image_items(self, rows: Sequence[dict[str, Any]] | None = None) -> list[tuple[str, dict[str, Any], Path]]:
         """``(key, row, path)`` for every image to score, in row order. The generation manifest
         (``metadata.parquet``) maps prompt ids to files; without one, each row's image is looked
-        for where the benchmark's official layout puts it."""
+        for where the benchmark's official layout puts it. A file name that would leave the
+        image folder (made from a hostile id) is refused."""
         rows = self.rows() if rows is None else rows
-        folder = self.images_dir
-        by_id = {self.bench.row_id(r): r for r in rows}
+        folder, bench = self.images_dir, self.bench
+        by_id = {bench.row_id(r): r for r in rows}
         manifest = folder / "metadata.parquet"
         items: list[tuple[str, dict[str, Any], Path]] = []
         if manifest.is_file():
@@ -225,16 +309,17 @@ class Run:
                 files.setdefault(str(rec["prompt_id"]), []).append((rec["sample"], rec["file_name"]))
             # a prompt is missing when the manifest lists no image for it, or lists one that is gone
             missing = [pid for pid in by_id
-                       if pid not in files or not all((folder / f).is_file() for _, f in files[pid])]
+                       if pid not in files or not all(_within(folder, f).is_file() for _, f in files[pid])]
             for pid, row in by_id.items():
                 for _, file in sorted(files.get(pid, [])):
-                    items.append((file, row, folder / file))
+                    items.append((file, row, _within(folder, file)))
         else:
             missing = []
             for pid, row in by_id.items():
-                file = self.bench.image_path(row)
-                if (folder / file).is_file():
-                    items.append((file, row, folder / file))
+                file = bench.image_path(row)
+                path = _within(folder, file)
+                if path.is_file():
+                    items.append((file, row, path))
                 else:
                     missing.append(pid)
         if missing:
@@ -245,63 +330,113 @@ class Run:
     # -- evaluation ------------------------------------------------------------------------------
 
     def evaluations(self) -> list[str]:
-        return list(self.manifest["evaluations"])
+        """The run's evaluations: those ``run.json`` records, then any other folder with scores
+        (one a run made before the manifest was written under a lock could have lost)."""
+        names = list(self.manifest["evaluations"])
+        root = self.path / "evaluations"
+        if root.is_dir():
+            names += sorted(p.name for p in root.iterdir()
+                            if p.is_dir() and p.name not in names and (p / SCORES_FILE).is_file())
+        return names
 
     def evaluation_dir(self, name: str) -> Path:
-        return self.path / "evaluations" / name
+        """``<run>/evaluations/<name>``; a name that would leave that folder is refused."""
+        folder = inside(self.path / "evaluations", name)
+        if not str(name).strip() or str(name).startswith("."):
+            raise RunError(f"an evaluation name is a folder name, not empty and not starting with '.'; got {name!r}")
+        return folder
 
     def evaluate(self, judge: Any = None, *, preset: str | None = None, judge_kwargs: dict | None = None,
                  options: dict[str, Any] | None = None, name: str | None = None, cache: str | bool = True,
-                 chunk_size: int = 32, progress: bool = True) -> dict[str, Any]:
-        """Score the run's images with the benchmark's metric module and write ``scores.json``.
+                 chunk_size: int = 32, progress: bool = True, retry_failed: bool = False,
+                 lock_timeout: float = LOCK_TIMEOUT) -> dict[str, Any]:
+        """Score the run's images with the benchmark's judge and write ``scores.json``.
 
         ``judge`` is a spec string or a judge object (default: the preset's); ``options`` reach the
-        metric's ``compute`` (e.g. ``{"structured_output": True}``). Images are scored ``chunk_size``
-        at a time and each chunk's results are appended to ``results.jsonl`` before the next starts,
-        so an interrupted evaluation resumes where it stopped; re-scoring with another judge is a new
+        benchmark's ``score`` and ``aggregate`` (e.g. ``{"structured_output": True}``), over the
+        preset's, exactly as the metric module's ``compute`` takes them. Everything is checked
+        before anything is created. Images are scored ``chunk_size`` at a time and each chunk's
+        results are appended to ``results.jsonl`` before the next starts, so an interrupted
+        evaluation resumes where it stopped; the paper's aggregate is computed once, at the end.
+        ``retry_failed`` scores again the images whose failure was transient (the judge was
+        unreachable: ``ImageResult.retryable``). Re-scoring with another judge is a new
         evaluation (another ``name``) beside this one.
+
+        One process at a time scores an evaluation: another waits ``lock_timeout`` seconds, then
+        stops with a RunError. A :class:`~t2ireason.judges.JudgeUnavailable` during scoring ends
+        the evaluation with the cause; the chunks finished before it are kept.
+
+        Returns the scores (as ``scores.json``) with ``retried``: how many failed images were
+        scored again.
         """
-        from .metric import load_metric
+        from .scoring import check_setting, judge_setting
 
         if chunk_size < 1:
             raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
         bench = self.bench
-        options = dict(options or {})
-        name = name or evaluation_name(judge if judge is not None else bench.presets.get(preset or bench.default_preset,
-                                                                                          {}).get("judge"), preset)
+        setting = judge_setting(bench, preset, judge, judge_kwargs, options)
+        check_setting(bench, setting)
+        name = name or evaluation_name(setting.judge, preset)
+        self.evaluation_dir(name)  # a name that leaves the run is refused before anything is written
         settings = jsonable({"metric": bench.metric, "judge": judge if isinstance(judge, str) or judge is None
                              else evaluation_name(judge), "preset": preset, "judge_kwargs": judge_kwargs or {},
-                             "options": options})
-        recorded = self.manifest["evaluations"].get(name)
+                             "options": dict(options or {})})
+        busy = (f"evaluation {name!r} of {self.path} is being scored by another process (waited {lock_timeout:g} s); "
+                "let it finish (the same command then has nothing left to do), or pass another --name to score "
+                "beside it")
+        with self._lock(f"evaluation-{name}", lock_timeout, busy):
+            return self._evaluate(name, setting, settings, cache=cache, chunk_size=chunk_size, progress=progress,
+                                  retry_failed=retry_failed)
+
+    def _evaluate(self, name: str, setting: Any, settings: dict[str, Any], *, cache: str | bool, chunk_size: int,
+                  progress: bool, retry_failed: bool) -> dict[str, Any]:
+        from .results import ImageResult
+        from .scoring import judge_record
+
+        bench = self.bench
+        recorded = self.reload()["evaluations"].get(name)  # as left by whichever process scored it last
         if recorded and recorded.get("settings") != settings:
             raise RunError(f"evaluation {name!r} of {self.path} was made with other settings "
                            f"({recorded.get('settings')}); pass another name to keep both")
         items = self.image_items()
         folder = self.evaluation_dir(name)
-        done = _read_results(folder / RESULTS_FILE)
-        todo = [item for item in items if item[0] not in done]
+        results_file, scores_file = folder / RESULTS_FILE, folder / SCORES_FILE
+        done, lines = _read_results(results_file)
+        todo = [item for item in items
+                if item[0] not in done or (retry_failed and _retryable(done[item[0]]))]
+        retried = sum(1 for key, _, _ in todo if key in done)
+        if not todo and recorded and recorded.get("finished") and scores_file.is_file():
+            scores = json.loads(scores_file.read_text(encoding="utf-8"))
+            if scores.get("num_images") == len(items):  # nothing new since it was written
+                return {**scores, "retried": 0}
 
-        metric = load_metric(bench.metric, judge=judge, preset=preset, judge_kwargs=judge_kwargs, cache=cache,
-                             progress=False)
-        self.manifest["evaluations"][name] = {"settings": settings, "started": (recorded or {}).get("started", _now()),
-                                              "finished": None}
-        self.save()
-        folder.mkdir(parents=True, exist_ok=True)
-        with progress_bar(len(items), progress, desc=f"scoring ({name})", unit="img") as bar:
-            bar.update(len(items) - len(todo))
-            with open(folder / RESULTS_FILE, "a", encoding="utf-8") as out:
-                for start in range(0, len(todo), chunk_size):
-                    chunk = todo[start: start + chunk_size]
-                    payload = metric.compute(predictions=[str(p) for _, _, p in chunk],
-                                             references=[row for _, row, _ in chunk], **options)
-                    for (key, _, _), result in zip(chunk, payload["per_image"]):
-                        done[key] = result
-                        out.write(json.dumps({"key": key, **jsonable(result)}, ensure_ascii=False) + "\n")
-                    out.flush()
-                    os.fsync(out.fileno())  # finished work is on disk before the next chunk starts
-                    bar.update(len(chunk))
+        judge = None
+        info = (recorded or {}).get("judge")
+        if todo or not info:
+            from .judges import load_judge
+
+            judge = load_judge(setting.judge, cache=cache, **setting.judge_kwargs)
+            info = self._judge_info(judge_record(judge, setting.preset), info)
+
+        def start(m: dict[str, Any]) -> None:
+            entry = m["evaluations"].setdefault(name, {})
+            entry.update(settings=settings, judge=info, started=entry.get("started") or _now(), finished=None)
+
+        self.update(start)
+        try:
+            if todo:
+                self._score(name, judge, setting.options, todo, total=len(items), done=done,
+                            chunk_size=chunk_size, progress=progress)
+                lines += len(todo)
+        finally:
+            if judge is not None and isinstance(setting.judge, str):  # ours to close, not a caller's object
+                close = getattr(judge, "close", None)
+                if close is not None:
+                    close()
         results = [done[key] for key, _, _ in items]
-        aggregate = metric.aggregate_results(results, **options)
+        if lines > len(done):  # retried images left their old lines: keep one line per image
+            _rewrite_results(results_file, [(key, done[key]) for key in done])
+        aggregate = bench.aggregate([ImageResult.from_dict(r) for r in results], **setting.options)
         scores = {
             "benchmark": bench.name,
             "run": self.name,
@@ -309,16 +444,56 @@ class Run:
             "aggregate": aggregate,
             "num_images": len(results),
             "num_failed": sum(r.get("score") is None for r in results),
+            "num_retryable": sum(_retryable(r) for r in results),
             "num_reasks": sum(r.get("reasks", 0) for r in results),
-            "judge": metric.judge_info(),
+            "judge": info,
             "settings": settings,
             "t2ireason_version": __version__,
         }
-        atomic_write_json(folder / SCORES_FILE, scores)
-        self.manifest["evaluations"][name].update(finished=_now(), judge=jsonable(metric.judge_info()),
-                                                  num_images=scores["num_images"], num_failed=scores["num_failed"])
-        self.save()
-        return jsonable(scores)
+        folder.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(scores_file, scores)
+        self.update(lambda m: m["evaluations"][name].update(
+            finished=_now(), judge=info, num_images=scores["num_images"], num_failed=scores["num_failed"],
+            num_retryable=scores["num_retryable"]))
+        return {**jsonable(scores), "retried": retried}
+
+    def _judge_info(self, info: dict[str, Any], recorded: dict[str, Any] | None) -> dict[str, Any]:
+        """The judge's record, with ``model_sha256`` for a local model folder: read once per
+        evaluation (taken from the record when the model is the same folder)."""
+        from .scoring import model_fingerprint
+
+        model = str(info.get("model", ""))
+        if info.get("backend") != "openai" and Path(model).expanduser().is_dir():  # an API model is a name
+            same = recorded and recorded.get("model") == model and recorded.get("model_sha256")
+            info["model_sha256"] = recorded["model_sha256"] if same else model_fingerprint(model)
+        return jsonable(info)
+
+    def _score(self, name: str, judge: Any, options: dict[str, Any], todo: list, *, total: int,
+               done: dict[str, dict[str, Any]], chunk_size: int, progress: bool) -> None:
+        """Score ``todo`` chunk by chunk, each chunk on disk before the next starts."""
+        from .judges import JudgeUnavailable
+
+        folder = self.evaluation_dir(name)
+        folder.mkdir(parents=True, exist_ok=True)
+        bench = self.bench
+        with progress_bar(total, progress, desc=f"scoring ({name})", unit="img") as bar:
+            bar.update(total - len(todo))
+            with open(folder / RESULTS_FILE, "a", encoding="utf-8") as out:
+                for start in range(0, len(todo), chunk_size):
+                    chunk = todo[start: start + chunk_size]
+                    try:
+                        results = bench.score([row for _, row, _ in chunk], [str(p) for _, _, p in chunk], judge,
+                                              progress=False, **options)
+                    except JudgeUnavailable as e:
+                        kept = sum(1 for key in done if not _retryable(done[key]))
+                        raise JudgeUnavailable(f"{e} (evaluation {name!r} of {self.path}: {kept} of {total} images "
+                                               "scored and kept; run the same command again to go on)") from e
+                    for (key, _, _), result in zip(chunk, results):
+                        done[key] = jsonable(result.to_dict())
+                        out.write(json.dumps({"key": key, **done[key]}, ensure_ascii=False) + "\n")
+                    out.flush()
+                    os.fsync(out.fileno())  # finished work is on disk before the next chunk starts
+                    bar.update(len(chunk))
 
     def scores(self, name: str) -> dict[str, Any]:
         file = self.evaluation_dir(name) / SCORES_FILE
@@ -330,15 +505,33 @@ class Run:
 
     def results(self, name: str) -> list[ImageResult]:
         """The evaluation's scored images, in row order, with image paths made absolute."""
-        done = _read_results(self.evaluation_dir(name) / RESULTS_FILE)
+        from .results import ImageResult
+
+        done, _ = _read_results(self.evaluation_dir(name) / RESULTS_FILE)
         order = [key for key, _, _ in self.image_items()]
         out = []
         for key in order:
             if key in done:
                 r = ImageResult.from_dict(done[key])
-                r.image = str(self.images_dir / key)
+                r.image = str(_within(self.images_dir, key))
                 out.append(r)
         return out
+
+
+def _within(folder: Path, name: str) -> Path:
+    """``folder / name`` for reading an image whose name comes from data: a name that climbs out
+    (absolute, or with ``..``) gets :func:`~t2ireason.files.inside`'s full check and refusal; the
+    others cost no system call (a user's own symlinks inside the folder are followed, as they
+    were meant to be). Writing always goes through ``inside``."""
+    parts = Path(name).parts
+    if not parts or Path(name).is_absolute() or ".." in parts:
+        return inside(folder, name)
+    return folder / name
+
+
+def _retryable(record: dict[str, Any]) -> bool:
+    """A failed image whose failure was the judge's infrastructure, not its reply."""
+    return record.get("score") is None and bool(record.get("retryable"))
 
 
 def _data_ref(data: str | os.PathLike | None, run_path: Path) -> str | None:
@@ -353,12 +546,49 @@ def _data_ref(data: str | os.PathLike | None, run_path: Path) -> str | None:
         return str(p.resolve()) if p.exists() else str(data)  # a folder elsewhere, or a Hub id
 
 
-def _read_results(path: Path) -> dict[str, dict[str, Any]]:
-    """Scored images by key. A torn last line (a crash mid-write) is dropped and cut off the file."""
+def _write_rows(bench: Benchmark, rows: list[dict[str, Any]], file: Path) -> list[dict[str, Any]]:
+    """``rows`` in the benchmark's row schema (extra columns dropped, each value as the Hub
+    dataset would hold it), saved to ``file``; returns them as read back."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    features = bench.features
+    for i, row in enumerate(rows):
+        missing = [f for f in features if f not in row]
+        if missing:
+            raise RunError(f"row {i} ({bench.row_id(row) if 'id' in row else '?'}) lacks field(s) {missing}: "
+                           f"is it a {bench.name} row? expected the fields {list(features)}")
+    try:
+        columns = features.encode_batch({k: [row[k] for row in rows] for k in features})
+        table = pa.Table.from_pydict(columns, schema=features.arrow_schema)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as e:
+        raise RunError(f"the rows of {bench.name} do not match its schema: {e}") from None
+    with atomic_file(file) as f:
+        pq.write_table(table, f)
+    return _decoded(features, table.to_pylist())
+
+
+def _read_rows(bench: Benchmark, file: Path) -> list[dict[str, Any]]:
+    import pyarrow.parquet as pq
+
+    return _decoded(bench.features, pq.read_table(file).to_pylist())
+
+
+def _decoded(features: Any, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    from datasets.features.features import require_decoding
+
+    if any(require_decoding(f) for f in features.values()):
+        return [features.decode_example(r) for r in rows]
+    return rows
+
+
+def _read_results(path: Path) -> tuple[dict[str, dict[str, Any]], int]:
+    """Scored images by key (the last line of a key wins: a retried image), and the number of
+    lines. A torn last line (a crash mid-write) is dropped and cut off the file."""
     done: dict[str, dict[str, Any]] = {}
     if not path.is_file():
-        return done
-    good = 0
+        return done, 0
+    good = lines = 0
     with open(path, "rb") as f:
         for line in f:
             try:
@@ -367,31 +597,56 @@ def _read_results(path: Path) -> dict[str, dict[str, Any]]:
                 break
             done[record.pop("key")] = record
             good += len(line)
+            lines += 1
     if good < path.stat().st_size:
         with open(path, "r+b") as f:
             f.truncate(good)
-    return done
+    return done, lines
+
+
+def _rewrite_results(path: Path, records: list[tuple[str, dict[str, Any]]]) -> None:
+    with atomic_file(path) as f:
+        for key, record in records:
+            f.write((json.dumps({"key": key, **record}, ensure_ascii=False) + "\n").encode("utf-8"))
 
 
 # ------------------------------------------------------------------------------------------------ reports
 
-def _entries(runs: Sequence[Run | str | os.PathLike], evaluation: str | None) -> list[tuple[Run, str, str]]:
-    """(run, evaluation, row label) for every evaluation to report, labels unique."""
-    entries = []
+def _entries(runs: Sequence[Run | str | os.PathLike], evaluation: str | None
+             ) -> tuple[list[tuple[Run, str, str]], list[tuple[Run, str]]]:
+    """(run, evaluation, row label) for every finished evaluation to report, labels unique within
+    each benchmark (each benchmark is its own table, config and folder); and (run, evaluation)
+    for those not finished yet, which are left out (and said so)."""
+    entries, unfinished = [], []
     for r in runs:
         run = r if isinstance(r, Run) else Run.open(r)
-        names = [evaluation] if evaluation else [n for n in run.evaluations()
-                                                  if (run.evaluation_dir(n) / SCORES_FILE).is_file()]
+        if evaluation:
+            run.scores(evaluation)  # a clear error when it is not finished
+            names = [evaluation]
+        else:
+            every = run.evaluations()
+            names = [n for n in every if (run.evaluation_dir(n) / SCORES_FILE).is_file()]
+            unfinished += [(run, n) for n in every if n not in names]
         if not names:
             raise RunError(f"{run.path} has no finished evaluation to report; run the evaluate step first")
         for n in names:
             entries.append((run, n, run.name if len(names) == 1 else f"{run.name} · {n}"))
-    labels = [e[2] for e in entries]
-    if len(set(labels)) != len(labels):
+
+    def clash(es: list[tuple[Run, str, str]]) -> str | None:
+        seen: set[tuple[str, str]] = set()
+        for run, _, label in es:
+            key = (run.manifest["benchmark"], label)
+            if key in seen:
+                return run.manifest["benchmark"]
+            seen.add(key)
+        return None
+
+    if clash(entries):
         entries = [(run, n, f"{run.name} · {n}") for run, n, _ in entries]
-    if len({e[2] for e in entries}) != len(entries):
-        raise RunError("two runs share a name and an evaluation; rename one (the name in its run.json)")
-    return entries
+    bench = clash(entries)
+    if bench:
+        raise RunError(f"two runs of {bench} share a name and an evaluation; rename one (the name in its run.json)")
+    return entries, unfinished
 
 
 def _is_mt2ie_output(path: Path) -> bool:
@@ -417,7 +672,7 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
     out = Path(out)
     agents = [Path(r) for r in runs if not isinstance(r, Run) and _is_mt2ie_output(Path(r))]
     runs = [r for r in runs if isinstance(r, Run) or Path(r) not in agents]
-    entries = _entries(runs, evaluation) if runs or not agents else []
+    entries, unfinished = _entries(runs, evaluation) if runs or not agents else ([], [])
     out.mkdir(parents=True, exist_ok=True)
     by_bench: dict[str, list[tuple[Run, str, str]]] = {}
     for e in entries:
@@ -454,7 +709,8 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
                     "images": scores["num_images"], "failed": scores["num_failed"], "re-asks": scores["num_reasks"],
                     "generator": (run.manifest.get("generation") or {}).get("model"),
                     "t2i-reason": scores.get("t2ireason_version")}
-            filename = "report.html" if len(entries) == 1 else f"{_slug(label)}.html"
+            filename = ("report.html" if len(entries) == 1 else f"{_slug(label)}.html" if len(by_bench) == 1
+                        else f"{bench_name}-{_slug(label)}.html")  # runs of two benchmarks may share a name
             pages.append(write_html_report(results[label], out, title=title or f"{bench.pretty_name}: {label}",
                                            filename=filename, meta=meta, summary=summary, embed_images=embed_images))
     for folder in agents:  # MT2IE writes its own benchmark: its output is a ranking, not a run
@@ -473,7 +729,8 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
     (out / "tables.csv").write_text("".join(part if i == 0 else part.split("\n", 1)[1]
                                             for i, part in enumerate(csv_parts)), encoding="utf-8")
     return {"markdown": text, "headline": "\n".join(headlines), "tables_md": out / "tables.md",
-            "tables_csv": out / "tables.csv", "plots": plots, "html": pages}
+            "tables_csv": out / "tables.csv", "plots": plots, "html": pages,
+            "unfinished": [f"{run.name} · {n}" for run, n in unfinished]}
 
 
 # ------------------------------------------------------------------------------------------------ Hub export
@@ -487,6 +744,7 @@ def _results_features():
         "model": text,
         "evaluation": text,
         "judge": text,
+        "judge_revision": text,
         "id": text,
         "prompt": text,
         "config": text,
@@ -506,7 +764,8 @@ RESULTS_FIELD_DOCS = {
     "image": "the generated image",
     "model": "the run (the text-to-image model under evaluation)",
     "evaluation": "the evaluation of the run (a judge and its settings)",
-    "judge": "the judge, backend:model",
+    "judge": "the judge, backend:model (a local model folder by its name)",
+    "judge_revision": "the judge model's revision: a Hub commit, or sha256: of a local model folder's files",
     "id": "the benchmark row's id",
     "prompt": "the prompt the image was generated from",
     "config": "the benchmark config (dimension, category, track) of the row",
@@ -520,9 +779,11 @@ RESULTS_FIELD_DOCS = {
 }
 
 
-def _result_record(r: ImageResult, model: str, evaluation: str, judge: str) -> dict[str, Any]:
+def _result_record(r: ImageResult, model: str, evaluation: str, judge: str, judge_revision: str | None
+                   ) -> dict[str, Any]:
     return {
-        "image": r.image, "model": model, "evaluation": evaluation, "judge": judge, "id": str(r.id),
+        "image": r.image, "model": model, "evaluation": evaluation, "judge": judge,
+        "judge_revision": judge_revision, "id": str(r.id),
         "prompt": r.prompt, "config": r.config, "score": r.score,
         "subscores": [{"name": k, "value": v} for k, v in r.subscores.items()],
         "questions": [{"id": q.id, "group": q.group, "question": q.question, "criterion": q.criterion,
@@ -538,29 +799,49 @@ def export_results(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLi
     embedded, one file per evaluation) and a card, checked with ``huggingface_hub``'s parser;
     publish it with :func:`t2ireason.build.publish` (``t2ireason push``)."""
     import datasets
-    from huggingface_hub import DatasetCard, DatasetCardData
 
-    from .build import SPLIT, describe_features, render_template, size_category
+    from .scoring import portable_model
 
     if not license:
         raise RunError("pass the license of the images and judgements (an SPDX id such as cc-by-4.0)")
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     features = _results_features()
-    configs: dict[str, list[str]] = {}
-    counts: dict[str, int] = {}
-    for run, name, label in _entries(runs, evaluation):
+    planned: list[tuple[str, Path, list[dict[str, Any]]]] = []
+    for run, name, label in _entries(runs, evaluation)[0]:  # every error before anything is written
         judge = run.scores(name).get("judge") or {}
-        records = [_result_record(r, run.name, name, f"{judge.get('backend')}:{judge.get('model')}")
+        # a local model folder's path means nothing elsewhere: its name, and its files' hash
+        model_name = judge.get("model_name") or portable_model(str(judge.get("model")))[0]
+        revision = judge.get("model_sha256") or judge.get("revision")
+        records = [_result_record(r, run.name, name, f"{judge.get('backend')}:{model_name}", revision)
                    for r in run.results(name)]
         bench = run.bench.name
-        file = Path("data") / bench / f"{_slug(label)}.parquet"
-        (out / file).parent.mkdir(parents=True, exist_ok=True)
-        ds = datasets.Dataset.from_list(records, features=features)
-        ds = datasets.Dataset(datasets.table.embed_table_storage(ds.data.table))  # the images travel with the rows
-        ds.to_parquet(str(out / file))
-        configs.setdefault(bench, []).append(file.as_posix())
-        counts[bench] = counts.get(bench, 0) + len(records)
+        planned.append((bench, inside(out, "data", bench, f"{_slug(label)}.parquet"), records))
+    created = not out.exists()
+    configs: dict[str, list[str]] = {}
+    counts: dict[str, int] = {}
+    try:
+        for bench, file, records in planned:
+            file.parent.mkdir(parents=True, exist_ok=True)
+            ds = datasets.Dataset.from_list(records, features=features)
+            ds = datasets.Dataset(datasets.table.embed_table_storage(ds.data.table))  # the images travel with the rows
+            ds.to_parquet(str(file))
+            configs.setdefault(bench, []).append(file.relative_to(out).as_posix())
+            counts[bench] = counts.get(bench, 0) + len(records)
+        _write_results_card(out, features, configs, counts, license=license, repo_id=repo_id)
+    except BaseException:
+        if created:  # no half-written folder left behind
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+    return out
+
+
+def _write_results_card(out: Path, features: Any, configs: dict[str, list[str]], counts: dict[str, int], *,
+                        license: str, repo_id: str | None) -> None:
+    import datasets
+    from huggingface_hub import DatasetCard, DatasetCardData
+
+    from .build import SPLIT, describe_features, render_template, size_category
+
     data = DatasetCardData(license=license, task_categories=["text-to-image"],
                            size_categories=[size_category(sum(counts.values()))],
                            tags=["t2i-reason", "evaluation-results", *configs],
@@ -575,4 +856,3 @@ def export_results(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLi
                            fields=describe_features(features, RESULTS_FIELD_DOCS), split=SPLIT)
     DatasetCard(text)  # the Hub's own parser must accept it
     (out / "README.md").write_text(text, encoding="utf-8")
-    return out

@@ -271,3 +271,268 @@ def test_demo_runs_the_loop_offline(tmp_path, tiny_models, capsys):
     assert report.is_file() and str(report) in printed
     scores = Run.open(tmp_path / "runs" / "worldgenbench").scores("tiny-judge")
     assert scores["num_images"] == 4 and scores["num_failed"] == 0
+
+
+# -- hardening: paths, one writer, failures retried, nothing thrown away ------------------------------------
+
+def _images_for(run: Run) -> Run:
+    """A small PNG where the official layout puts each of the run's images (no generation needed)."""
+    from PIL import Image
+
+    for i, row in enumerate(run.rows()):
+        path = run.images_dir / run.bench.image_path(row)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        Image.new("RGB", (16, 16), (37 * i % 256, 80, 200)).save(path)
+    return run
+
+
+def _hostile_dataset(folder, bench_name="worldgenbench", bad_id="../../outside/x"):
+    """A dataset folder in the Hub layout whose first row's id climbs out of any folder."""
+    from t2ireason.benchmarks import get_benchmark
+    from t2ireason.data import load_rows
+
+    bench = get_benchmark(bench_name)
+    yaml = ["---", "configs:"]
+    for config in bench.configs:
+        rows = load_rows(bench, configs=[config])
+        if config == bench.configs[0]:
+            rows[0]["id"] = bad_id
+        datasets.Dataset.from_list(rows, features=bench.features).to_parquet(str(folder / config / "test.parquet"))
+        yaml += [f"- config_name: {config}", "  data_files:", "  - split: test", f"    path: {config}/*.parquet"]
+    (folder / "README.md").write_text("\n".join([*yaml, "---", ""]))
+    return folder
+
+
+def test_ids_and_names_that_leave_their_folder_are_refused(tmp_path, capsys):
+    data = _hostile_dataset(tmp_path / "data")
+    out = tmp_path / "a" / "b" / "images"
+    code = cli.main(["generate", "--benchmark", "worldgenbench", "--data", str(data), "--model", str(tmp_path / "m"),
+                     "--out", str(out), "--limit", "2", "--no-progress"])
+    assert code == 2 and "'humanities/../../outside/x.png' leaves the folder" in capsys.readouterr().err
+    assert not out.exists() and not (tmp_path / "a" / "outside").exists()  # nothing written, inside or out
+
+    run = Run.create(tmp_path / "run", "worldgenbench", data=data, limit=2)
+    from t2ireason.files import UnsafePath
+    from t2ireason.generation import GenerationConfig
+
+    with pytest.raises(UnsafePath, match="leaves the folder"):
+        run.generate(GenerationConfig(model="m"), progress=False)
+    assert Run.open(run.path).manifest["generation"] is None  # refused before anything was recorded
+    with pytest.raises(UnsafePath, match="leaves the folder"):
+        run.image_items()  # an image made elsewhere is not looked for outside the image folder either
+    with pytest.raises(UnsafePath, match="leaves the folder"):
+        run.evaluation_dir("../../x")
+    for name in (".", "", ".hidden"):
+        with pytest.raises(RunError, match="an evaluation name is a folder name"):
+            run.evaluation_dir(name)
+
+
+def _r2i_run(tmp_path, name="r", limit=6):
+    return _images_for(Run.create(tmp_path / name, "r2i-bench", limit=limit, name=name))
+
+
+STRUCTURED = {"structured_output": True}
+
+
+def test_a_finished_evaluation_resumes_without_data_judge_or_aggregate(tmp_path, monkeypatch):
+    run = _r2i_run(tmp_path)
+    aggregates = []
+    real = type(R2I).aggregate
+    monkeypatch.setattr(type(R2I), "aggregate", lambda self, *a, **k: aggregates.append(1) or real(self, *a, **k))
+    first = run.evaluate(ScriptedJudge(_r2i_reply), options=STRUCTURED, name="s", cache=False, chunk_size=2,
+                         progress=False)
+    assert len(aggregates) == 1  # three chunks, one aggregate: at the end
+
+    import t2ireason.data
+    import t2ireason.judges
+
+    def must_not(*a, **k):
+        raise AssertionError("a finished evaluation reads no dataset and loads no judge")
+
+    monkeypatch.setattr(t2ireason.data, "load_rows", must_not)
+    monkeypatch.setattr(t2ireason.judges, "load_judge", must_not)
+    again = Run.open(run.path).evaluate(ScriptedJudge(_r2i_reply), options=STRUCTURED, name="s", cache=False,
+                                        progress=False)
+    assert len(aggregates) == 1 and again["aggregate"] == first["aggregate"] and again["retried"] == 0
+
+
+def test_retry_failed_scores_again_only_what_the_outage_failed(tmp_path, capsys, monkeypatch):
+    run = _r2i_run(tmp_path)
+    spec = "openai:judge@http://127.0.0.1:9/v1"
+    import t2ireason.judges
+
+    judges = []
+
+    def load(spec, *, cache=None, **kwargs):
+        judges.append(ScriptedJudge(_r2i_reply, model="judge"))
+        return judges[-1]
+
+    monkeypatch.setattr(t2ireason.judges, "load_judge", load)
+    argv = ["evaluate", "--run", str(run.path), "--judge", spec, "--options", json.dumps(STRUCTURED), "--no-cache",
+            "--no-progress", "--name", "s"]
+    assert cli.main(argv) == 0
+    # an outage during that evaluation: two scorable images failed for a transient cause (as a benchmark
+    # records it: no score, ImageResult.retryable), one image failed for its reply (not retryable)
+    file = run.evaluation_dir("s") / "results.jsonl"
+    lines = [json.loads(x) for x in file.read_text().splitlines()]
+    scorable = [x for x in lines if x["questions"]]
+    for x, retryable in zip(scorable[:3], (True, True, False)):
+        x.update(score=None, retryable=retryable, failure="judge: connection refused" if retryable else "bad reply")
+    file.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    (run.evaluation_dir("s") / "scores.json").unlink()  # as the interrupted evaluation left it
+
+    assert cli.main(argv) == 1  # images failed because the judge was unreachable: not a success
+    said = capsys.readouterr().out
+    assert "2 of them because the judge was unreachable: run again with --retry-failed" in said
+    assert cli.main([*argv, "--allow-failed"]) == 0
+    capsys.readouterr()
+    assert cli.main([*argv, "--retry-failed"]) == 0
+    said = capsys.readouterr().out
+    assert "2 failed images scored again" in said and "unreachable" not in said
+    asked = {r.metadata["id"] for r in judges[-1].requests}
+    assert asked == {x["id"] for x in scorable[:2]}  # the transient failures only, each once
+    kept = [json.loads(x) for x in file.read_text().splitlines()]
+    assert len(kept) == len(lines) and len({x["key"] for x in kept}) == len(lines)  # one line per image
+    scores = Run.open(run.path).scores("s")
+    assert scores["num_retryable"] == 0 and scores["num_failed"] == 1 + sum(not x["questions"] for x in lines)
+
+
+class _Outage(ScriptedJudge):
+    """Answers the first ``n`` requests, then the endpoint is gone."""
+
+    def __init__(self, n):
+        super().__init__(_r2i_reply, batch_size=1, model="judge")
+        self.n = n
+
+    def _chat_batch(self, requests):
+        from t2ireason.judges import JudgeUnavailable
+
+        if len(self.requests) >= self.n:
+            raise JudgeUnavailable("the judge at http://127.0.0.1:9/v1 is unreachable: connection refused")
+        return super()._chat_batch(requests)
+
+
+def test_a_judge_outage_ends_the_evaluation_with_its_cause_and_keeps_finished_chunks(tmp_path, capsys, monkeypatch):
+    run = _r2i_run(tmp_path)
+    import t2ireason.judges
+
+    monkeypatch.setattr(t2ireason.judges, "load_judge", lambda spec, cache=None, **kw: _Outage(2))
+    argv = ["evaluate", "--run", str(run.path), "--judge", "openai:judge@http://127.0.0.1:9/v1", "--options",
+            json.dumps(STRUCTURED), "--no-cache", "--no-progress", "--name", "s", "--chunk-size", "2"]
+    assert cli.main(argv) == 2
+    err = [x for x in capsys.readouterr().err.splitlines() if x.strip()]
+    assert len(err) == 1 and err[0].startswith("error: the judge at http://127.0.0.1:9/v1 is unreachable")
+    kept = (run.evaluation_dir("s") / "results.jsonl").read_text().splitlines()
+    assert len(kept) >= 2 and "run the same command again" in err[0]
+    assert not (run.evaluation_dir("s") / "scores.json").exists()
+
+    back = ScriptedJudge(_r2i_reply, model="judge")
+    monkeypatch.setattr(t2ireason.judges, "load_judge", lambda spec, cache=None, **kw: back)
+    assert cli.main(argv) == 0
+    done = {json.loads(x)["id"] for x in kept}
+    assert {r.metadata["id"] for r in back.requests}.isdisjoint(done)  # what was kept is not asked again
+    assert Run.open(run.path).scores("s")["num_images"] == 6
+
+
+EVALUATE_SCRIPT = """
+import json, sys, time
+from pathlib import Path
+from t2ireason.judges.scripted import ScriptedJudge
+from t2ireason.runs import Run, RunError
+
+run_dir, name, gate = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+
+def reply(request):
+    (gate.parent / f"{name}.started").touch()
+    while not gate.exists():  # hold the evaluation open until the test lets it finish
+        time.sleep(0.05)
+    return json.dumps({k: 1 for k in request.json_schema["properties"]})
+
+try:
+    scores = Run.open(run_dir).evaluate(ScriptedJudge(reply, model="judge"), options={"structured_output": True},
+                                        name=name, cache=False, progress=False, lock_timeout=float(sys.argv[4]))
+except RunError as e:
+    print(f"error: {e}", file=sys.stderr)
+    sys.exit(2)
+print(scores["num_images"])
+"""
+
+
+@pytest.mark.slow
+def test_two_processes_on_one_run_never_judge_twice_and_both_are_recorded(tmp_path):
+    import os
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    run = _r2i_run(tmp_path, limit=4)
+    script, gate = tmp_path / "evaluate.py", tmp_path / "gate"
+    script.write_text(EVALUATE_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+
+    def start(name, timeout="30"):
+        return subprocess.Popen([sys.executable, str(script), str(run.path), name, str(gate), timeout], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    first = start("a")
+    deadline = time.monotonic() + 120
+    while not (tmp_path / "a.started").exists() and first.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert (tmp_path / "a.started").exists(), first.communicate()
+    # a second process on the same evaluation waits, then stops clearly: nothing is judged twice
+    second = start("a", timeout="0.5")
+    out, err = second.communicate(timeout=120)
+    assert second.returncode == 2 and "is being scored by another process" in err, err
+    # another evaluation of the same run goes on beside it; both end up in run.json
+    other = start("b")
+    gate.touch()
+    for proc in (first, other):
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+    final = Run.open(run.path)
+    assert set(final.manifest["evaluations"]) == {"a", "b"}
+    assert all(final.manifest["evaluations"][n]["finished"] for n in ("a", "b"))
+    for n in ("a", "b"):
+        keys = [json.loads(x)["key"] for x in (final.evaluation_dir(n) / "results.jsonl").read_text().splitlines()]
+        assert len(keys) == len(set(keys)) == 4
+    report = write_report([final], tmp_path / "report")
+    assert {p.name for p in report["html"]} == {"r-a.html", "r-b.html"}  # the report shows both
+
+
+@pytest.mark.slow
+def test_export_of_runs_of_two_benchmarks_with_one_name(tmp_path):
+    from t2ireason.scoring import model_fingerprint
+
+    judge_folder = tmp_path / "judges" / "my-judge"
+    judge_folder.mkdir(parents=True)
+    (judge_folder / "config.json").write_text('{"layers": 2}')
+
+    def reply(request):
+        props = request.json_schema["properties"]
+        return json.dumps({"answers": [1] * props["answers"]["minItems"]} if "answers" in props
+                          else {k: 1 for k in props})
+
+    runs = []
+    for bench in ("r2i-bench", "worldgenbench"):  # both runs are called "sd" (their folders' name)
+        run = _images_for(Run.create(tmp_path / bench / "sd", bench, limit=3))
+        run.evaluate(ScriptedJudge(reply, model=str(judge_folder)), options=STRUCTURED, name="j", cache=False,
+                     progress=False)
+        runs.append(run)
+    out = tmp_path / "export"
+    with pytest.raises(RunError, match="no finished evaluation 'nope'"):
+        export_results(runs, out, license="cc-by-4.0", evaluation="nope")
+    assert not out.exists()  # a refused export leaves no folder behind
+    export_results(runs, out, license="cc-by-4.0")
+    card = DatasetCard.load(out / "README.md")
+    assert {c["config_name"] for c in card.data.configs} == {"r2i-bench", "worldgenbench"}
+    rows = datasets.load_dataset(str(out), "worldgenbench", split="test")
+    assert rows.num_rows == 3 and set(rows["model"]) == {"sd"}
+    # the judge by a name anyone can use, and its files' hash: never the local path
+    assert set(rows["judge"]) == {"scripted:my-judge"}
+    assert set(rows["judge_revision"]) == {model_fingerprint(judge_folder)}
+    import pyarrow.parquet as pq
+
+    for file in out.rglob("*.parquet"):
+        assert str(tmp_path).encode() not in file.read_bytes(), file
+    assert pq.read_table(next(out.rglob("*.parquet"))).num_rows == 3

@@ -2,13 +2,18 @@
 
 >>> get_benchmark("r2i-bench").name
 'r2i-bench'
+
+Importing this package is cheap (a command's ``--help`` lists the names without loading
+``datasets``); a benchmark's module, and what it needs, is imported by :func:`get_benchmark`.
 """
 
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING, Any
 
-from .base import Anomaly, Benchmark, OfficialRelease, Release, ReleaseError
+if TYPE_CHECKING:
+    from .base import Anomaly, Benchmark, OfficialRelease, Release, ReleaseError
 
 #: benchmark name -> module (each module defines BENCHMARK, an instance of Benchmark)
 MODULES = {
@@ -24,6 +29,15 @@ MODULES = {
 JUDGED = ("t2i-reasonbench", "r2i-bench", "worldgenbench", "prism-bench")
 
 __all__ = ["Anomaly", "Benchmark", "OfficialRelease", "Release", "ReleaseError", "get_benchmark", "MODULES", "JUDGED"]
+
+_BASE_NAMES = {"Anomaly", "Benchmark", "OfficialRelease", "Release", "ReleaseError"}
+
+
+def __getattr__(name: str) -> Any:
+    # the base classes import datasets: loaded on first use, not with the registry
+    if name in _BASE_NAMES:
+        return getattr(importlib.import_module(".base", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def get_benchmark(name: str) -> Benchmark:

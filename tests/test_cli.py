@@ -1,0 +1,216 @@
+"""The `t2ireason` command line: a fast --help that imports nothing heavy, every bad input one
+`error:` line (exit 2) before anything is created, float options checked, float16 refused on CPU,
+scoring with an HTTP judge end to end without evaluate or torch."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from t2ireason import cli
+from t2ireason.benchmarks import get_benchmark
+from t2ireason.runs import Run
+
+ROOT = Path(__file__).resolve().parents[1]
+HEAVY = ("datasets", "scipy", "torch", "transformers", "evaluate", "diffusers", "pandas")
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def t2ireason(*args: str) -> subprocess.CompletedProcess:
+    """The command as a user runs it, in its own process."""
+    return subprocess.run([sys.executable, "-m", "t2ireason.cli", *args], env=_env(), capture_output=True,
+                          text=True, timeout=300)
+
+
+def one_error_line(proc: subprocess.CompletedProcess) -> str:
+    """The single `error:` line a bad input gets, and exit status 2 (no traceback)."""
+    assert proc.returncode == 2, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert "Traceback" not in proc.stderr and len(lines) == 1, proc.stderr
+    return lines[0]
+
+
+def run_with_images(folder: Path, benchmark: str = "r2i-bench", limit: int = 4, name: str | None = None) -> Run:
+    """A run of the shipped sample with a small PNG where the official layout puts each image."""
+    run = Run.create(folder, benchmark, limit=limit, name=name)
+    bench = get_benchmark(benchmark)
+    for i, row in enumerate(run.rows()):
+        path = run.images_dir / bench.image_path(row)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        Image.new("RGB", (16, 16), (40 * i % 256, 90, 160)).save(path)
+    return run
+
+
+def scripted_reply(schema: dict) -> str:
+    """A valid structured reply for an R2I-Bench or WorldGenBench schema: every item passes."""
+    props = schema["properties"]
+    if "answers" in props:
+        return json.dumps({"answers": [1] * props["answers"]["minItems"]})
+    return json.dumps({k: 1 for k in props})
+
+
+# -- help, and what it imports ----------------------------------------------------------------------
+
+def test_help_imports_none_of_the_libraries_the_steps_need():
+    code = ("import sys\nfrom t2ireason import cli\ntry:\n    cli.main(['--help'])\nexcept SystemExit:\n    pass\n"
+            f"print('LOADED', sorted(m for m in {HEAVY!r} if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], env=_env(), capture_output=True, text=True, timeout=120)
+    assert "evaluate " in out.stdout and "export " in out.stdout  # every command is listed
+    assert out.stdout.strip().endswith("LOADED []")
+
+
+def test_evaluate_help_lists_every_benchmarks_presets(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["evaluate", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "prism-bench: paper (default), official, qwen" in text
+    assert "t2i-reasonbench: paper (default), official" in text and "--retry-failed" in text
+
+
+# -- bad input: one line, nothing created ------------------------------------------------------------
+
+def in_process_error(capsys, *argv: str) -> str:
+    """``cli.main(argv)`` in this process: exit status 2 and one `error:` line."""
+    assert cli.main(list(argv)) == 2
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), lines
+    return lines[0]
+
+
+@pytest.mark.slow
+def test_bad_judges_are_refused_before_anything_is_created(tmp_path, capsys):
+    run = tmp_path / "run"
+    base = ["evaluate", "--run", str(run), "--benchmark", "r2i-bench", "--limit", "2"]
+    # as users run it: its own process, one line, exit status 2
+    assert "did you mean 'openai:gpt-4o'" in one_error_line(t2ireason(*base, "--judge", "openai-gpt-4o"))
+    assert "'/nonexistent' does not exist" in one_error_line(t2ireason(*base, "--judge", "hf:/nonexistent"))
+    http = ["--judge", "openai:m@http://127.0.0.1:9/v1"]
+    line = in_process_error(capsys, *base, *http, "--judge-kwargs", '{"max_concurency": 8}')
+    assert "'max_concurency'" in line and "did you mean 'max_concurrency'" in line
+    line = in_process_error(capsys, *base, "--judge", "gemini:flash")
+    assert "unknown judge backend 'gemini'" in line and "hf, openai, vllm" in line
+    line = in_process_error(capsys, *base, *http, "--judge-kwargs", '{"sampling": {"temperature": "hot"}}')
+    assert "judge_kwargs.sampling.temperature must be a finite number, got 'hot'" in line
+    line = in_process_error(capsys, *base, *http, "--options", '{"strucured_output": true}')
+    assert "strucured_output" in line and "structured_output" in line
+    assert not run.exists()  # no run folder, no empty evaluation folder
+
+
+def test_bad_scoring_settings_leave_an_existing_run_untouched(tmp_path, capsys):
+    run = run_with_images(tmp_path / "run", limit=2)
+    before = (run.path / "run.json").read_text()
+    spec = ["--judge", "openai:m@http://127.0.0.1:9/v1"]
+    for extra, said in [(["--preset", "qwen"], "unknown preset 'qwen' for r2i-bench; known: paper, official"),
+                        (["--options", '{"max_reask": 3}'], "max_reask"),
+                        (["--judge-kwargs", '{"sampling": 5}'], "judge_kwargs.sampling must be an object"),
+                        (["--judge-kwargs", '{"sampling": {"top_p": 0}}'], "top_p must be in (0, 1]")]:
+        assert cli.main(["evaluate", "--run", str(run.path), *spec, *extra]) == 2
+        assert said in capsys.readouterr().err
+    assert not (run.path / "evaluations").exists() and (run.path / "run.json").read_text() == before
+
+
+def test_an_evaluation_name_cannot_leave_the_run(tmp_path, capsys):
+    run = run_with_images(tmp_path / "run", limit=2)
+    code = cli.main(["evaluate", "--run", str(run.path), "--judge", "openai:m@http://127.0.0.1:9/v1",
+                     "--name", "../../escaped"])
+    assert code == 2 and "leaves the folder" in capsys.readouterr().err
+    assert not (tmp_path / "escaped").exists() and not (run.path / "evaluations").exists()
+    assert Run.open(run.path).manifest["evaluations"] == {}
+
+
+def test_float_options_must_be_finite_and_float16_needs_a_gpu(tmp_path, capsys):
+    out = tmp_path / "images"
+    base = ["generate", "--benchmark", "r2i-bench", "--model", str(tmp_path / "no-model"), "--out", str(out)]
+    proc = t2ireason(*base, "--guidance", "nan")
+    assert proc.returncode == 2 and "argument --guidance: must be a finite number, got 'nan'" in proc.stderr
+    for argv, said in [(["--guidance", "inf"], "must be a finite number, got 'inf'"),
+                       (["--guidance", "-1"], "must be >= 0, got -1"),
+                       (["--pipeline-kwargs", '{"eta": NaN}'], "NaN is not a number JSON allows")]:
+        with pytest.raises(SystemExit) as exit_:
+            cli.main([*base, *argv])
+        assert exit_.value.code == 2 and said in capsys.readouterr().err
+    line = in_process_error(capsys, *base, "--dtype", "float16")
+    assert "float16 needs a GPU" in line and "use float32" in line
+    assert not out.exists()
+
+
+def test_generation_config_refuses_what_the_command_line_refuses():
+    from t2ireason.generation import GenerationConfig, check_dtype
+
+    with pytest.raises(ValueError, match="guidance must be a finite number"):
+        GenerationConfig(model="m", guidance=float("nan"))
+    with pytest.raises(ValueError, match="height must be >= 1"):
+        GenerationConfig(model="m", height=0)
+    with pytest.raises(ValueError, match="float16 needs a GPU"):
+        check_dtype("float16", "cpu")
+    check_dtype("bfloat16", "cpu")
+    check_dtype("float16", "cuda:0")
+
+
+# -- scoring over HTTP, as users run it ------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_http_judged_evaluate_imports_neither_evaluate_nor_torch(tmp_path):
+    from t2ireason.testing_http import serve
+
+    run = run_with_images(tmp_path / "run", limit=3)
+    argv = ["evaluate", "--run", str(run.path), "--options", '{"structured_output": true}', "--no-cache",
+            "--no-progress", "--judge"]
+    watched = [*HEAVY, "transformers.pipelines"]
+    code = ("import json, sys\nfrom t2ireason import cli\n"
+            f"status = cli.main({argv!r} + [sys.argv[1]])\n"
+            f"print('LOADED', json.dumps(sorted(m for m in {watched!r} if m in sys.modules)))\n"
+            "sys.exit(status)")
+
+    def answer(request):
+        return scripted_reply(request.body["response_format"]["json_schema"]["schema"])
+
+    with serve(answer) as server:
+        proc = subprocess.run([sys.executable, "-c", code, f"openai:tiny@{server.base_url}"], env=_env(),
+                              capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    loaded = json.loads(proc.stdout.split("LOADED", 1)[1])
+    assert not {"torch", "transformers", "transformers.pipelines", "evaluate"} & set(loaded)
+    scored = [x for x in run.rows() if x["questions"]]
+    assert len(server.requests) == len(scored)
+    assert "3 images scored by openai:tiny (" in proc.stdout
+    scores = Run.open(run.path).scores("openai-tiny")
+    assert scores["num_images"] == 3 and scores["aggregate"]["r2i_score"] == pytest.approx(100.0)
+
+
+OUTAGE_SCRIPT = """
+import sys
+import t2ireason.judges
+from t2ireason import cli
+from t2ireason.judges import JudgeUnavailable
+from t2ireason.judges.scripted import ScriptedJudge
+
+
+class Down(ScriptedJudge):
+    def _chat_batch(self, requests):
+        raise JudgeUnavailable("the judge at http://127.0.0.1:9/v1 is unreachable:\\nconnection refused")
+
+
+t2ireason.judges.load_judge = lambda spec, cache=None, **kwargs: Down([], model="judge")
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.slow
+def test_a_judge_outage_is_one_error_line_and_a_failing_exit_status(tmp_path):
+    run = run_with_images(tmp_path / "run", limit=2)
+    proc = subprocess.run([sys.executable, "-c", OUTAGE_SCRIPT, "evaluate", "--run", str(run.path), "--judge",
+                           "openai:judge@http://127.0.0.1:9/v1", "--no-cache", "--no-progress"],
+                          env=_env(), capture_output=True, text=True, timeout=300)
+    line = one_error_line(proc)
+    assert line.startswith("error: the judge at http://127.0.0.1:9/v1 is unreachable: connection refused")
+    assert "0 of 2 images scored and kept; run the same command again" in line
