@@ -536,6 +536,83 @@ def test_backend_error_is_recorded_not_resent(rows):
     [failed] = BENCH.score([rows["logical/disjunctive/41"]], images(1), judge)
     assert failed.score is None and "judge error: HTTP 500" in failed.failure
     assert failed.replies == ["[judge error] HTTP 500 from the server"] and len(judge.requests) == 1
+    assert failed.retryable  # the judge could not answer: --retry-failed redoes it
+
+    judge = ScriptedJudge([Reply(text="", model="scripted", sampling={}, error="bad request", transient=False)])
+    [refused] = BENCH.score([rows["logical/disjunctive/41"]], images(1), judge)
+    assert refused.score is None and not refused.retryable
+
+
+def _png_header_only(width: int, height: int) -> bytes:
+    """A PNG that declares ``width`` x ``height`` pixels and holds no image data: a decompression bomb's header."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(b"")) + chunk(b"IEND", b""))
+
+
+def test_an_unreadable_image_fails_alone(rows, tmp_path):
+    good = tmp_path / "good.png"
+    Image.new("RGB", (16, 16), "red").save(good)
+    broken = {"empty.png": b"", "truncated.png": good.read_bytes()[:-20], "text.png": b"not an image at all",
+              "bomb.png": _png_header_only(200_000, 200_000)}
+    for name, data in broken.items():
+        (tmp_path / name).write_bytes(data)
+    row = rows["logical/disjunctive/41"]
+    judge = CountingJudge(lambda request: answer({"1": 1, "2": 1, "3": 1}))
+    paths = [good, *(tmp_path / name for name in broken), good]
+    results = BENCH.score([row] * len(paths), paths, judge)
+    assert results[0].score == 1.0 and results[-1].score == 1.0
+    assert len(judge.requests) == 2 and judge.chat_calls == 1  # the readable ones still go in one batch
+    for r, name in zip(results[1:-1], broken):
+        assert r.score is None and r.failure.startswith("image: ") and name in r.failure, r.failure
+        assert not r.retryable and r.replies == []
+
+
+def test_official_template_sends_the_authors_text_before_the_image(rows):
+    row = rows["logical/disjunctive/41"]
+    judge = ScriptedJudge([answer({"1": 1, "2": 0.5, "3": 0})])
+    [result] = BENCH.score([row], images(1), judge, template="official")
+    [message] = judge.requests[0].messages
+    assert [type(p).__name__ for p in message.content] == ["str", "JudgeImage"]  # text first, as the authors send it
+    text = message.content[0]
+    listed = "\n".join(f"{q['id']}. {q['question']} \nCriteria: {q['criterion']}" for q in row["questions"])
+    assert text == r2i.official_template().replace("[PROMPT]", row["prompt"]).replace("[QUESTION LIST]", listed)
+    # the authors' PROMPT string of instance.py, byte for byte around the filled slots
+    assert text.startswith("\n# Text-to-Image Quality Evaluation Protocol \n# ## System Instruction \nYou are an AI "
+                           "quality auditor for text-to-image generation. Answer these questions with ABSOLUTE "
+                           "RUTHLESSNESS. \nOnly images meeting the HIGHEST standards should receive top scores.\n\n"
+                           "## Task Overview\nThe image is prompt by the prompt: \n" + row["prompt"] + "\n\n## Question List\n1. ")
+    assert "whether there are invalid permutations will both be 0.\n\n```json\n{\n    \"id\": score,\n    ...\n}\n``` \n]\n" in text
+    assert text.endswith("``` \n]\n") and "[QUESTION" not in text and "[PROMPT]" not in text
+    assert result.score == pytest.approx((10 + 2 + 0) / 16)
+
+
+def test_official_preset_reproduces_what_the_card_says(rows):
+    opts = BENCH.presets["official"]["options"]
+    assert opts == {"missing": "answered", "template": "official", "round_scores": 2,
+                    "subcategories": list(r2i.OFFICIAL_SUBCATEGORIES)}
+    selected = [rows["commonsense/color/11"], rows["logical/disjunctive/41"], rows["causal/cause_to_effect/2"]]
+    judge = ScriptedJudge([answer({"1": 1, "2": 0.5, "3": 0.5}), answer({"1": 1, "2": 1, "3": 0})] + [
+        answer({"1": 1, "2": 1, "3": 0})] * 2)
+    results = BENCH.score(selected, images(3), judge, **opts)
+    # commonsense/color is one of the four subcategories the official script never evaluates
+    assert results[0].context["excluded"] and results[0].score is None and "not evaluated" in results[0].failure
+    assert len(judge.requests) == 4  # two instances asked, question 4 of the second re-asked twice
+    assert results[1].score == 0.81  # (10 + 2 + 1) / 16 = 0.8125, rounded to 2 decimals
+    assert results[2].score == 0.68 and results[2].context["unanswered"] == ["4"]  # 15 / 22 over the answered ones
+    agg = BENCH.aggregate(results, **opts, n_resamples=50)
+    assert agg["num_excluded"] == 1 and agg["num_unscorable"] == 0 and agg["num_partial"] == 1
+    assert agg["category_scores"] == {"logical": pytest.approx(81.0), "causal": pytest.approx(68.0)}
+    judge = ScriptedJudge([answer({"1": 1, "2": 0.5, "3": 0.5})])
+    [paper] = BENCH.score(selected[1:2], images(1), judge, **BENCH.presets["paper"]["options"])
+    assert paper.score == 0.8125  # the paper preset: not rounded, the paper's template, the image first
+    assert ids_in(judge.requests[0]) == ["1", "2", "3"]
+    assert [type(p).__name__ for p in judge.requests[0].messages[0].content] == ["JudgeImage", "str"]
 
 
 def test_repeated_question_ids_are_asked_by_position(rows):

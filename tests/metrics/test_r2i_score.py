@@ -51,7 +51,7 @@ def test_end_to_end_on_the_sample(rows, tmp_path):
         paths.append(str(path))
     out = load(judge).compute(predictions=paths, references=rows)
     by_id = dict(zip([r["id"] for r in rows], out["scores"]))
-    assert by_id["causal/cause_to_effect/1"] == 0.5 and by_id["numerical/exact_number/71"] == 0.0
+    assert by_id["causal/cause_to_effect/1"] == 0.5 and by_id["numerical/exact_number_generation/71"] == 0.0
     assert by_id["logical/disjunctive/42"] is None
     assert out["num_unscorable"] == 3 and out["num_failed"] == 3 and out["num_reasks"] == 0
     scored = [s for s in out["scores"] if s is not None]
@@ -76,14 +76,30 @@ def test_unanswered_questions_per_preset(rows):
     assert "question(s) 4 unanswered" in out["per_image"][0]["failure"]
     assert "no valid score for question(s) 4" in judge.requests[1].messages[-1].text
 
-    out = load(ScriptedJudge([partial] * 3), preset="official").compute(predictions=[image], references=[row])
-    assert out["scores"] == [pytest.approx(15 / 22)] and out["num_partial"] == 1
+    judge = ScriptedJudge([partial] * 3)
+    out = load(judge, preset="official").compute(predictions=[image], references=[row])
+    assert out["scores"] == [0.68] and out["num_partial"] == 1  # 15 / 22 over the answered ones, to 2 decimals
     assert out["per_image"][0]["context"]["unanswered"] == ["4"] and out["judge"]["preset"] == "official"
+    assert judge.requests[0].messages[0].content[0].startswith("\n# Text-to-Image Quality Evaluation Protocol \n")
 
     # a compute option overrides the preset's
     out = load(ScriptedJudge([partial] * 2)).compute(predictions=[image], references=[row],
                                                      missing="answered", max_reasks=1)
     assert out["scores"] == [pytest.approx(15 / 22)] and out["num_reasks"] == 1
+
+
+def test_an_unreadable_image_is_that_images_failure_not_the_chunks(rows, tmp_path):
+    scorable = [r for r in rows if r["questions"]][:3]
+    good = tmp_path / "good.png"
+    Image.new("RGB", (16, 16)).save(good)
+    (tmp_path / "empty.png").write_bytes(b"")
+    (tmp_path / "cut.png").write_bytes(good.read_bytes()[:-30])
+    judge = answer_all()
+    out = load(judge).compute(predictions=[str(good), str(tmp_path / "empty.png"), str(tmp_path / "cut.png")],
+                              references=scorable)
+    assert out["scores"][0] == 1.0 and out["scores"][1:] == [None, None] and len(judge.requests) == 1
+    assert "empty" in out["per_image"][1]["failure"] and "cut.png" in out["per_image"][2]["failure"]
+    assert out["num_failed"] == 2 and out["overall"]["failed"] == 2
 
 
 def test_presets_and_judge_loading():
