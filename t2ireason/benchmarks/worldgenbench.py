@@ -148,6 +148,8 @@ def normalize_checklist(value: Any, names: dict[str, tuple[str, ...]] | None = N
         try:
             value = json.loads(value)
         except ValueError:
+            if problems is not None and explanations is None:
+                problems.append("the checklist is one text, not a list: kept as one item")
             value = [value]
     if explanations is not None:
         if isinstance(explanations, str):
@@ -239,6 +241,8 @@ def _records(path: Path, where: str, anomalies: list[Anomaly],
             quarantine.append(Quarantined(where, f"line {n}", f"not valid JSON: {e}", line))
         return parsed
     if isinstance(value, list):
+        if not value:
+            anomalies.append(Anomaly("empty_file", where, None, "the file holds no records (an empty list)"))
         return [(r, None, f"record {i}", json.dumps(r, ensure_ascii=False)) for i, r in enumerate(value)]
     if isinstance(value, dict):
         lists = {k: v for k, v in value.items() if isinstance(v, list) and v and all(isinstance(r, dict) for r in v)}
@@ -465,8 +469,13 @@ class WorldGenBench(Benchmark):
                                      f"{sum(not c['explanation'] for c in checklist)} item(s) without explanation"))
 
         rid = _text(raw_id).strip()
-        if raw_id is not None and not isinstance(raw_id, (str, int)):
+        if raw_id is not None and (isinstance(raw_id, bool) or not isinstance(raw_id, (str, int))):
             anomalies.append(Anomaly("retyped_value", where, label, f"id is a {type(raw_id).__name__}: kept as {rid!r}"))
+        for field, value in (("continent", continent), ("country", country), ("discipline", discipline),
+                             ("domain", domain_value)):
+            if value is not None and not isinstance(value, str):
+                anomalies.append(Anomaly("retyped_value", where, label,
+                                         f"{field} is a {type(value).__name__}: kept as its text {_text(value)!r}"))
         row = {"id": rid or None, "prompt": prompt, "domain": domain, "continent": None, "country": None,
                "discipline": None, "checklist": checklist}
         if domain == "humanities":
