@@ -188,3 +188,18 @@ def test_fuzz_reaches_the_metric_module(rows):
         predictions=[Image.new("RGB", (8, 8))], references=[row])
     assert out["scores"] == [None] and out["num_failed"] == 1 and out["overall"]["failed"] == 1
     assert r2i.question_keys(row["questions"]) == ["1", "2", "3", "4"]
+
+
+def test_the_card_says_what_the_official_preset_does():
+    card = (ROOT / "metrics" / "r2i_score" / "README.md").read_text()
+    opts = BENCH.presets["official"]["options"]
+    assert opts["missing"] == "answered" and '`missing="answered"`' in card
+    assert opts["round_scores"] == 2 and "`round_scores=2`" in card
+    assert opts["template"] == "official" and "official_evaluation.txt" in card
+    never = {f"commonsense/{s}" for s in ("affordance", "attribute", "color", "emotion_intention_commonsense")}
+    assert never.isdisjoint(opts["subcategories"]) and len(opts["subcategories"]) == 28
+    assert all(s.split("/")[1] in card for s in never)
+    assert BENCH.official_release.revision in card
+    for bug in ("`[QUESTION_LIST]`", "scores **0**, in silence", "`TypeError`", "`image/jpeg`"):
+        row = next(line for line in card.splitlines() if bug in line)
+        assert row.rstrip().endswith("**not reproduced** |") or "**not reproduced**" in row, row
