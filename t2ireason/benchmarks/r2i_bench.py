@@ -178,7 +178,8 @@ def _label_score(cell: str, label: str) -> float:
     return best if best >= 0.85 else 0.0
 
 
-def _names(cell: str, own: str, known: Sequence[str]) -> str | None:
+@functools.lru_cache(maxsize=4096)  # a release repeats the same few cells thousands of times
+def _names(cell: str, own: str, known: tuple[str, ...]) -> str | None:
     """The label a cell names: ``own`` when it names the folder/file label (whatever the case, word
     order or small spelling differences), another known label when it names that one better, None
     when it names none."""
@@ -599,7 +600,7 @@ class R2IBench(Benchmark):
         index: dict[tuple[str, str, str], dict[str, Any]] = {}
         counts: dict[str, Counter] = defaultdict(Counter)
         prompt_subs: dict[tuple[str, str], str] = {}  # (category, subcategory) -> prompts file
-        known_subs = [s for subs in SUBCATEGORIES.values() for s in subs]
+        known_subs = tuple(s for subs in SUBCATEGORIES.values() for s in subs)
 
         def read(path: Path, rel: str, columns: dict, needs: Sequence[str], cat: str) -> list[_Record]:
             files_read.add(prefix + rel)

@@ -134,7 +134,7 @@ def test_relabelled_rows_are_reported_whatever_the_word_order(release):
     ("Quantum Chromodynamics", "color", None),
 ])
 def test_label_recognition(cell, own, named):
-    known = [s for subs in r2i.SUBCATEGORIES.values() for s in subs] + list(r2i.CATEGORIES)
+    known = tuple(s for subs in r2i.SUBCATEGORIES.values() for s in subs) + r2i.CATEGORIES
     assert r2i._names(cell, own, known) == named
 
 
