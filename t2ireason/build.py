@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import tempfile
 import unicodedata
@@ -294,19 +295,31 @@ def _normalize(configs: dict[str, list[Any]], modes: Sequence[str]) -> int:
 
 
 def _path_problem(bench: Benchmark, row: dict[str, Any]) -> str | None:
-    """Why the image path made from ``row`` is not a path inside the output folder (None: it is)."""
-    bad = [f for f in bench.path_fields if isinstance(row.get(f), str) and not is_safe_name(row[f])]
+    """Why the image path made from ``row`` would not be a file inside the output folder (None: it would)."""
     try:
         path = bench.image_path(row)
     except Exception:  # a row without the fields an image path needs: nothing is written from it
-        path = None
-    if path is not None:
-        parts = path.replace("\\", "/").split("/")
-        if path.startswith(("/", "\\")) or any(not is_safe_name(p) for p in parts):
-            return f"its image path {path!r} would not be a file inside the output folder"
-    if bad:
-        return f"{', '.join(f'{f} {row[f]!r}' for f in bad)} cannot be a file name"
+        return None
+    if path.startswith(("/", "\\")) or not all(is_safe_name(p) for p in re.split(r"[/\\]", path)):
+        return f"its image path {path!r} would not be a file inside the output folder"
     return None
+
+
+def _unsafe_value(value: str) -> bool:
+    """A value that makes an unsafe path wherever it is put (``..``, an absolute path, control characters)."""
+    return value.startswith(("/", "\\")) or not all(is_safe_name(p) for p in re.split(r"[/\\]", value))
+
+
+def _path_fields(bench: Benchmark, row: dict[str, Any]) -> list[str]:
+    """The fields to rename in a row whose image path is unsafe: the benchmark's ``path_fields``,
+    else the text fields whose values are in the path."""
+    if bench.path_fields:
+        return [f for f in bench.path_fields if isinstance(row.get(f), str) and _unsafe_value(row[f])]
+    try:
+        path = bench.image_path(row)
+    except Exception:
+        return []
+    return [f for f, v in row.items() if isinstance(v, str) and v in path and _unsafe_value(v)]
 
 
 def _safe_paths(bench: Benchmark, configs: dict[str, list[Any]], mode: str, anomalies: list[Anomaly],
@@ -332,8 +345,7 @@ def _safe_paths(bench: Benchmark, configs: dict[str, list[Any]], mode: str, anom
             new: dict[str, Any] | None = row
             if problem is not None:
                 new = None
-                changes = {f: safe_name(row[f]) for f in bench.path_fields
-                           if isinstance(row.get(f), str) and not is_safe_name(row[f])}
+                changes = {f: safe_name(row[f]) for f in _path_fields(bench, row)}
                 if mode == "map" and changes:
                     candidate = bench.with_safe_names(row, changes)
                     if _path_problem(bench, candidate) is None:

@@ -105,9 +105,9 @@ def safe_name(value: str) -> str:
 
 
 def is_safe_name(part: str) -> bool:
-    """Whether ``part`` can be one component of a path inside a folder: not empty, not ``.`` or
-    ``..``, no separator, no control character, at most 200 bytes."""
-    return (bool(part) and part not in (".", "..") and "/" not in part and "\\" not in part
+    """Whether ``part`` can be one component of a path inside a folder: not empty, not hidden (no
+    leading dot, so neither ``.`` nor ``..``), no separator, no control character, at most 200 bytes."""
+    return (bool(part) and not part.startswith(".") and "/" not in part and "\\" not in part
             and all(c.isprintable() or c == " " for c in part) and len(part.encode("utf-8", "surrogatepass")) <= 200)
 
 
@@ -134,9 +134,10 @@ class Benchmark(ABC):
     #: paths (relative to the layout's root) whose presence identifies the release's root folder,
     #: so a checkout one folder deeper or an unpacked archive is found
     release_markers: tuple[str, ...] = ()
-    #: row fields whose values become file or folder names (see :meth:`image_path`): the builder
-    #: checks them and maps values that cannot be file names to safe ones (:meth:`with_safe_names`)
-    path_fields: tuple[str, ...] = ("id",)
+    #: row fields whose values become file or folder names (see :meth:`image_path`): where an image
+    #: path would not stay inside its folder, the builder maps the values of these that cannot be
+    #: file names to safe ones (:meth:`with_safe_names`); empty: the text fields found in the path
+    path_fields: tuple[str, ...] = ()
     #: languages of the prompts (ISO 639-1), for the dataset card
     language: tuple[str, ...] = ("en",)
 

@@ -274,6 +274,7 @@ class WorldGenBench(Benchmark):
     official_release = OfficialRelease(kind="hub", repo="worldrl/WorldGenBench", revision="main")
     # a Hub dataset repository's root holds its card and, anywhere below it, the JSON data files
     release_markers = ("README.md", "**/*.json*")
+    path_fields = ("id",)
     citation = """@article{zhang2025worldgenbench,
   title   = {WorldGenBench: A World-Knowledge-Integrated Benchmark for Reasoning-Driven Text-to-Image Generation},
   author  = {Zhang, Daoan and Jiang, Che and Xu, Ruoshi and Chen, Biaoxiang and Jin, Zijian and Lu, Yutian
