@@ -131,8 +131,9 @@ class Benchmark(ABC):
     scoring: str = ""
     #: where the authors publish the release (None: nowhere the project can fetch from)
     official_release: OfficialRelease | None = None
-    #: paths (relative to the layout's root) whose presence identifies the release's root folder,
-    #: so a checkout one folder deeper or an unpacked archive is found
+    #: paths (relative to the layout's root, glob patterns allowed) that together identify the
+    #: release's root folder, so a checkout one or two folders deeper or an unpacked archive is
+    #: found (t2ireason.releases.find_root); empty: the folder given is the root
     release_markers: tuple[str, ...] = ()
     #: row fields whose values become file or folder names (see :meth:`image_path`): where an image
     #: path would not stay inside its folder, the builder maps the values of these that cannot be
