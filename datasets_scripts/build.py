@@ -1,9 +1,14 @@
 """Build a benchmark's Hub dataset from its official release.
 
+    python datasets_scripts/build.py r2i-bench --out build/r2i-bench --license <license>
     python datasets_scripts/build.py r2i-bench --source path/to/R2I-Bench --out build/r2i-bench
 
-writes one Parquet file per config, the dataset card (README.md), eval.yaml and
-build_report.json into --out; `load_dataset(<out>, <config>)` then works offline.
+With no --source the authors' release is fetched at the revision the project pins (a GitHub
+archive, or a Hub snapshot) and its files checked; --source takes a folder, a checkout (its root
+is found a folder or two deeper) or a zip/tar archive of the repository. Writes one Parquet file
+per config, the dataset card (README.md), eval.yaml and build_report.json (every anomaly, the
+quarantine of what could not be kept, with its raw text) into --out; `load_dataset(<out>)` then
+works offline. --strict fails on any anomaly instead.
 """
 
 import sys

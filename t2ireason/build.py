@@ -1,18 +1,29 @@
 """From an official release to a Hub dataset folder, and from that folder to the Hub.
 
-:func:`build_dataset` reads a release with its benchmark module's reader and
-writes, into one folder:
+:func:`build_dataset` takes the release as its authors publish it (a folder, a checkout one
+folder deeper, a zip or tar archive of the repository, or nothing: then it is fetched from the
+authors' repository at the pinned revision and checked against the recorded hashes; see
+:mod:`t2ireason.releases`), reads it with its benchmark module's reader and writes, into one folder:
 
 - ``<config>/test-00000-of-00001.parquet``: one Parquet file per config, with
   the benchmark's ``datasets.Features`` (images embedded as bytes);
 - ``README.md``: the dataset card rendered from ``hub_cards/dataset_card.md.j2``
-  (YAML: pretty_name, license, task_categories, size_categories, configs,
-  dataset_info with features per config);
+  (YAML: pretty_name, license, language, task_categories, size_categories, configs with
+  ``all`` as the default where a benchmark has it, dataset_info with features per config);
 - ``eval.yaml``: the Hub's benchmark registration, for benchmarks scored by a metric;
-- ``build_report.json``: rows and counts per config, and every anomaly met.
+- ``build_report.json``: where the release came from, rows and counts per config, every
+  anomaly met (file, row, what), the quarantine (records that could not be kept at all, with
+  their raw text), the files that were not read, ids renamed to safe file names.
 
-``load_dataset(<folder>, <config>)`` then works offline, and the folder is
-exactly what :func:`publish` uploads.
+A record-level surprise never stops a build: irregular records are kept and reported, only
+what cannot be kept at all is quarantined. ``strict=True`` (``--strict``) turns anomalies and
+quarantined records into an error instead. Text is kept byte-exact unless a normalisation is
+asked for (``normalize=("strip", "nfc")``, reported). Ids that cannot be file names (images are
+written at paths made from them) are mapped to safe names, the mapping kept in the report
+(``unsafe_ids="map"``), or quarantined (``"refuse"``); never written through.
+
+``load_dataset(<folder>)`` then works offline (the ``all`` config by default where there is one),
+and the folder is exactly what :func:`publish` uploads.
 """
 
 from __future__ import annotations
@@ -20,8 +31,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import tempfile
+import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -34,20 +47,23 @@ import jinja2
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .benchmarks import Benchmark, ReleaseError, get_benchmark
+from .benchmarks import Anomaly, Benchmark, Quarantined, ReleaseError, get_benchmark, is_safe_name, safe_name
 
 __all__ = ["BuildError", "BuildReport", "build_dataset", "publish", "render_template", "size_category",
-           "describe_features", "SPLIT"]
+           "describe_features", "SPLIT", "NORMALIZATIONS"]
 
 #: the one split every config has: these are evaluation sets
 SPLIT = "test"
 REPORT_FILE = "build_report.json"
 #: the files a build writes at the top of its folder (with one folder per config)
 _OWN_FILES = ("README.md", "eval.yaml", REPORT_FILE)
+#: text normalisations a build may apply (none by default: the release's text is the benchmark)
+NORMALIZATIONS = ("strip", "nfc")
+UNSAFE_IDS = ("map", "refuse")
 
 
 class BuildError(ValueError):
-    """The build cannot start or finish as asked (output folder, license...); the message says what to do."""
+    """The build cannot start or finish as asked (output folder, license, --strict...); the message says what to do."""
 
 
 @dataclass
@@ -66,6 +82,17 @@ class BuildReport:
     #: fields (dotted for nested ones) the benchmark gives no description of
     undocumented_fields: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
+    #: where the release came from and how (see t2ireason.releases.ResolvedSource.to_dict)
+    source_info: dict[str, Any] = field(default_factory=dict)
+    #: records that could not be kept at all: {file, row, reason, raw}
+    quarantine: list[dict[str, Any]] = field(default_factory=list)
+    #: files of the release the reader did not read (the authors' scripts, images, notes...)
+    ignored_files: list[str] = field(default_factory=list)
+    #: ids that could not be file names, and the safe names they were given: {config, row, field, original, safe}
+    renamed: list[dict[str, Any]] = field(default_factory=list)
+    #: the text normalisation applied, if any: {"applied": [...], "values_changed": n}
+    normalization: dict[str, Any] = field(default_factory=dict)
+    strict: bool = False
 
     def anomaly_counts(self) -> dict[str, int]:
         return dict(Counter(a["kind"] for a in self.anomalies))
@@ -74,8 +101,16 @@ class BuildReport:
         return asdict(self) | {"anomaly_counts": self.anomaly_counts()}
 
     def summary(self) -> str:
-        """A few lines for the terminal: counts per config, anomalies by kind."""
+        """A few lines for the terminal: where from, counts per config, anomalies by kind, quarantine."""
         lines = [f"{self.benchmark}: built {len(self.configs)} config(s) from {self.source} into {self.out}"]
+        info = self.source_info
+        if info.get("kind") not in (None, "folder", "file"):
+            lines.append(f"  source: {info['kind']}" + (f" at revision {info['revision']}" if info.get("revision") else ""))
+        for note in info.get("notes", []):
+            lines.append(f"  {note}")
+        verification = info.get("verification")
+        if verification and verification.get("note"):
+            lines.append(f"  files: {verification['note']}")
         for name, counts in self.configs.items():
             extra = ", ".join(f"{k} {v}" for k, v in counts.items() if k != "rows")
             lines.append(f"  {name}: {counts['rows']} rows" + (f", {extra}" if extra else ""))
@@ -88,6 +123,17 @@ class BuildReport:
                 lines.append(f"    {kind}: {n} (first: {_where(first)})")
         else:
             lines.append("  no anomalies")
+        if self.quarantine:
+            lines.append(f"  {len(self.quarantine)} record(s) quarantined, with their raw text, in {REPORT_FILE} "
+                         f"(first: {self.quarantine[0]['file']}: {self.quarantine[0]['reason']})")
+        if self.renamed:
+            lines.append(f"  {len(self.renamed)} id(s) that cannot be file names renamed (mapping in {REPORT_FILE})")
+        if self.normalization.get("applied"):
+            lines.append(f"  text normalised ({', '.join(self.normalization['applied'])}): "
+                         f"{self.normalization['values_changed']} value(s) changed")
+        if self.ignored_files:
+            shown = ", ".join(self.ignored_files[:6]) + (" ..." if len(self.ignored_files) > 6 else "")
+            lines.append(f"  {len(self.ignored_files)} file(s) of the release not read (not data): {shown}")
         if self.undocumented_fields:
             lines.append(f"  fields without a description: {', '.join(self.undocumented_fields)}")
         return "\n".join(lines)
@@ -162,32 +208,172 @@ def _row_label(row: dict[str, Any], i: int) -> str:
     return f"row {i}" + (f" (id {rid!r})" if rid is not None else "")
 
 
-def _table(rows: list[dict[str, Any]], features: datasets.Features, where: str) -> pa.Table:
-    """Rows -> one Arrow table with the benchmark's schema, images embedded; errors name the row."""
+def _raw(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=repr)
+
+
+def _fits(row: dict[str, Any], features: datasets.Features) -> str | None:
+    """None when ``row`` converts to ``features``, else why not."""
+    try:
+        datasets.Dataset.from_dict({k: [row.get(k)] for k in features}, features=features)
+    except Exception as e:  # whatever Arrow or datasets object to
+        return f"{type(e).__name__}: {e}"
+    return None
+
+
+def _table(rows: list[dict[str, Any]], features: datasets.Features, where: str,
+           anomalies: list[Anomaly], quarantine: list[Quarantined]) -> pa.Table:
+    """Rows -> one Arrow table with the benchmark's schema, images embedded.
+
+    A row that is not a record or does not fit the schema is quarantined (with its raw text);
+    fields the schema does not have are left out of the row and reported with their values.
+    """
     names = set(features)
+    fitting = []
     for i, row in enumerate(rows):
         if not isinstance(row, dict):
-            raise ReleaseError(f"{where}, row {i}: expected a record (dict), got {type(row).__name__}")
-        extra = row.keys() - names
+            quarantine.append(Quarantined(where, i, f"not a record ({type(row).__name__})", _raw(row)))
+            continue
+        extra = sorted(row.keys() - names)
         if extra:
-            raise ReleaseError(f"{where}, {_row_label(row, i)}: fields {sorted(extra)} are not in the schema "
-                               f"(known: {', '.join(features)})")
-    columns = {name: [row.get(name) for row in rows] for name in features}
+            anomalies.append(Anomaly("unknown_field", where, row.get("id", i),
+                                     f"fields not in the schema, left out of the row: {_raw({k: row[k] for k in extra})}"))
+            row = {k: v for k, v in row.items() if k in names}
+        fitting.append((i, row))
+    columns = {name: [row.get(name) for _, row in fitting] for name in features}
     try:
         table = datasets.Dataset.from_dict(columns, features=features).data.table
-    except Exception as batch_error:  # find the first row that does not fit, to name it
-        for i, row in enumerate(rows):
-            try:
-                datasets.Dataset.from_dict({k: [row.get(k)] for k in features}, features=features)
-            except Exception as e:
-                raise ReleaseError(f"{where}, {_row_label(row, i)} does not fit the schema: {e}") from e
-        raise ReleaseError(f"{where}: rows do not fit the schema: {batch_error}") from batch_error
+    except Exception:  # find the rows that do not fit, keep the others
+        kept = []
+        for i, row in fitting:
+            why = _fits(row, features)
+            if why is None:
+                kept.append((i, row))
+            else:
+                quarantine.append(Quarantined(where, row.get("id", i), f"does not fit the schema: {why}", _raw(row)))
+        fitting = kept
+        table = datasets.Dataset.from_dict({name: [row.get(name) for _, row in fitting] for name in features},
+                                           features=features).data.table
     if datasets.features.features.require_storage_embed(features):
         try:
             table = datasets.table.embed_table_storage(table)
         except (OSError, ValueError) as e:  # an image path that cannot be read
             raise ReleaseError(f"{where}: cannot embed a file the rows point to: {e}") from e
     return table
+
+
+# ---------------------------------------------------------------------------------------------- record checks
+
+def _normalize(configs: dict[str, list[Any]], modes: Sequence[str]) -> int:
+    """Apply the text normalisations ``modes`` to every string of every row, in place; how many changed."""
+    unknown = [m for m in modes if m not in NORMALIZATIONS]
+    if unknown:
+        raise BuildError(f"unknown text normalisation(s) {unknown}; known: {', '.join(NORMALIZATIONS)}")
+
+    def norm(value: Any) -> Any:
+        if isinstance(value, str):
+            new = value
+            if "nfc" in modes:
+                new = unicodedata.normalize("NFC", new)
+            if "strip" in modes:
+                new = new.strip()
+            changed[0] += new != value
+            return new
+        if isinstance(value, dict):
+            return {k: norm(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [norm(v) for v in value]
+        return value
+
+    changed, done = [0], set()
+    for rows in configs.values():
+        for row in rows:
+            if isinstance(row, dict) and id(row) not in done:  # a row shared by two configs ("all") once
+                done.add(id(row))
+                row.update(norm(dict(row)))
+    return changed[0]
+
+
+def _path_problem(bench: Benchmark, row: dict[str, Any]) -> str | None:
+    """Why the image path made from ``row`` would not be a file inside the output folder (None: it would)."""
+    try:
+        path = bench.image_path(row)
+    except Exception:  # a row without the fields an image path needs: nothing is written from it
+        return None
+    if path.startswith(("/", "\\")) or not all(is_safe_name(p) for p in re.split(r"[/\\]", path)):
+        return f"its image path {path!r} would not be a file inside the output folder"
+    return None
+
+
+def _unsafe_value(value: str) -> bool:
+    """A value that makes an unsafe path wherever it is put (``..``, an absolute path, control characters)."""
+    return value.startswith(("/", "\\")) or not all(is_safe_name(p) for p in re.split(r"[/\\]", value))
+
+
+def _path_fields(bench: Benchmark, row: dict[str, Any]) -> list[str]:
+    """The fields to rename in a row whose image path is unsafe: the benchmark's ``path_fields``,
+    else the text fields whose values are in the path."""
+    if bench.path_fields:
+        return [f for f in bench.path_fields if isinstance(row.get(f), str) and _unsafe_value(row[f])]
+    try:
+        path = bench.image_path(row)
+    except Exception:
+        return []
+    return [f for f, v in row.items() if isinstance(v, str) and v in path and _unsafe_value(v)]
+
+
+def _safe_paths(bench: Benchmark, configs: dict[str, list[Any]], mode: str, anomalies: list[Anomaly],
+                quarantine: list[Quarantined]) -> list[dict[str, Any]]:
+    """Rows whose image paths would leave the output folder (``../../x``), or whose ids cannot be
+    file names: renamed to safe names (``mode="map"``, the mapping returned) or quarantined
+    (``"refuse"``). Never written through."""
+    if mode not in UNSAFE_IDS:
+        raise BuildError(f"unsafe_ids must be one of {UNSAFE_IDS}, got {mode!r}")
+    renamed: list[dict[str, Any]] = []
+    done: dict[int, dict[str, Any] | None] = {}  # a row shared by two configs is handled once
+    for config, rows in configs.items():
+        kept = []
+        for i, row in enumerate(rows):
+            if not isinstance(row, dict):
+                kept.append(row)
+                continue
+            if id(row) in done:
+                if done[id(row)] is not None:
+                    kept.append(done[id(row)])
+                continue
+            problem = _path_problem(bench, row)
+            new: dict[str, Any] | None = row
+            if problem is not None:
+                new = None
+                changes = {f: safe_name(row[f]) for f in _path_fields(bench, row)}
+                if mode == "map" and changes:
+                    candidate = bench.with_safe_names(row, changes)
+                    if _path_problem(bench, candidate) is None:
+                        new = candidate
+                        for f, safe in changes.items():
+                            renamed.append({"config": config, "row": i, "field": f, "original": row[f], "safe": safe})
+                        anomalies.append(Anomaly("unsafe_id", f"config {config}", row.get("id", i),
+                                                 f"{problem}: renamed to {changes}"))
+                if new is None:
+                    quarantine.append(Quarantined(f"config {config}", row.get("id", i),
+                                                  f"{problem} (unsafe_ids={mode!r})", _raw(row)))
+            done[id(row)] = new
+            if new is not None:
+                kept.append(new)
+        configs[config] = kept
+    return renamed
+
+
+def _ignored_files(root: Path, files_read: set[str] | None) -> list[str]:
+    """The files under ``root`` (hidden ones aside) that the reader did not read."""
+    if files_read is None or not root.is_dir():
+        return []
+    out = []
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root).as_posix()
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts) and rel not in files_read:
+            out.append(rel)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------- build
@@ -211,54 +397,85 @@ def _license(bench: Benchmark, license: str | None, release_license: str | None)
     return chosen
 
 
-def build_dataset(benchmark: Benchmark | str, source: str | os.PathLike, out: str | os.PathLike, *,
+def build_dataset(benchmark: Benchmark | str, source: str | os.PathLike | None, out: str | os.PathLike, *,
                   license: str | None = None, overwrite: bool = False, repo_id: str | None = None,
                   eval_yaml: bool = True, evaluation_framework: str = "t2i-reason",
-                  options: dict[str, Any] | None = None) -> BuildReport:
-    """Read ``source`` (the official release) with the benchmark's reader and write the Hub folder ``out``.
+                  options: dict[str, Any] | None = None, strict: bool = False, revision: str | None = None,
+                  normalize: Sequence[str] = (), unsafe_ids: str = "map",
+                  cache_dir: str | os.PathLike | None = None) -> BuildReport:
+    """Read the release with the benchmark's reader and write the Hub folder ``out``.
 
-    ``license`` overrides the benchmark's known license (required when none is known).
-    ``repo_id`` is the Hub repository the card's examples name. ``options`` go to
-    ``read_release``. The folder is written next to ``out`` and moved into place
-    only when complete, so a failed build leaves no half-written dataset.
+    ``source``: a folder, a checkout one folder deeper, a zip or tar archive of the authors'
+    repository; None fetches the official release (at its pinned revision, or ``revision``) into
+    ``cache_dir`` (see :mod:`t2ireason.releases`). ``license`` overrides the benchmark's known
+    license (required when none is known). ``repo_id`` is the Hub repository the card's examples
+    name. ``options`` go to ``read_release``. ``strict``: any anomaly or quarantined record is an
+    error. ``normalize``: text normalisations (:data:`NORMALIZATIONS`), none by default.
+    ``unsafe_ids``: ``"map"`` or ``"refuse"`` ids that cannot be file names. The folder is written
+    next to ``out`` and moved into place only when complete, so a failed build leaves no
+    half-written dataset.
     """
+    from .releases import open_source
+
     bench = get_benchmark(benchmark) if isinstance(benchmark, str) else benchmark
     out = Path(out)
-    if not Path(source).exists() and not getattr(bench, "reads_hub", False):
+    if source is not None and not Path(source).exists() and not getattr(bench, "reads_hub", False):
         raise FileNotFoundError(f"release folder not found: {source}")
+    if unsafe_ids not in UNSAFE_IDS:
+        raise BuildError(f"unsafe_ids must be one of {UNSAFE_IDS}, got {unsafe_ids!r}")
     _prepare_out(out, overwrite)
-    release = bench.read_release(source, **(options or {}))
-    chosen_license = _license(bench, license, release.license)
+    with open_source(bench, source, revision=revision, cache_dir=cache_dir) as src:
+        release = bench.read_release(src.root, **(options or {}))
+        chosen_license = _license(bench, license, release.license)
 
-    unknown = [c for c in release.configs if c not in bench.configs]
-    if unknown:
-        raise ReleaseError(f"{bench.name} reader returned configs {unknown} that the benchmark does not declare "
-                           f"({', '.join(bench.configs)})")
-    built = [c for c in bench.configs if c in release.configs]
-    if not built or not any(release.configs[c] for c in built):
-        raise ReleaseError(f"no rows read from {source}: is it the {bench.pretty_name} release?")
+        unknown = [c for c in release.configs if c not in bench.configs]
+        if unknown:
+            raise ReleaseError(f"{bench.name} reader returned configs {unknown} that the benchmark does not declare "
+                               f"({', '.join(bench.configs)})")
+        built = [c for c in bench.configs if c in release.configs]
+        if not built or not any(release.configs[c] for c in built):
+            raise ReleaseError(f"no rows read from {source if source is not None else src.given}: "
+                               f"is it the {bench.pretty_name} release?")
 
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
-        report = _write(bench, release, built, tmp, out, str(source), chosen_license, repo_id,
-                        eval_yaml, evaluation_framework)
-        if out.exists():
-            shutil.rmtree(out)
-        tmp.rename(out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        anomalies, quarantine = list(release.anomalies), list(release.quarantine)
+        configs = {c: list(release.configs[c]) for c in built}
+        changed = _normalize(configs, list(normalize)) if normalize else 0
+        renamed = _safe_paths(bench, configs, unsafe_ids, anomalies, quarantine)
+        tables = {c: _table(configs[c], bench.config_features(c), f"config {c}", anomalies, quarantine)
+                  for c in built}
+        if strict and (anomalies or quarantine):
+            first = (_where(anomalies[0].to_dict()) if anomalies
+                     else f"{quarantine[0].file}: {quarantine[0].reason}")
+            raise BuildError(f"--strict: the release has {len(anomalies)} anomalies and {len(quarantine)} "
+                             f"quarantined record(s) (first: {first}); build without --strict to keep and report them")
+        given = str(source) if source is not None else src.given
+        report = BuildReport(
+            benchmark=bench.name, source=given, out=str(out), license=chosen_license, configs={},
+            anomalies=[a.to_dict() for a in anomalies], absent_configs=[c for c in bench.configs if c not in built],
+            source_info=src.to_dict(), quarantine=[q.to_dict() for q in quarantine],
+            ignored_files=_ignored_files(src.root, release.files_read), renamed=renamed,
+            normalization={"applied": list(normalize), "values_changed": changed} if normalize else {},
+            strict=strict)
+
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+        try:
+            _write(bench, release, built, tables, tmp, report, repo_id, eval_yaml, evaluation_framework)
+            if out.exists():
+                shutil.rmtree(out)
+            tmp.rename(out)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
     return report
 
 
-def _write(bench: Benchmark, release: Any, built: list[str], tmp: Path, out: Path, source: str, license: str,
-           repo_id: str | None, eval_yaml: bool, framework: str) -> BuildReport:
+def _write(bench: Benchmark, release: Any, built: list[str], tables: dict[str, pa.Table], tmp: Path,
+           report: BuildReport, repo_id: str | None, eval_yaml: bool, framework: str) -> None:
     infos, metadata_configs, counts, files = {}, {}, {}, []
     for config in built:
         features = bench.config_features(config)
-        rows = release.configs[config]
-        table = _table(rows, features, f"{bench.name} config {config!r}")
+        table = tables[config]
         rel = f"{config}/{SPLIT}-00000-of-00001.parquet"
         (tmp / config).mkdir()
         pq.write_table(table, tmp / rel)
@@ -271,7 +488,9 @@ def _write(bench: Benchmark, release: Any, built: list[str], tmp: Path, out: Pat
         metadata_configs[config] = {"data_files": [{"split": SPLIT, "path": f"{config}/{SPLIT}-*"}]}
         counts[config] = {"rows": table.num_rows} | {k: int(v) for k, v in release.counts.get(config, {}).items()
                                                      if k != "rows"}
-    metadata_configs[built[0]]["default"] = True
+    # load_dataset(<folder>) with no config gives the default: the whole benchmark where a config holds it
+    metadata_configs["all" if "all" in built else built[0]]["default"] = True
+    report.configs = counts
 
     schemas: dict[str, dict[str, Any]] = {}  # one table of fields per distinct schema
     for config in built:
@@ -279,12 +498,8 @@ def _write(bench: Benchmark, release: Any, built: list[str], tmp: Path, out: Pat
         key = json.dumps(features.to_dict(), sort_keys=True)
         schemas.setdefault(key, {"configs": [], "fields": describe_features(features, bench.field_docs)})
         schemas[key]["configs"].append(config)
-    undocumented = sorted({f["name"] for s in schemas.values() for f in s["fields"] if not f["doc"]})
+    report.undocumented_fields = sorted({f["name"] for s in schemas.values() for f in s["fields"] if not f["doc"]})
 
-    report = BuildReport(benchmark=bench.name, source=source, out=str(out), license=license, configs=counts,
-                         anomalies=[a.to_dict() for a in release.anomalies],
-                         absent_configs=[c for c in bench.configs if c not in built],
-                         undocumented_fields=undocumented)
     has_eval_yaml = bool(eval_yaml and bench.metric)
     card = _card(bench, report, infos, metadata_configs, list(schemas.values()), repo_id, has_eval_yaml)
     (tmp / "README.md").write_text(card, encoding="utf-8")
@@ -296,7 +511,6 @@ def _write(bench: Benchmark, release: Any, built: list[str], tmp: Path, out: Pat
     report.files = files
     (tmp / REPORT_FILE).write_text(json.dumps(report.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n",
                                    encoding="utf-8")
-    return report
 
 
 def _card(bench: Benchmark, report: BuildReport, infos: dict[str, datasets.DatasetInfo],
@@ -305,7 +519,7 @@ def _card(bench: Benchmark, report: BuildReport, infos: dict[str, datasets.Datas
     from huggingface_hub import DatasetCard, DatasetCardData
 
     total = sum(c["rows"] for c in report.configs.values())
-    data = DatasetCardData(pretty_name=bench.pretty_name, license=report.license,
+    data = DatasetCardData(pretty_name=bench.pretty_name, license=report.license, language=list(bench.language),
                            task_categories=["text-to-image"], size_categories=[size_category(total)],
                            tags=["t2i-reason", "benchmark", bench.name] if bench.metric else ["t2i-reason", bench.name])
     datasets.utils.metadata.MetadataConfigs(metadata_configs).to_dataset_card_data(data)
@@ -313,12 +527,17 @@ def _card(bench: Benchmark, report: BuildReport, infos: dict[str, datasets.Datas
     anomalies = [{"kind": kind, "count": n, "example": _where(next(a for a in report.anomalies if a["kind"] == kind))}
                  for kind, n in sorted(report.anomaly_counts().items())]
     count_columns = list(dict.fromkeys(k for c in report.configs.values() for k in c if k != "rows"))
+    default = next(n for n, c in metadata_configs.items() if c.get("default"))
+    info = report.source_info
+    source = (f"{info['given']} (revision {info['revision']})" if info.get("kind") in ("github", "hub")
+              else Path(report.source).name or report.source)
     text = render_template(
         "dataset_card.md.j2", card_data=data.to_yaml(), bench=bench, split=SPLIT,
-        repo_id=repo_id or f"<namespace>/{bench.name}",
+        repo_id=repo_id or f"<namespace>/{bench.name}", default_config=default,
         configs=[{"name": n, "rows": c["rows"], "counts": c} for n, c in report.configs.items()],
         count_columns=count_columns, schemas=schemas, anomalies=anomalies, has_eval_yaml=has_eval_yaml,
-        source=Path(report.source).name or report.source, card_license=report.license)
+        quarantined=len(report.quarantine), renamed=len(report.renamed), normalization=report.normalization,
+        verification=(info.get("verification") or {}).get("note", ""), source=source, card_license=report.license)
     DatasetCard(text)  # the Hub's own parser must accept what we push
     return text
 
@@ -406,11 +625,28 @@ def add_build_args(p: argparse.ArgumentParser) -> None:
     from .benchmarks import MODULES
 
     p.add_argument("benchmark", help=f"which benchmark: {', '.join(MODULES)}")
-    p.add_argument("--source", required=True, help="the official release: a local folder as its authors publish it")
+    p.add_argument("--source", default=None,
+                   help="the release: a folder as its authors publish it, a checkout (the root is found one or two "
+                        "folders deeper), or a zip/tar archive of the repository; default: fetch the authors' "
+                        "release at the revision the project pins and check its files")
+    p.add_argument("--revision", default=None,
+                   help="fetch the official release at this commit instead of the pinned one (its files are then "
+                        "reported against the recorded hashes, not enforced); not with --source")
     p.add_argument("--out", required=True, help="output folder (Parquet per config, README.md, eval.yaml, build_report.json)")
     p.add_argument("--license", default=None, help="license of the release (default: the one the benchmark is known to have)")
     p.add_argument("--repo", default=None, help="Hub repository the card's examples name, e.g. my-org/r2i-bench")
     p.add_argument("--overwrite", action="store_true", help="replace a previous build in --out")
+    p.add_argument("--strict", action="store_true",
+                   help="fail on any anomaly or quarantined record instead of keeping and reporting it")
+    p.add_argument("--normalize", action="append", default=[], choices=NORMALIZATIONS,
+                   help="normalise every text value (off by default: the release's text is kept byte for byte): "
+                        "strip leading and trailing whitespace, or Unicode NFC; repeatable; reported")
+    p.add_argument("--unsafe-ids", choices=UNSAFE_IDS, default="map",
+                   help="ids that cannot be file names (image paths are made from them): map them to safe names "
+                        "(the mapping is kept in build_report.json; default) or refuse them (quarantined)")
+    p.add_argument("--cache-dir", default=None,
+                   help="where fetched releases are kept (default: $T2IREASON_RELEASES_CACHE, else "
+                        "$XDG_CACHE_HOME/t2ireason/releases)")
     p.add_argument("--no-eval-yaml", action="store_true", help="do not write eval.yaml")
     p.add_argument("--evaluation-framework", default="t2i-reason", help="evaluation_framework key written in eval.yaml")
     p.add_argument("--read-option", type=_option, action="append", default=[], metavar="KEY=VALUE",
@@ -420,7 +656,9 @@ def add_build_args(p: argparse.ArgumentParser) -> None:
 def run_build(args: argparse.Namespace) -> int:
     report = build_dataset(args.benchmark, args.source, args.out, license=args.license, overwrite=args.overwrite,
                            repo_id=args.repo, eval_yaml=not args.no_eval_yaml,
-                           evaluation_framework=args.evaluation_framework, options=dict(args.read_option))
+                           evaluation_framework=args.evaluation_framework, options=dict(args.read_option),
+                           strict=args.strict, revision=args.revision, normalize=args.normalize,
+                           unsafe_ids=args.unsafe_ids, cache_dir=args.cache_dir)
     print(report.summary())
     return 0
 

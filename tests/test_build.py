@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import datasets
+import pyarrow.parquet as pq
 import pytest
 import yaml
 from huggingface_hub import DatasetCard, DatasetCardData
@@ -12,6 +13,7 @@ from PIL import Image
 
 from t2ireason import build
 from t2ireason.benchmarks import Anomaly, Benchmark, Release, ReleaseError
+from t2ireason.files import inside
 
 FEATURES = datasets.Features({
     "id": datasets.Value("string"),
@@ -108,7 +110,8 @@ def test_card_metadata(toy_release, tmp_path):
     assert data.task_categories == ["text-to-image"] and data.size_categories == ["n<1K"]
     configs = {c["config_name"]: c for c in data["configs"]}
     assert configs["alpha"]["data_files"] == [{"split": "test", "path": "alpha/test-*"}]
-    assert configs["alpha"].get("default") is True and "gamma" not in configs
+    assert configs["alpha"].get("default") is True and "gamma" not in configs  # no "all": the first config
+    assert data.language == ["en"]
     infos = {i["config_name"]: i for i in data["dataset_info"]}
     assert datasets.Features._from_yaml_list(infos["beta"]["features"]) == FEATURES
     assert infos["alpha"]["splits"] == [{"name": "test", "num_bytes": infos["alpha"]["splits"][0]["num_bytes"],
@@ -169,25 +172,89 @@ def test_output_folder_protection(toy_release, tmp_path):
     assert list(report.configs) == ["alpha"] and not (out2 / "beta").exists()
 
 
-def test_row_errors_name_config_and_row(toy_release, tmp_path):
+def test_rows_that_do_not_fit_are_quarantined_not_a_stop(toy_release, tmp_path):
     rows = json.loads((toy_release / "alpha.json").read_text())
     rows[3]["questions"] = "not a list"
+    rows[4]["colour"] = "red"
     (toy_release / "alpha.json").write_text(json.dumps(rows))
-    with pytest.raises(ReleaseError, match=r"config 'alpha', row 3 \(id 'a3'\) does not fit the schema"):
-        build.build_dataset(Toy(), toy_release, tmp_path / "out")
+    report = build.build_dataset(Toy(), toy_release, tmp_path / "out")
+    assert report.configs["alpha"]["rows"] == 4  # a0, a1, a2 and a4; a3 could not be kept
+    [bad] = report.quarantine
+    assert bad["file"] == "config alpha" and bad["row"] == "a3" and "does not fit the schema" in bad["reason"]
+    assert json.loads(bad["raw"])["questions"] == "not a list"  # the record as it was, to recover by hand
+    [extra] = [a for a in report.anomalies if a["kind"] == "unknown_field"]
+    assert extra["row"] == "a4" and '"colour": "red"' in extra["detail"]
+    saved = json.loads((tmp_path / "out" / "build_report.json").read_text())
+    assert saved["quarantine"] == report.quarantine and "1 record(s) quarantined" in report.summary()
+    assert "1 record(s) could not be kept" in (tmp_path / "out" / "README.md").read_text()
 
-    rows[3]["questions"], rows[4]["colour"] = [], "red"
-    (toy_release / "alpha.json").write_text(json.dumps(rows))
-    with pytest.raises(ReleaseError, match=r"row 4 \(id 'a4'\): fields \['colour'\] are not in the schema"):
-        build.build_dataset(Toy(), toy_release, tmp_path / "out")
+    with pytest.raises(build.BuildError, match=r"--strict: the release has 2 anomalies and 1 quarantined"):
+        build.build_dataset(Toy(), toy_release, tmp_path / "strict", strict=True)
+    assert not (tmp_path / "strict").exists()
 
-    rows[4].pop("colour")
+
+def test_a_missing_image_file_names_the_config(toy_release, tmp_path):
+    rows = json.loads((toy_release / "alpha.json").read_text())
     rows[1]["image"] = "missing.png"
     (toy_release / "alpha.json").write_text(json.dumps(rows))
     with pytest.raises(ReleaseError, match="cannot embed a file.*missing.png"):
         build.build_dataset(Toy(), toy_release, tmp_path / "out")
     assert not (tmp_path / "out").exists()  # nothing half-written is left behind
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out")]
+
+
+def test_text_normalisation_is_an_option_and_reported(toy_release, tmp_path):
+    rows = json.loads((toy_release / "alpha.json").read_text())
+    rows[0]["prompt"] = "  cafe\u0301 at dawn \n"
+    (toy_release / "alpha.json").write_text(json.dumps(rows))
+    kept = build.build_dataset(Toy(), toy_release, tmp_path / "asis")
+    assert datasets.load_dataset(str(tmp_path / "asis"), "alpha", split="test")[0]["prompt"] == "  cafe\u0301 at dawn \n"
+    assert kept.normalization == {} and "kept byte for byte" in (tmp_path / "asis" / "README.md").read_text()
+    report = build.build_dataset(Toy(), toy_release, tmp_path / "norm", normalize=["strip", "nfc"])
+    assert datasets.load_dataset(str(tmp_path / "norm"), "alpha", split="test")[0]["prompt"] == "caf\u00e9 at dawn"
+    assert report.normalization == {"applied": ["strip", "nfc"], "values_changed": 1}
+    assert "text normalised (strip, nfc): 1 value(s) changed" in report.summary()
+    with pytest.raises(build.BuildError, match="unknown text normalisation"):
+        build.build_dataset(Toy(), toy_release, tmp_path / "bad", normalize=["lower"])
+
+
+@pytest.mark.parametrize("bad_id", ["../../outside/x", "/etc/passwd", "a/../../b", "..", "", "tab\there", "x" * 300])
+def test_ids_that_cannot_be_file_names_are_mapped_or_refused(toy_release, tmp_path, bad_id):
+    rows = json.loads((toy_release / "alpha.json").read_text())
+    rows[2]["id"] = bad_id
+    (toy_release / "alpha.json").write_text(json.dumps(rows))
+    report = build.build_dataset(Toy(), toy_release, tmp_path / "mapped")
+    [renamed] = report.renamed
+    assert renamed["original"] == bad_id and renamed["field"] == "id" and renamed["config"] == "alpha"
+    ids = pq.read_table(tmp_path / "mapped" / "alpha" / "test-00000-of-00001.parquet").column("id").to_pylist()
+    assert ids[2] == renamed["safe"] and "/" not in ids[2] and not ids[2].startswith(".") and ids[2]
+    out = tmp_path / "images"
+    assert inside(out, Toy().image_path({"id": ids[2], "config": "alpha"}))  # stays inside
+    assert [a["kind"] for a in report.anomalies].count("unsafe_id") == 1
+    assert renamed["safe"] == build.safe_name(bad_id)
+
+    refused = build.build_dataset(Toy(), toy_release, tmp_path / "refused", unsafe_ids="refuse")
+    assert refused.renamed == [] and refused.configs["alpha"]["rows"] == 4
+    assert [q["row"] for q in refused.quarantine] == [bad_id]
+
+
+def test_default_config_and_language_in_the_card(toy_release, tmp_path):
+    class WithAll(Toy):
+        configs = ("alpha", "beta", "all")
+        language = ("en", "zh")
+
+        def read_release(self, source, **options):
+            release = super().read_release(source, **options)
+            release.configs["all"] = release.configs["alpha"] + release.configs["beta"]
+            return release
+
+    out = tmp_path / "out"
+    build.build_dataset(WithAll(), toy_release, out, repo_id="me/toy")
+    data = DatasetCard.load(out / "README.md").data
+    assert [c["config_name"] for c in data["configs"] if c.get("default")] == ["all"]
+    assert data.language == ["en", "zh"]
+    assert len(datasets.load_dataset(str(out), split="test")) == 6  # no config name: the whole benchmark
+    assert 'load_dataset("me/toy", "all", split="test")' in (out / "README.md").read_text()
 
 
 def test_cli_reports_errors_in_one_line(tmp_path, capsys):

@@ -62,6 +62,11 @@ def test_build_report_keeps_every_anomaly(built):
     saved = json.loads((out / "build_report.json").read_text())
     assert saved["configs"] == report.configs and saved["benchmark"] == bench.name
     assert saved["anomalies"] == [a.to_dict() for a in release.anomalies]
+    assert saved["quarantine"] == [q.to_dict() for q in release.quarantine]
+    assert saved["renamed"] == [] and saved["normalization"] == {} and saved["source_info"]["kind"] == "folder"
+    if release.files_read is not None:  # every file of the sample is read or listed as not read
+        files = {p.relative_to(bench.sample_path()).as_posix() for p in bench.sample_path().rglob("*") if p.is_file()}
+        assert files == release.files_read | set(saved["ignored_files"])
     assert sorted(saved["files"]) == sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
 
 
@@ -76,7 +81,10 @@ def test_card_yaml_has_the_hubs_required_keys(built):
     assert data.size_categories == [build.size_category(max(len(r) for r in release.configs.values()))]
     configs = {c["config_name"]: c for c in data["configs"]}
     assert set(configs) == set(report.configs)
-    assert [n for n, c in configs.items() if c.get("default")] == [next(iter(report.configs))]
+    # load_dataset(<folder>) with no config name gives the whole benchmark where a config holds it
+    default = "all" if "all" in report.configs else next(iter(report.configs))
+    assert [n for n, c in configs.items() if c.get("default")] == [default]
+    assert data.language == list(bench.language)
     assert all(c["data_files"] == [{"split": "test", "path": f"{name}/test-*"}] for name, c in configs.items())
     infos = data["dataset_info"]
     # one config: a dict, and no config_name for "default"

@@ -32,11 +32,16 @@ Args:
         questions with id, question, criterion, weight...).
     missing (compute option): "fail" (paper preset: an instance with questions left unanswered after
         the re-asks has no score) or "answered" (official preset: weighted mean of the answered ones).
+    template (compute option): "paper" (the appendix A.4 text, after the image) or "official" (the
+        authors' own prompt and question layout, before the image).
+    subcategories (compute option): "<category>/<subcategory>" names to judge (default all; the
+        official preset: the 28 of the authors' instance.py); round_scores: decimals (official: 2).
     max_reasks (compute option): follow-ups naming missing or invalid answers (default 2).
     allowed_scores (compute option): the scores a question may get (default (0, 0.5, 1)).
 Init keyword arguments (evaluate.load(..., judge=...)):
     judge: a judge spec ("openai:gpt-4o", "hf:...", "vllm:...") or a judge object; default: the preset's.
-    preset: "paper" (default) or "official"; both GPT-4o at temperature 0.1.
+    preset: "paper" (default) or "official" (the authors' script's deliberate choices, not its bugs);
+        both GPT-4o at temperature 0.1.
     judge_kwargs, cache, progress: see t2ireason.metric.JudgedMetric.
 Returns:
     r2i_score: the micro average over scored instances (0 to 100).

@@ -13,7 +13,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .base import Anomaly, Benchmark, OfficialRelease, Release, ReleaseError
+    from .base import Anomaly, Benchmark, OfficialRelease, Quarantined, Release, ReleaseError, is_safe_name, safe_name
 
 #: benchmark name -> module (each module defines BENCHMARK, an instance of Benchmark)
 MODULES = {
@@ -28,9 +28,11 @@ MODULES = {
 #: the benchmarks scored by a judge through a metric module (the others are data: a corpus, an agent's seeds)
 JUDGED = ("t2i-reasonbench", "r2i-bench", "worldgenbench", "prism-bench")
 
-__all__ = ["Anomaly", "Benchmark", "OfficialRelease", "Release", "ReleaseError", "get_benchmark", "MODULES", "JUDGED"]
+__all__ = ["Anomaly", "Benchmark", "OfficialRelease", "Quarantined", "Release", "ReleaseError", "get_benchmark",
+           "is_safe_name", "safe_name", "MODULES", "JUDGED"]
 
-_BASE_NAMES = {"Anomaly", "Benchmark", "OfficialRelease", "Release", "ReleaseError"}
+_BASE_NAMES = {"Anomaly", "Benchmark", "OfficialRelease", "Quarantined", "Release", "ReleaseError", "is_safe_name",
+               "safe_name"}
 
 
 def __getattr__(name: str) -> Any:

@@ -9,6 +9,7 @@ generators and reports all read it.
 
 from __future__ import annotations
 
+import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -36,6 +37,22 @@ class Anomaly:
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "file": self.file, "row": self.row, "detail": self.detail}
+
+
+@dataclass
+class Quarantined:
+    """A record of the release that could not be kept in the dataset at all (no prompt to draw, no
+    prompt to attach to, columns that cannot be told apart...), kept in the build report with its
+    raw text so that nothing the authors released is lost in silence."""
+
+    file: str
+    row: str | int | None
+    reason: str
+    #: the record as released: its line(s) of a CSV file, its JSON text
+    raw: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "row": self.row, "reason": self.reason, "raw": self.raw}
 
 
 @dataclass(frozen=True)
@@ -72,6 +89,26 @@ class Release:
     counts: dict[str, dict[str, int]] = field(default_factory=dict)
     license: str | None = None
     source: str = ""
+    #: records that could not be kept at all, with their raw text (see :class:`Quarantined`)
+    quarantine: list[Quarantined] = field(default_factory=list)
+    #: the files the reader read, relative to the release's root (posix paths); the builder reports
+    #: every other file of the release (the authors' scripts, images...) as ignored. None: not tracked.
+    files_read: set[str] | None = None
+
+
+def safe_name(value: str) -> str:
+    """A file-name-safe stand-in for ``value`` (an id that cannot be a file name: ``../x``,
+    ``a/b``, control characters, too long): its readable part with every unsafe character
+    replaced, plus a short hash of the original so that two ids never map to one name."""
+    readable = "".join("_" if c in "/\\" or not c.isprintable() else c for c in value).strip(". ")[:80]
+    return f"{readable or 'id'}-{hashlib.sha256(value.encode('utf-8', 'surrogatepass')).hexdigest()[:10]}"
+
+
+def is_safe_name(part: str) -> bool:
+    """Whether ``part`` can be one component of a path inside a folder: not empty, not hidden (no
+    leading dot, so neither ``.`` nor ``..``), no separator, no control character, at most 200 bytes."""
+    return (bool(part) and not part.startswith(".") and "/" not in part and "\\" not in part
+            and all(c.isprintable() or c == " " for c in part) and len(part.encode("utf-8", "surrogatepass")) <= 200)
 
 
 class Benchmark(ABC):
@@ -94,9 +131,16 @@ class Benchmark(ABC):
     scoring: str = ""
     #: where the authors publish the release (None: nowhere the project can fetch from)
     official_release: OfficialRelease | None = None
-    #: paths (relative to the layout's root) whose presence identifies the release's root folder,
-    #: so a checkout one folder deeper or an unpacked archive is found
+    #: paths (relative to the layout's root, glob patterns allowed) that together identify the
+    #: release's root folder, so a checkout one or two folders deeper or an unpacked archive is
+    #: found (t2ireason.releases.find_root); empty: the folder given is the root
     release_markers: tuple[str, ...] = ()
+    #: row fields whose values become file or folder names (see :meth:`image_path`): where an image
+    #: path would not stay inside its folder, the builder maps the values of these that cannot be
+    #: file names to safe ones (:meth:`with_safe_names`); empty: the text fields found in the path
+    path_fields: tuple[str, ...] = ()
+    #: languages of the prompts (ISO 639-1), for the dataset card
+    language: tuple[str, ...] = ("en",)
 
     @property
     @abstractmethod
@@ -142,6 +186,11 @@ class Benchmark(ABC):
     def prompt(self, row: dict[str, Any]) -> str:
         """The prompt a generator draws."""
         return row["prompt"]
+
+    def with_safe_names(self, row: dict[str, Any], renamed: dict[str, str]) -> dict[str, Any]:
+        """``row`` with the values of :attr:`path_fields` in ``renamed`` replaced by safe names
+        (a benchmark whose id is made of those fields rebuilds it here)."""
+        return {**row, **renamed}
 
     def image_path(self, row: dict[str, Any], sample: int = 0) -> str:
         """Where the official layout puts the image of ``row`` (relative to an output folder)."""

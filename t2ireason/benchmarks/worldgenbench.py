@@ -29,13 +29,13 @@ from typing import Any
 
 import datasets
 
-from ..images import as_image
+from ..images import ImageError, JudgeImage, as_image, load_images
 from ..judges.base import ChatRequest, Sampling
 from ..parsing import ReplyParseError, ask_structured, extract_json, score_list
 from ..prompts import render
 from ..results import ImageResult, PaperTable, QuestionResult
 from ..stats import summarize
-from .base import Anomaly, Benchmark, Release, ReleaseError
+from .base import Anomaly, Benchmark, OfficialRelease, Quarantined, Release, ReleaseError
 
 __all__ = ["BENCHMARK", "WorldGenBench", "FIELD_NAMES", "CONTINENTS", "DISCIPLINES", "normalize_checklist",
            "parse_checklist_reply", "checklist_request"]
@@ -99,7 +99,12 @@ def _lookup(record: dict[str, Any], candidates: Sequence[str]) -> tuple[str | No
 
 
 def _text(value: Any) -> str:
-    return "" if value is None else str(value).strip()
+    """A release value as text, as released: strings unchanged, None empty, anything else its JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
 _ITEM_TEXT = re.compile(r"^\s*\**\s*item\s*\**\s*:\s*\**\s*(.*?)\s*\**\s*explanation\s*\**\s*:\s*\**\s*(.*)$",
@@ -107,25 +112,44 @@ _ITEM_TEXT = re.compile(r"^\s*\**\s*item\s*\**\s*:\s*\**\s*(.*?)\s*\**\s*explana
 
 
 def normalize_checklist(value: Any, names: dict[str, tuple[str, ...]] | None = None,
-                        explanations: Any = None) -> list[dict[str, str]]:
+                        explanations: Any = None, problems: list[str] | None = None) -> list[dict[str, str]]:
     """A checklist as ``[{"item": ..., "explanation": ...}, ...]`` from any common shape.
 
     Accepted: a list of objects (item and explanation keys as in :data:`FIELD_NAMES`, or one
     ``{item: explanation}`` pair each), a dict ``item -> explanation``, a dict of parallel lists,
     a list of strings (``"Item: ... Explanation: ..."`` is split; otherwise no explanation), parallel
-    lists (``value`` items, ``explanations``), or any of these as a JSON string.
-    Raises ValueError (with what is wrong) for shapes it cannot read.
+    lists (``value`` items, ``explanations``), or any of these as a JSON string. Text is kept as
+    released. Shapes it cannot read raise ValueError saying what is wrong, unless ``problems`` is
+    given: then every value is kept (an entry of another type becomes an item holding its JSON
+    text, unequal parallel lists are padded with empty text) and each irregularity is described
+    in ``problems``.
 
     >>> normalize_checklist({"Stone floors": "Monasteries are paved with stone."})
     [{'item': 'Stone floors', 'explanation': 'Monasteries are paved with stone.'}]
     >>> normalize_checklist(["A", "B"], explanations=["why A", "why B"])[1]
     {'item': 'B', 'explanation': 'why B'}
+    >>> notes = []
+    >>> normalize_checklist([{"item": "A"}, 7], problems=notes), notes
+    ([{'item': 'A', 'explanation': ''}, {'item': '7', 'explanation': ''}], ['checklist entry 2 is a int, kept as its text'])
     """
     names = names or FIELD_NAMES
+
+    def irregular(message: str) -> None:
+        if problems is None:
+            raise ValueError(message)
+        problems.append(message)
+
+    def text(v: Any, what: str) -> str:
+        if v is not None and not isinstance(v, str) and problems is not None:
+            problems.append(f"{what} is a {type(v).__name__}, kept as its text")
+        return _text(v)
+
     if isinstance(value, str):
         try:
             value = json.loads(value)
         except ValueError:
+            if problems is not None and explanations is None:
+                problems.append("the checklist is one text, not a list: kept as one item")
             value = [value]
     if explanations is not None:
         if isinstance(explanations, str):
@@ -133,11 +157,18 @@ def normalize_checklist(value: Any, names: dict[str, tuple[str, ...]] | None = N
                 explanations = json.loads(explanations)
             except ValueError:
                 explanations = [explanations]
+        if value is None:
+            value = []
         if not isinstance(value, list) or not isinstance(explanations, list):
-            raise ValueError("parallel checklist fields must both be lists")
+            irregular("parallel checklist fields must both be lists")
+            value = value if isinstance(value, list) else [value]
+            explanations = explanations if isinstance(explanations, list) else [explanations]
         if len(value) != len(explanations):
-            raise ValueError(f"{len(value)} checklist items but {len(explanations)} explanations")
-        return [{"item": _text(i), "explanation": _text(e)} for i, e in zip(value, explanations)]
+            irregular(f"{len(value)} checklist items but {len(explanations)} explanations")
+            n = max(len(value), len(explanations))
+            value, explanations = value + [""] * (n - len(value)), explanations + [""] * (n - len(explanations))
+        return [{"item": text(i, f"checklist item {n}"), "explanation": text(e, f"explanation {n}")}
+                for n, (i, e) in enumerate(zip(value, explanations), 1)]
     if value is None:
         return []
     if isinstance(value, dict):
@@ -145,56 +176,81 @@ def normalize_checklist(value: Any, names: dict[str, tuple[str, ...]] | None = N
         if isinstance(items, list):  # parallel lists inside one object ({"item": [...], "explanation": [...]})
             _, expl = _lookup({k: v for k, v in value.items() if k != k_item},
                               names["explanation"] + names["checklist_explanations"])
-            return normalize_checklist(items, names, expl if expl is not None else [""] * len(items))
-        return [{"item": _text(k), "explanation": _text(v)} for k, v in value.items()]
+            return normalize_checklist(items, names, expl if expl is not None else [""] * len(items), problems)
+        return [{"item": k, "explanation": text(v, f"the explanation of {k!r}")} for k, v in value.items()]
     if not isinstance(value, list):
-        raise ValueError(f"a checklist is a list or an object, got {type(value).__name__}")
+        irregular(f"a checklist is a list or an object, got {type(value).__name__}")
+        return [{"item": _text(value), "explanation": ""}]
     out = []
     for n, entry in enumerate(value, 1):
         if isinstance(entry, str):
             m = _ITEM_TEXT.match(entry)
-            out.append({"item": m[1].strip(), "explanation": m[2].strip()} if m else
-                       {"item": entry.strip(), "explanation": ""})
+            out.append({"item": m[1].strip(), "explanation": m[2].strip()} if m else {"item": entry, "explanation": ""})
         elif isinstance(entry, dict):
             k_item, item = _lookup(entry, names["item"])
             _, expl = _lookup({k: v for k, v in entry.items() if k != k_item}, names["explanation"])
             if k_item is None and len(entry) == 1:  # {"<item>": "<explanation>"}
                 (item, expl), = entry.items()
             elif k_item is None:
-                raise ValueError(f"checklist entry {n} has no item key (keys: {sorted(entry)}); "
-                                 "name it with field_map={'item': ...}")
-            out.append({"item": _text(item), "explanation": _text(expl)})
+                irregular(f"checklist entry {n} has no item key (keys: {sorted(entry)}); "
+                          "name it with field_map={'item': ...}")
+                item, expl = _text(entry), ""
+            out.append({"item": text(item, f"checklist entry {n}'s item"),
+                        "explanation": text(expl, f"checklist entry {n}'s explanation")})
         else:
-            raise ValueError(f"checklist entry {n} is a {type(entry).__name__}, not text or an object")
+            irregular(f"checklist entry {n} is a {type(entry).__name__}, kept as its text" if problems is not None
+                      else f"checklist entry {n} is a {type(entry).__name__}, not text or an object")
+            out.append({"item": _text(entry), "explanation": ""})
     return out
 
 
-def _records(path: Path) -> list[tuple[Any, str | None, int | str]]:
-    """The records of one JSON or JSONL file: (record, domain hint from an enclosing key, row label)."""
-    text = path.read_text(encoding="utf-8-sig")
+def _decode(data: bytes, where: str, anomalies: list[Anomaly]) -> str:
     try:
-        data = json.loads(text)
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        anomalies.append(Anomaly("encoding", where, None, f"not UTF-8 ({e.reason} at byte {e.start}): read as cp1252"))
+        return data.decode("cp1252", errors="replace")
+
+
+def _records(path: Path, where: str, anomalies: list[Anomaly],
+             quarantine: list[Quarantined]) -> list[tuple[Any, str | None, int | str, str]]:
+    """The records of one JSON or JSONL file: (record, domain hint from an enclosing key, row label, raw
+    text). What cannot be parsed is quarantined with its raw text."""
+    data = path.read_bytes()
+    if not data.strip():
+        anomalies.append(Anomaly("empty_file", where, None, "the file is empty"))
+        return []
+    text = _decode(data, where, anomalies)
+    try:
+        value = json.loads(text)
     except ValueError as first:
-        data, lines = [], [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
-        if path.suffix != ".jsonl":  # a .json file may hold JSON lines; if its first line is not JSON, it is broken
-            try:
-                json.loads(lines[0][1] if lines else "")
-            except ValueError:
-                raise ReleaseError(f"{path}: not valid JSON: {first}") from None
+        lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+        parsed, bad = [], []
         for n, line in lines:
             try:
-                data.append((json.loads(line), None, f"line {n}"))
+                parsed.append((json.loads(line), None, f"line {n}", line))
             except ValueError as e:
-                raise ReleaseError(f"{path}: line {n} is not valid JSON: {e}") from None
-        return data
-    if isinstance(data, list):
-        return [(r, None, f"record {i}") for i, r in enumerate(data)]
-    if isinstance(data, dict):
-        lists = {k: v for k, v in data.items() if isinstance(v, list) and v and all(isinstance(r, dict) for r in v)}
-        if lists and not _lookup(data, FIELD_NAMES["prompt"])[0]:
-            return [(r, _domain(k), f"{k}[{i}]") for k, v in lists.items() for i, r in enumerate(v)]
-        return [(data, None, "record 0")]
-    return []
+                bad.append((n, line, e))
+        if not parsed:
+            anomalies.append(Anomaly("unreadable_file", where, None, f"not valid JSON or JSON lines ({first}): "
+                                     "quarantined whole"))
+            quarantine.append(Quarantined(where, None, f"not valid JSON: {first}", text))
+            return []
+        for n, line, e in bad:
+            anomalies.append(Anomaly("malformed_record", where, f"line {n}", f"not valid JSON ({e}): quarantined"))
+            quarantine.append(Quarantined(where, f"line {n}", f"not valid JSON: {e}", line))
+        return parsed
+    if isinstance(value, list):
+        if not value:
+            anomalies.append(Anomaly("empty_file", where, None, "the file holds no records (an empty list)"))
+        return [(r, None, f"record {i}", json.dumps(r, ensure_ascii=False)) for i, r in enumerate(value)]
+    if isinstance(value, dict):
+        lists = {k: v for k, v in value.items() if isinstance(v, list) and v and all(isinstance(r, dict) for r in v)}
+        if lists and not _lookup(value, FIELD_NAMES["prompt"])[0]:
+            return [(r, _domain(k), f"{k}[{i}]", json.dumps(r, ensure_ascii=False))
+                    for k, v in lists.items() for i, r in enumerate(v)]
+        return [(value, None, "record 0", text)]
+    return [(value, None, "record 0", text)]
 
 
 def _domain(value: Any) -> str | None:
@@ -212,6 +268,13 @@ class WorldGenBench(Benchmark):
     configs = DOMAINS
     metric = "knowledge_checklist_score"
     license = "mit"  # the worldrl/WorldGenBench Hub card
+    # The Hub dataset. Its commit could not be established here (no access to the Hub): the revision
+    # is the branch, so what it names can change; no file hash is recorded, nothing is claimed
+    # verified. Pin it (and record the hashes) once the files have been checked.
+    official_release = OfficialRelease(kind="hub", repo="worldrl/WorldGenBench", revision="main")
+    # a Hub dataset repository's root holds its card and, anywhere below it, the JSON data files
+    release_markers = ("README.md", "**/*.json*")
+    path_fields = ("id",)
     citation = """@article{zhang2025worldgenbench,
   title   = {WorldGenBench: A World-Knowledge-Integrated Benchmark for Reasoning-Driven Text-to-Image Generation},
   author  = {Zhang, Daoan and Jiang, Che and Xu, Ruoshi and Chen, Biaoxiang and Jin, Zijian and Lu, Yutian
@@ -275,6 +338,11 @@ class WorldGenBench(Benchmark):
         replaces the candidates of the fields it names. A record's domain comes from its domain
         field, else the key or file name holding it (``humanities``/``nature`` in it), else
         ``domain=``, else from having a continent or a discipline.
+
+        Nothing is lost and nothing stops the read: values of another type than expected are kept
+        as text, every field the mapping does not use is kept in ``extra``, records that cannot be
+        rows (no prompt, no domain, not an object, not JSON) are quarantined with their raw text,
+        and each irregularity is an anomaly. Text is kept as released.
         """
         if options:
             raise TypeError(f"unknown option(s) {sorted(options)} for reading {self.pretty_name}")
@@ -287,7 +355,7 @@ class WorldGenBench(Benchmark):
             raise ValueError(f"domain must be one of {DOMAINS}, got {domain!r}")
         source = Path(source)
         if source.is_dir():
-            files = sorted(p for p in source.rglob("*") if p.suffix in (".json", ".jsonl") and p.is_file()
+            files = sorted(p for p in source.rglob("*") if p.suffix.lower() in (".json", ".jsonl") and p.is_file()
                            and not any(part.startswith(".") for part in p.relative_to(source).parts))
         elif source.is_file():
             files = [source]
@@ -298,20 +366,29 @@ class WorldGenBench(Benchmark):
 
         configs: dict[str, list[dict[str, Any]]] = {d: [] for d in DOMAINS}
         anomalies: list[Anomaly] = []
+        quarantine: list[Quarantined] = []
+        files_read: set[str] = set()
         seen: dict[str, Counter] = {d: Counter() for d in DOMAINS}
         for path in files:
-            where = str(path.relative_to(source)) if source.is_dir() else path.name
-            records = _records(path)
-            usable = [r for r in records if isinstance(r[0], dict) and _lookup(r[0], names["prompt"])[0]]
-            if not usable:
-                anomalies.append(Anomaly("skipped_file", where, None, "no records with a prompt field"))
+            where = path.relative_to(source).as_posix() if source.is_dir() else path.name
+            records = _records(path, where, anomalies, quarantine)
+            if records and not any(isinstance(r[0], dict) and _lookup(r[0], names["prompt"])[0] for r in records):
+                anomalies.append(Anomaly("skipped_file", where, None, f"none of its {len(records)} record(s) has a "
+                                         "prompt field: not read as data (name the field with field_map={'prompt': ...})"))
                 continue
+            files_read.add(where)
             file_domain = _domain(path.stem) or _domain(path.parent.name)
             generated = 0
-            for record, hint, label in records:
+            for record, hint, label, raw in records:
                 if not isinstance(record, dict):
-                    raise ReleaseError(f"{where}, {label}: a record is a {type(record).__name__}, not an object")
-                row, used = self._row(record, names, where, label, hint or file_domain or domain, anomalies)
+                    anomalies.append(Anomaly("not_a_record", where, label, f"a {type(record).__name__}, not an "
+                                             "object: quarantined"))
+                    quarantine.append(Quarantined(where, label, f"not a record ({type(record).__name__})", raw))
+                    continue
+                row, used, why = self._row(record, names, where, label, hint or file_domain or domain, anomalies)
+                if row is None:
+                    quarantine.append(Quarantined(where, label, why, raw))
+                    continue
                 if row["id"] is None:
                     generated += 1
                     row["id"] = str(len(configs[row["domain"]]))
@@ -336,11 +413,13 @@ class WorldGenBench(Benchmark):
                 c["countries"] = len({r["country"] for r in rows if r["country"]})
             counts[d] = c
         return Release(configs={d: r for d, r in configs.items() if r}, anomalies=anomalies, counts=counts,
-                       license=self.license, source=str(source))
+                       license=self.license, source=str(source), quarantine=quarantine,
+                       files_read=files_read if source.is_dir() else None)
 
     def _row(self, record: dict, names: dict, where: str, label: Any, fallback_domain: str | None,
-             anomalies: list[Anomaly]) -> tuple[dict[str, Any], set[str]]:
-        """One release record in the project's schema, and the record keys it used."""
+             anomalies: list[Anomaly]) -> tuple[dict[str, Any] | None, set[str], str]:
+        """One release record in the project's schema, the record keys it used, and (when it cannot
+        be a row: no prompt, no domain) None and why."""
         used: set[str] = set()
 
         def get(field: str) -> Any:
@@ -349,43 +428,59 @@ class WorldGenBench(Benchmark):
                 used.add(k)
             return v
 
-        prompt = _text(get("prompt"))
-        if not prompt:
-            raise ReleaseError(f"{where}, {label}: empty prompt")
+        raw_prompt = get("prompt")
+        prompt = _text(raw_prompt)
+        if not prompt.strip():
+            anomalies.append(Anomaly("empty_prompt", where, label, "no prompt text: quarantined"))
+            return None, used, "no prompt: nothing to draw"
+        if not isinstance(raw_prompt, str):
+            anomalies.append(Anomaly("retyped_value", where, label,
+                                     f"prompt is a {type(raw_prompt).__name__}: kept as its text {prompt[:60]!r}"))
         raw_id = get("id")
         domain_value = get("domain")
         continent, country, discipline = get("continent"), get("country"), get("discipline")
-        domain = _domain(domain_value) or fallback_domain
+        domain = _domain(domain_value) if isinstance(domain_value, str) else None
+        domain = domain or fallback_domain
         if domain is None:
             domain = "humanities" if continent or country else "nature" if discipline else None
         if domain is None:
-            raise ReleaseError(f"{where}, {label}: cannot tell humanities from nature (no domain field, no "
-                               "continent or discipline, and the file name says neither): pass domain=...")
-        if domain_value is not None and _domain(domain_value) is None:
+            anomalies.append(Anomaly("unknown_domain", where, label, "cannot tell humanities from nature (no domain "
+                                     "field, no continent or discipline, and the file name says neither): "
+                                     "quarantined; pass domain=... to read it"))
+            return None, used, "cannot tell humanities from nature"
+        if domain_value is not None and (not isinstance(domain_value, str) or _domain(domain_value) is None):
             anomalies.append(Anomaly("unknown_domain", where, label, f"domain {domain_value!r}; read as {domain}"))
 
-        try:
-            k_list, checklist = _lookup(record, names["checklist"])
-            if k_list is not None:
-                used.add(k_list)
-                checklist = normalize_checklist(checklist, names)
-            else:  # parallel lists (or only a list of items)
-                k_items, items = _lookup(record, names["checklist_items"])
-                k_expl, expl = _lookup(record, names["checklist_explanations"])
-                used.update(k for k in (k_items, k_expl) if k)
-                checklist = normalize_checklist(items, names, expl)
-        except ValueError as e:
-            raise ReleaseError(f"{where}, {label}: checklist: {e}") from None
+        problems: list[str] = []
+        k_list, checklist = _lookup(record, names["checklist"])
+        if k_list is not None:
+            used.add(k_list)
+            checklist = normalize_checklist(checklist, names, problems=problems)
+        else:  # parallel lists (or only a list of items)
+            k_items, items = _lookup(record, names["checklist_items"])
+            k_expl, expl = _lookup(record, names["checklist_explanations"])
+            used.update(k for k in (k_items, k_expl) if k)
+            checklist = normalize_checklist(items, names, expl, problems=problems)
+        for problem in problems:
+            anomalies.append(Anomaly("irregular_checklist", where, label, f"{problem} (kept)"))
         if not checklist:
             anomalies.append(Anomaly("no_questions", where, label, "no checklist items: the row cannot be scored"))
         elif any(not c["explanation"] for c in checklist):
             anomalies.append(Anomaly("missing_explanation", where, label,
                                      f"{sum(not c['explanation'] for c in checklist)} item(s) without explanation"))
 
-        row = {"id": None if raw_id is None or _text(raw_id) == "" else _text(raw_id), "prompt": prompt,
-               "domain": domain, "continent": None, "country": None, "discipline": None, "checklist": checklist}
+        rid = _text(raw_id).strip()
+        if raw_id is not None and (isinstance(raw_id, bool) or not isinstance(raw_id, (str, int))):
+            anomalies.append(Anomaly("retyped_value", where, label, f"id is a {type(raw_id).__name__}: kept as {rid!r}"))
+        for field, value in (("continent", continent), ("country", country), ("discipline", discipline),
+                             ("domain", domain_value)):
+            if value is not None and not isinstance(value, str):
+                anomalies.append(Anomaly("retyped_value", where, label,
+                                         f"{field} is a {type(value).__name__}: kept as its text {_text(value)!r}"))
+        row = {"id": rid or None, "prompt": prompt, "domain": domain, "continent": None, "country": None,
+               "discipline": None, "checklist": checklist}
         if domain == "humanities":
-            row["country"] = _text(country) or None
+            row["country"] = _text(country).strip() or None
             row["continent"] = self._code(continent, _CONTINENT_ALIASES, "continent", where, label, anomalies)
             for field in ("continent", "country"):
                 if row[field] is None:
@@ -394,13 +489,13 @@ class WorldGenBench(Benchmark):
             row["discipline"] = self._code(discipline, _DISCIPLINE_ALIASES, "discipline", where, label, anomalies)
             if row["discipline"] is None:
                 anomalies.append(Anomaly("missing_field", where, label, "nature record without discipline"))
-        return row, used
+        return row, used, ""
 
     @staticmethod
     def _code(value: Any, aliases: dict[str, str], kind: str, where: str, label: Any,
               anomalies: list[Anomaly]) -> str | None:
         """A continent or discipline code; unknown values are kept as given and reported."""
-        text = _text(value)
+        text = _text(value).strip()
         if not text:
             return None
         code = aliases.get(re.sub(r"[^a-z]", "", text.lower()))
@@ -429,17 +524,20 @@ class WorldGenBench(Benchmark):
         if isinstance(sampling, dict):
             sampling = Sampling(**sampling)
         results, requests, parsers, asked = [], [], [], []
-        for row, img in zip(rows, images):
-            checklist = normalize_checklist(row.get("checklist"))
-            image = as_image(img)
+        loaded = load_images(images)  # an image that cannot be read is that image's failure, not the batch's
+        for row, image, given in zip(rows, loaded, images):
+            checklist = normalize_checklist(row.get("checklist"), problems=[])
             results.append(ImageResult(
                 id=self.row_id(row), prompt=row["prompt"], score=None, config=row["domain"],
-                image=image.source,
+                image=image.source if isinstance(image, JudgeImage) else str(given) if isinstance(given, (str, Path)) else None,
                 context={k: row.get(k) for k in ("continent", "country", "discipline")},
                 questions=[QuestionResult(question=c["item"], criterion=c["explanation"], score=None,
                                           group="checklist", id=str(n)) for n, c in enumerate(checklist, 1)]))
             if not checklist:
                 results[-1].failure = "the row has no checklist items"
+                continue
+            if isinstance(image, ImageError):
+                results[-1].failure = f"image: {image}"
                 continue
             requests.append(checklist_request(checklist, image, sampling,
                                               reply_schema(len(checklist)) if opts.get("structured_output") else None))
@@ -450,6 +548,7 @@ class WorldGenBench(Benchmark):
             result.replies, result.reasks = p.texts, p.reasks
             if not p.ok:
                 result.failure = p.error
+                result.retryable = p.transient  # the judge could not answer: --retry-failed redoes it
                 continue
             for q, v in zip(result.questions, p.value):
                 q.score = float(v)

@@ -78,11 +78,20 @@ def test_counts_per_config(release):
     assert c["all"]["question_rows"] == 36 and c["all"]["orphan_questions"] == 3
     assert c["mathematical"]["question_rows"] == 8 and c["mathematical"]["orphan_questions"] == 3
     assert c["all"]["prompts_without_questions"] == 3
-    assert c["all"]["unusual_weights"] == 4 and c["all"]["relabelled"] == 1
+    assert c["all"]["unusual_weights"] == 4 and c["all"]["relabelled"] == 2
+    assert c["all"]["quarantined"] == 3 == len(release.quarantine)  # the orphans, with their raw text
     for config in BENCH.configs:
         assert len(release.configs[config]) == c[config]["rows"]
         assert sum(len(r["questions"]) for r in release.configs[config]) == c[config]["questions"]
     assert len({r["id"] for r in release.configs["all"]}) == 15
+
+
+def test_nothing_is_lost(release):
+    """Every question row read is attached to its prompt or quarantined with its raw text."""
+    c = release.counts["all"]
+    assert c["question_rows"] == c["questions"] + len(release.quarantine)
+    raw = "".join(q.raw for q in release.quarantine)
+    assert "Is a parabola drawn?" in raw and "Is a sine wave drawn over two periods?" in raw
 
 
 def test_rows_take_labels_from_folders_and_files_whatever_the_column_order(rows):
@@ -92,31 +101,79 @@ def test_rows_take_labels_from_folders_and_files_whatever_the_column_order(rows)
     assert row["assessment_point"] == "Seasonal leaf colour"
     assert (row["category"], row["subcategory"]) == ("commonsense", "color")
     assert (row["category_cell"], row["subcategory_cell"]) == ("Common Sense", "Attribute")
-    assert row["source_id"] == "12"
+    assert row["source_id"] == "12" and row["extra"] is None
     logical = rows["logical/disjunctive/41"]  # id column in the middle
     assert logical["prompt"].startswith("Either a spoon or a fork")
-    # case and spelling variants that name the same label are not relabels
+    # case, spelling and word-order variants that name the same label are not relabels
     assert rows["causal/cause_to_effect/2"]["subcategory_cell"] == "cause-to-effect"
+    assert rows["compositional/prescriptive_spatial/22"]["subcategory_cell"] == "Spatial Prescriptive"
 
 
-def test_relabelled_rows_are_reported(release):
+def test_text_is_kept_byte_exact(rows):
+    assert rows["causal/cause_to_effect/1"]["prompt"].endswith("summer week. ")
+    criterion = rows["mathematical/number_theory/51"]["questions"][0]["criterion"]
+    assert criterion.startswith("   1: a complete") and criterion.endswith("no number line  ")
+
+
+def test_relabelled_rows_are_reported_whatever_the_word_order(release):
     found = kinds(release, "relabelled")
-    assert len(found) == 2 and {a.row for a in found} == {"12"}
-    details = " ".join(a.detail for a in found)
-    assert "'Common Sense'" in details and "'Attribute'" in details and "'color'" in details
+    assert [(a.file, a.row) for a in found] == [("prompts/commonsense/commonsense_color.csv", "12"),
+                                                ("prompts/logical/logical_disjunctive.csv", "42")]
+    assert "'Attribute'" in found[0].detail and "names 'attribute'" in found[0].detail and "'color'" in found[0].detail
+    assert "'Conditional Sufficient'" in found[1].detail and "names 'sufficient_conditional'" in found[1].detail
 
 
-def test_orphan_questions_and_missing_files(release, rows):
+@pytest.mark.parametrize("cell, own, named", [
+    ("Cause to Effect", "cause_to_effect", "cause_to_effect"),
+    ("EFFECT-TO-CAUSE", "cause_to_effect", "effect_to_cause"),  # the other label, word for word
+    ("Spatial Inferential", "prescriptive_spatial", "inferential_spatial"),  # another label, words swapped
+    ("Geometric Transformation", "geometrical_transformations", "geometrical_transformations"),  # spelling
+    ("Emotion Intention", "emotion_intention_commonsense", "emotion_intention_commonsense"),
+    ("Common Sense", "commonsense", "commonsense"),
+    ("Knowledge Social Cultural Scene", "color", "social_cultural_knowledge_scene"),
+    ("Quantum Chromodynamics", "color", None),
+])
+def test_label_recognition(cell, own, named):
+    known = tuple(s for subs in r2i.SUBCATEGORIES.values() for s in subs) + r2i.CATEGORIES
+    assert r2i._names(cell, own, known) == named
+
+
+def test_orphan_questions_name_the_file_the_authors_code_looks_for(release, rows):
     orphans = kinds(release, "orphan_question")
     assert len(orphans) == 1
-    assert orphans[0].file == "evaluation/mathematical/function_eval.csv"
+    assert orphans[0].file == "evaluation/mathematical/mathematical_function_eval.csv"
     assert "3 question(s) for 2 source id(s) (61, 62)" in orphans[0].detail
-    assert "mathematical_function.csv" in orphans[0].detail
-    assert not any(r["id"].startswith("mathematical/function/") for r in rows.values())
+    assert "prompts/mathematical/mathematical_mathematical_function.csv" in orphans[0].detail
+    assert not any(r["id"].startswith("mathematical/mathematical_function/") for r in rows.values())
+    assert [(q.file, q.row) for q in release.quarantine] == [(orphans[0].file, "61")] * 2 + [(orphans[0].file, "62")]
     missing = kinds(release, "missing_file")
     assert [a.file for a in missing] == ["evaluation/concept_mixing/functional_mixing_eval.csv"]
-    empty = kinds(release, "empty_file")
-    assert [a.file for a in empty] == ["evaluation/concept_mixing/concept_mixing_eval.csv"]
+    [empty] = kinds(release, "empty_file")
+    assert empty.file == "evaluation/concept_mixing/concept_mixing_eval.csv"
+    assert "header only" in empty.detail and "does not name the columns" in empty.detail
+
+
+def test_adding_the_missing_prompts_under_the_official_name_attaches_their_questions(copy):
+    (copy / "data/prompts/mathematical/mathematical_mathematical_function.csv").write_text(
+        "Prompt,Reference Caption,Assessment Point,Category,Subcategory,id\n"
+        "The graph of y = x squared.,A parabola through the origin.,Plotting,Mathematical,Function,61\n"
+        "Two periods of a sine wave.,A sine curve over two periods.,Plotting,Mathematical,Function,62\n")
+    rel = BENCH.read_release(copy)
+    rows = {r["id"]: r for r in rel.configs["mathematical"]}
+    assert [q["question"] for q in rows["mathematical/mathematical_function/61"]["questions"]] == [
+        "Is a parabola drawn?", "Is the vertex at the origin?"]
+    assert rel.counts["all"]["orphan_questions"] == 0 and rel.quarantine == []
+    assert not kinds(rel, "orphan_question") and not kinds(rel, "file_name")
+
+
+def test_prompts_under_another_name_are_attached_and_the_official_name_reported(copy):
+    (copy / "data/prompts/mathematical/mathematical_function.csv").write_text(
+        "Prompt,id\nThe graph of y = x squared.,61\nTwo periods of a sine wave.,62\n")
+    rel = BENCH.read_release(copy)
+    assert rel.counts["mathematical"]["questions"] == 8 and rel.quarantine == []
+    [note] = kinds(rel, "file_name")
+    assert note.file == "prompts/mathematical/mathematical_function.csv"
+    assert "prompts/mathematical/mathematical_mathematical_function.csv" in note.detail
 
 
 def test_prompts_without_questions_are_kept_and_flagged(release, rows):
@@ -128,20 +185,31 @@ def test_prompts_without_questions_are_kept_and_flagged(release, rows):
     assert all(r["has_questions"] for i, r in rows.items() if i not in flagged)
 
 
-def test_questions_weights_and_notes(release, rows):
+def test_questions_weights_notes_and_repeated_ids(release, rows):
     qs = rows["commonsense/color/11"]["questions"]  # the file with a note column, reordered
     assert [q["id"] for q in qs] == ["1", "2", "3"]
     assert [q["weight"] for q in qs] == [5.0, 10.0, 4.0]
     assert qs[1]["note"] == "tangerines count as oranges" and qs[0]["note"] is None
     assert qs[1]["criterion"].startswith("1: clearly an orange")
     assert qs[0]["question"] == "Is there a fruit on a plate?"
-    weights = {(r["source_id"], q["id"]): q["weight"] for r in rows.values() for q in r["questions"]}
-    assert weights[("21", "3")] == 0.0 and weights[("22", "2")] == 12.5
-    assert weights[("71", "1")] == 50.0 and weights[("72", "1")] == 8.5
+    weights = {(r["source_id"], q["question"]): q["weight"] for r in rows.values() for q in r["questions"]}
+    assert weights[("21", "Is the picture well composed?")] == 0.0
+    assert weights[("22", "Is the largest book on top and the smallest at the bottom?")] == 12.5
+    assert weights[("71", "Are there exactly seven rubber ducks?")] == 50.0
+    assert weights[("72", "Are there exactly four red apples?")] == 8.5
     assert all(isinstance(w, float) for w in weights.values())
     unusual = kinds(release, "unusual_weight")
     assert sorted(a.row for a in unusual) == ["21", "22", "71", "72"]
     assert any("12.5" in a.detail for a in unusual)
+    assert [q["id"] for q in rows["numerical/exact_number_generation/72"]["questions"]] == ["1", "2", "2"]
+    [dup] = kinds(release, "duplicate_question_id")
+    assert dup.row == "72" and "line 6" in dup.detail
+
+
+def test_missing_subcategories_are_listed(release):
+    missing = {a.file for a in kinds(release, "missing_subcategory")}
+    assert "prompts/causal/causal_effect_to_cause.csv" in missing
+    assert len(missing) == 32 - 9  # the sample holds 9 of the release's 32 subcategories
 
 
 def test_rows_fit_the_features_and_round_trip(release):
@@ -151,16 +219,29 @@ def test_rows_fit_the_features_and_round_trip(release):
 
 
 def test_image_path_follows_the_release_folders(rows):
-    row = rows["numerical/exact_number/71"]
-    assert BENCH.image_path(row) == "numerical/exact_number/71.png"
-    assert BENCH.image_path(row, 2) == "numerical/exact_number/71_2.png"
-    assert BENCH.row_id(row) == "numerical/exact_number/71"
+    row = rows["numerical/exact_number_generation/71"]
+    assert BENCH.image_path(row) == "numerical/exact_number_generation/71.png"
+    assert BENCH.image_path(row, 2) == "numerical/exact_number_generation/71_2.png"
+    assert BENCH.row_id(row) == "numerical/exact_number_generation/71"
 
 
 def test_reads_the_data_folder_itself():
     whole = BENCH.read_release(BENCH.sample_path())
     data = BENCH.read_release(BENCH.sample_path() / "data")
     assert data.configs == whole.configs and data.counts == whole.counts
+    assert "data/prompts/logical/logical_disjunctive.csv" in whole.files_read
+    assert "prompts/logical/logical_disjunctive.csv" in data.files_read
+
+
+def test_official_release_and_markers():
+    official = BENCH.official_release
+    assert (official.kind, official.repo) == ("github", "PLUM-Lab/R2I-Bench")
+    assert re.fullmatch(r"[0-9a-f]{40}", official.revision)
+    assert official.files == {}  # the bytes could not be verified: nothing is claimed
+    assert BENCH.release_markers == ("data/prompts", "data/evaluation")
+    assert set(r2i.OFFICIAL_SUBCATEGORIES) == {f"{c}/{s}" for c, subs in r2i.SUBCATEGORIES.items() for s in subs} - {
+        "commonsense/affordance", "commonsense/attribute", "commonsense/color", "commonsense/emotion_intention_commonsense"}
+    assert sum(len(s) for s in r2i.SUBCATEGORIES.values()) == 32
 
 
 def test_large_synthetic_release_counts(tmp_path):
@@ -174,9 +255,10 @@ def test_large_synthetic_release_counts(tmp_path):
     assert rel.counts["all"]["question_rows"] == expected["question_rows"]
     assert rel.counts["all"]["questions"] == expected["attached"]
     assert rel.counts["all"]["prompts_without_questions"] == expected["without_questions"]
+    assert len(rel.quarantine) == expected["orphans"]
 
 
-# -- broken releases ----------------------------------------------------------------------------------
+# -- irregular releases: kept and reported, never a stop ----------------------------------------------
 
 
 def _rewrite(path, old, new):
@@ -186,70 +268,102 @@ def _rewrite(path, old, new):
 
 
 def test_not_a_release(tmp_path):
-    with pytest.raises(ReleaseError, match="no data/prompts folder"):
+    with pytest.raises(ReleaseError, match="no data/prompts or data/evaluation folder"):
         BENCH.read_release(tmp_path)
     (tmp_path / "data" / "prompts").mkdir(parents=True)
-    with pytest.raises(ReleaseError, match="no evaluation/ folder"):
-        BENCH.read_release(tmp_path)
+    rel = BENCH.read_release(tmp_path)
+    assert [a.file for a in kinds(rel, "missing_file")] == ["evaluation/"]
 
 
-def test_missing_column_names_file_and_column(copy):
+def test_renamed_columns_are_recognised_or_the_rows_quarantined(copy):
     path = copy / "data/prompts/causal/causal_cause_to_effect.csv"
-    _rewrite(path, "Reference Caption,", "Caption,")
-    with pytest.raises(ReleaseError, match=r"prompts/causal/causal_cause_to_effect\.csv, line 1: missing column\(s\) \['reference_caption'\]"):
-        BENCH.read_release(copy)
+    _rewrite(path, "Reference Caption,", "Caption,")  # a known variant
+    rel = BENCH.read_release(copy)
+    assert rel.configs["causal"][0]["reference_caption"].startswith("A glass of curdled")
+    _rewrite(path, "Prompt,", "Text To Draw,")  # not recognisable: the rows cannot be placed
+    rel = BENCH.read_release(copy)
+    [bad] = kinds(rel, "unreadable_header")
+    assert bad.file == "prompts/causal/causal_cause_to_effect.csv" and "'prompt'" in bad.detail
+    assert [q.row for q in rel.quarantine if q.file == bad.file] == ["line 2", "line 3"]
+    assert "A snowman right after" in rel.quarantine[1].raw
+    # their 7 questions now have no prompt: quarantined too, none lost
+    assert rel.counts["all"]["question_rows"] == rel.counts["all"]["questions"] + rel.counts["all"]["orphan_questions"]
 
 
-def test_non_numeric_weight_names_file_line_and_row(copy):
-    path = copy / "data/evaluation/numerical/exact_number_eval.csv"
-    _rewrite(path, ",8.5\n", ",heavy\n")
-    with pytest.raises(ReleaseError, match=r"exact_number_eval\.csv, line 4 \(source_id '72', question '1'\): weight 'heavy' is not a number"):
-        BENCH.read_release(copy)
+def test_unusable_weight_is_kept_as_null_and_makes_the_instance_unscorable(copy):
+    _rewrite(copy / "data/evaluation/numerical/exact_number_generation_eval.csv", ",8.5\n", ",heavy\n")
+    _rewrite(copy / "data/evaluation/numerical/exact_number_generation_eval.csv", ",50\n", ",-2\n")
+    rel = BENCH.read_release(copy)
+    bad = kinds(rel, "bad_weight")
+    assert [(a.row, "heavy" in a.detail or "-2" in a.detail) for a in bad] == [("71", True), ("72", True)]
+    row = next(r for r in rel.configs["numerical"] if r["source_id"] == "72")
+    assert row["questions"][0]["weight"] is None
+    judge = ScriptedJudge([])
+    [result] = BENCH.score([row], images(1), judge)
+    assert result.context["unscorable"] and "no usable weight" in result.failure and judge.requests == []
 
 
-def test_negative_weight_is_refused(copy):
-    _rewrite(copy / "data/evaluation/numerical/exact_number_eval.csv", ",8.5\n", ",-2\n")
-    with pytest.raises(ReleaseError, match="not a finite, non-negative number"):
-        BENCH.read_release(copy)
-
-
-def test_malformed_csv(copy):
+def test_malformed_csv_row_is_quarantined_and_the_rest_read(copy):
     path = copy / "data/evaluation/logical/disjunctive_eval.csv"
     path.write_text(path.read_text() + '41,"an unterminated quote,4,Is it?,5\n')
-    with pytest.raises(ReleaseError, match=r"disjunctive_eval\.csv, line \d+: malformed CSV"):
-        BENCH.read_release(copy)
+    rel = BENCH.read_release(copy)
+    assert rel.counts["logical"]["questions"] == 3
+    [bad] = kinds(rel, "malformed_row")
+    assert bad.file == "evaluation/logical/disjunctive_eval.csv" and "unexpected end of data" in bad.detail
+    assert [q.raw for q in rel.quarantine if q.file == bad.file] == ['41,"an unterminated quote,4,Is it?,5\n']
 
 
-def test_wrong_field_count(copy):
+def test_wrong_field_counts(copy):
     path = copy / "data/evaluation/logical/disjunctive_eval.csv"
-    path.write_text(path.read_text() + "41,criterion,4\n")
-    with pytest.raises(ReleaseError, match=r"disjunctive_eval\.csv, line 5: 3 fields where the header has 5"):
-        BENCH.read_release(copy)
+    path.write_text(path.read_text() + "41,criterion,4\n41,c,5,Is it?,5,extra,cells\n")
+    rel = BENCH.read_release(copy)
+    short = kinds(rel, "short_row")
+    assert [a.row for a in short] == ["line 5"]
+    row = next(r for r in rel.configs["logical"] if r["source_id"] == "41")
+    assert row["questions"][3] == {"id": "4", "question": "", "criterion": "criterion", "weight": None, "note": None,
+                                   "dimension": None, "extra": None}
+    [long] = kinds(rel, "long_row")
+    assert long.row == "line 6" and "quarantined" in long.detail
+    assert any(q.raw == "41,c,5,Is it?,5,extra,cells\n" for q in rel.quarantine)
 
 
-def test_not_utf8(copy):
+def test_not_utf8_is_read_and_reported(copy):
     path = copy / "data/prompts/logical/logical_disjunctive.csv"
     path.write_bytes(path.read_bytes().replace(b"spoon", "sp\u00f6on".encode("latin-1")))
-    with pytest.raises(ReleaseError, match=r"logical_disjunctive\.csv: not UTF-8"):
-        BENCH.read_release(copy)
+    rel = BENCH.read_release(copy)
+    [enc] = kinds(rel, "encoding")
+    assert enc.file == "prompts/logical/logical_disjunctive.csv" and "cp1252" in enc.detail
+    assert rel.configs["logical"][0]["prompt"].startswith("Either a sp\u00f6on")
 
 
-def test_duplicate_header(copy):
+def test_duplicate_header_keeps_both_columns(copy):
     _rewrite(copy / "data/evaluation/logical/disjunctive_eval.csv", "weight", "question")
-    with pytest.raises(ReleaseError, match=r"column\(s\) \['question'\] appear more than once"):
-        BENCH.read_release(copy)
+    rel = BENCH.read_release(copy)
+    assert kinds(rel, "duplicate_column") and kinds(rel, "missing_column")
+    q = next(r for r in rel.configs["logical"] if r["source_id"] == "41")["questions"][0]
+    assert q["weight"] is None and json.loads(q["extra"]) == {"question": "10"}
 
 
-def test_duplicate_ids_and_blank_rows_are_dropped_and_reported(copy):
+def test_empty_and_header_only_files(copy):
+    (copy / "data/evaluation/logical/disjunctive_eval.csv").write_text("")
+    (copy / "data/evaluation/causal/cause_to_effect_eval.csv").write_text("weight\n")
+    rel = BENCH.read_release(copy)
+    files = {a.file: a.detail for a in kinds(rel, "empty_file")}
+    assert files["evaluation/logical/disjunctive_eval.csv"] == "the file is empty"
+    assert "header only" in files["evaluation/causal/cause_to_effect_eval.csv"]
+    assert rel.counts["causal"]["prompts_without_questions"] == 2
+
+
+def test_duplicate_ids_are_kept_and_blank_rows_reported(copy):
     path = copy / "data/prompts/logical/logical_disjunctive.csv"
     path.write_text(path.read_text() + "Another prompt with a reused id.,41,Caption.,Point,Logical,Disjunctive\n,,,,,\n")
     rel = BENCH.read_release(copy)
-    dup = kinds(rel, "duplicate_id")
-    assert len(dup) == 1 and dup[0].row == "41" and "Another prompt" in dup[0].detail
-    assert [a.detail for a in kinds(rel, "dropped_row")] == ["every cell is empty"]
-    assert rel.counts["logical"]["rows"] == 2 and rel.counts["logical"]["dropped_rows"] == 1
-    kept = [r for r in rel.configs["logical"] if r["source_id"] == "41"]
-    assert len(kept) == 1 and kept[0]["prompt"].startswith("Either a spoon")
+    [dup] = kinds(rel, "duplicate_id")
+    assert dup.row == "41" and "41~2" in dup.detail
+    assert [a.row for a in kinds(rel, "blank_row")] == ["line 5"]
+    by_sid = {r["source_id"]: r for r in rel.configs["logical"]}
+    assert by_sid["41"]["prompt"].startswith("Either a spoon") and len(by_sid["41"]["questions"]) == 3
+    assert by_sid["41~2"]["prompt"] == "Another prompt with a reused id." and by_sid["41~2"]["questions"] == []
 
 
 def test_orphans_in_an_existing_prompts_file_and_float_ids(copy):
@@ -262,7 +376,7 @@ def test_orphans_in_an_existing_prompts_file_and_float_ids(copy):
     assert row42["has_questions"] and row42["questions"][0]["question"] == "Is there a child?"
 
 
-def test_unknown_columns_and_stray_files_are_reported(copy):
+def test_unknown_columns_are_kept_and_stray_files_reported(copy):
     path = copy / "data/evaluation/causal/cause_to_effect_eval.csv"
     lines = path.read_text().splitlines()
     path.write_text("\n".join([lines[0] + ",reviewer"] + [line + ",x" for line in lines[1:]]) + "\n")
@@ -271,6 +385,8 @@ def test_unknown_columns_and_stray_files_are_reported(copy):
     assert any(a.kind == "unknown_column" and "reviewer" in a.detail for a in rel.anomalies)
     assert [a.file for a in kinds(rel, "ignored_file")] == ["prompts/everything.csv"]
     assert rel.counts["causal"]["questions"] == 7
+    q = rel.configs["causal"][0]["questions"][0]
+    assert json.loads(q["extra"]) == {"reviewer": "x"}
 
 
 # -- scoring -------------------------------------------------------------------------------------------
@@ -313,7 +429,7 @@ def images(n):
 
 def test_weighted_mean_by_hand(rows):
     selected = [rows["causal/cause_to_effect/1"], rows["compositional/prescriptive_spatial/22"],
-                rows["numerical/exact_number/71"]]
+                rows["numerical/exact_number_generation/71"]]
     judge = by_prompt({"glass of milk": {"1": 1, "2": 0.5, "3": 0},
                        "Three books": {"1": 1, "2": 0.5},
                        "rubber ducks": {"1": 0, "2": 1}})
@@ -420,6 +536,83 @@ def test_backend_error_is_recorded_not_resent(rows):
     [failed] = BENCH.score([rows["logical/disjunctive/41"]], images(1), judge)
     assert failed.score is None and "judge error: HTTP 500" in failed.failure
     assert failed.replies == ["[judge error] HTTP 500 from the server"] and len(judge.requests) == 1
+    assert failed.retryable  # the judge could not answer: --retry-failed redoes it
+
+    judge = ScriptedJudge([Reply(text="", model="scripted", sampling={}, error="bad request", transient=False)])
+    [refused] = BENCH.score([rows["logical/disjunctive/41"]], images(1), judge)
+    assert refused.score is None and not refused.retryable
+
+
+def _png_header_only(width: int, height: int) -> bytes:
+    """A PNG that declares ``width`` x ``height`` pixels and holds no image data: a decompression bomb's header."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(b"")) + chunk(b"IEND", b""))
+
+
+def test_an_unreadable_image_fails_alone(rows, tmp_path):
+    good = tmp_path / "good.png"
+    Image.new("RGB", (16, 16), "red").save(good)
+    broken = {"empty.png": b"", "truncated.png": good.read_bytes()[:-20], "text.png": b"not an image at all",
+              "bomb.png": _png_header_only(200_000, 200_000)}
+    for name, data in broken.items():
+        (tmp_path / name).write_bytes(data)
+    row = rows["logical/disjunctive/41"]
+    judge = CountingJudge(lambda request: answer({"1": 1, "2": 1, "3": 1}))
+    paths = [good, *(tmp_path / name for name in broken), good]
+    results = BENCH.score([row] * len(paths), paths, judge)
+    assert results[0].score == 1.0 and results[-1].score == 1.0
+    assert len(judge.requests) == 2 and judge.chat_calls == 1  # the readable ones still go in one batch
+    for r, name in zip(results[1:-1], broken):
+        assert r.score is None and r.failure.startswith("image: ") and name in r.failure, r.failure
+        assert not r.retryable and r.replies == []
+
+
+def test_official_template_sends_the_authors_text_before_the_image(rows):
+    row = rows["logical/disjunctive/41"]
+    judge = ScriptedJudge([answer({"1": 1, "2": 0.5, "3": 0})])
+    [result] = BENCH.score([row], images(1), judge, template="official")
+    [message] = judge.requests[0].messages
+    assert [type(p).__name__ for p in message.content] == ["str", "JudgeImage"]  # text first, as the authors send it
+    text = message.content[0]
+    listed = "\n".join(f"{q['id']}. {q['question']} \nCriteria: {q['criterion']}" for q in row["questions"])
+    assert text == r2i.official_template().replace("[PROMPT]", row["prompt"]).replace("[QUESTION LIST]", listed)
+    # the authors' PROMPT string of instance.py, byte for byte around the filled slots
+    assert text.startswith("\n# Text-to-Image Quality Evaluation Protocol \n# ## System Instruction \nYou are an AI "
+                           "quality auditor for text-to-image generation. Answer these questions with ABSOLUTE "
+                           "RUTHLESSNESS. \nOnly images meeting the HIGHEST standards should receive top scores.\n\n"
+                           "## Task Overview\nThe image is prompt by the prompt: \n" + row["prompt"] + "\n\n## Question List\n1. ")
+    assert "whether there are invalid permutations will both be 0.\n\n```json\n{\n    \"id\": score,\n    ...\n}\n``` \n]\n" in text
+    assert text.endswith("``` \n]\n") and "[QUESTION" not in text and "[PROMPT]" not in text
+    assert result.score == pytest.approx((10 + 2 + 0) / 16)
+
+
+def test_official_preset_reproduces_what_the_card_says(rows):
+    opts = BENCH.presets["official"]["options"]
+    assert opts == {"missing": "answered", "template": "official", "round_scores": 2,
+                    "subcategories": list(r2i.OFFICIAL_SUBCATEGORIES)}
+    selected = [rows["commonsense/color/11"], rows["logical/disjunctive/41"], rows["causal/cause_to_effect/2"]]
+    judge = ScriptedJudge([answer({"1": 1, "2": 0.5, "3": 0.5}), answer({"1": 1, "2": 1, "3": 0})] + [
+        answer({"1": 1, "2": 1, "3": 0})] * 2)
+    results = BENCH.score(selected, images(3), judge, **opts)
+    # commonsense/color is one of the four subcategories the official script never evaluates
+    assert results[0].context["excluded"] and results[0].score is None and "not evaluated" in results[0].failure
+    assert len(judge.requests) == 4  # two instances asked, question 4 of the second re-asked twice
+    assert results[1].score == 0.81  # (10 + 2 + 1) / 16 = 0.8125, rounded to 2 decimals
+    assert results[2].score == 0.68 and results[2].context["unanswered"] == ["4"]  # 15 / 22 over the answered ones
+    agg = BENCH.aggregate(results, **opts, n_resamples=50)
+    assert agg["num_excluded"] == 1 and agg["num_unscorable"] == 0 and agg["num_partial"] == 1
+    assert agg["category_scores"] == {"logical": pytest.approx(81.0), "causal": pytest.approx(68.0)}
+    judge = ScriptedJudge([answer({"1": 1, "2": 0.5, "3": 0.5})])
+    [paper] = BENCH.score(selected[1:2], images(1), judge, **BENCH.presets["paper"]["options"])
+    assert paper.score == 0.8125  # the paper preset: not rounded, the paper's template, the image first
+    assert ids_in(judge.requests[0]) == ["1", "2", "3"]
+    assert [type(p).__name__ for p in judge.requests[0].messages[0].content] == ["JudgeImage", "str"]
 
 
 def test_repeated_question_ids_are_asked_by_position(rows):
@@ -449,8 +642,8 @@ def test_wrong_inputs(rows):
     with pytest.raises(ValueError, match=r"lacks field\(s\) \['questions'\]"):
         BENCH.score([{k: v for k, v in row.items() if k != "questions"}], images(1), judge)
     bad = dict(row, questions=[dict(row["questions"][0], weight="heavy")])
-    with pytest.raises(ValueError, match="weight 'heavy'"):
-        BENCH.score([bad], images(1), judge)
+    [unscorable] = BENCH.score([bad], images(1), judge)  # the row's own irregularity: unscorable, not an error
+    assert unscorable.context["unscorable"] and "no usable weight" in unscorable.failure
     with pytest.raises(TypeError, match="unknown option"):
         BENCH.score([row], images(1), judge, temperature=0)
     with pytest.raises(ValueError, match="missing must be one of"):

@@ -133,19 +133,56 @@ def test_anomalies_are_reported_not_hidden(tmp_path):
     assert rel.configs["nature"][0]["discipline"] == "Alchemy" and kinds(rel) == ["unknown_discipline", "generated_id"]
 
 
-@pytest.mark.parametrize("name, content, message", [
-    ("humanities.json", '[{"prompt": "a",', r"humanities.json: not valid JSON"),
-    ("nature.jsonl", '{"prompt": "a", "discipline": "PHYS"}\n{"prompt": oops}\n', r"nature.jsonl: line 2 is not valid JSON"),
-    ("nature.json", json.dumps([{"prompt": "a", "discipline": "PHYS", "items": ["x", "y"], "explanations": ["z"]}]),
-     r"record 0: checklist: 2 checklist items but 1 explanations"),
-    ("data.json", json.dumps([{"prompt": "a", "checklist": {"x": "y"}}]), r"record 0: cannot tell humanities from nature"),
-    ("nature.json", json.dumps([{"prompt": "  ", "checklist": {"x": "y"}}]), r"record 0: empty prompt"),
-    ("nature.json", json.dumps([{"prompt": "a", "checklist": [{"foo": 1, "bar": 2}]}]), r"checklist entry 1 has no item key"),
-    ("nature.json", json.dumps([{"prompt": "a"}, 5]), r"record 1: a record is a int"),
+@pytest.mark.parametrize("name, content, kind, detail, quarantined", [
+    ("humanities.json", '[{"prompt": "a",', "unreadable_file", "not valid JSON", '[{"prompt": "a",'),
+    ("nature.jsonl", '{"prompt": "a", "discipline": "PHYS", "checklist": {"x": "y"}}\n{"prompt": oops}\n',
+     "malformed_record", "not valid JSON", '{"prompt": oops}'),
+    ("nature.json", [{"prompt": "a", "discipline": "PHYS", "items": ["x", "y"], "explanations": ["z"]}],
+     "irregular_checklist", "2 checklist items but 1 explanations", None),
+    ("data.json", [{"prompt": "a", "checklist": {"x": "y"}}, {"prompt": "b", "discipline": "PHYS"}],
+     "unknown_domain", "cannot tell humanities from nature", '{"prompt": "a", "checklist": {"x": "y"}}'),
+    ("nature.json", [{"prompt": "  ", "checklist": {"x": "y"}}, {"prompt": "b"}], "empty_prompt", "no prompt text",
+     '{"prompt": "  ", "checklist": {"x": "y"}}'),
+    ("nature.json", [{"prompt": "a", "checklist": [{"foo": 1, "bar": 2}]}], "irregular_checklist",
+     "checklist entry 1 has no item key", None),
+    ("nature.json", [{"prompt": "a"}, 5], "not_a_record", "a int", "5"),
+    ("nature.json", [{"prompt": 42, "checklist": [7, None, ["x"]]}], "retyped_value", "prompt is a int", None),
 ])
-def test_broken_input_gets_a_clear_error(tmp_path, name, content, message):
-    with pytest.raises(ReleaseError, match=message):
-        BENCH.read_release(write(tmp_path / name, content))
+def test_irregular_input_is_kept_or_quarantined_and_reported(tmp_path, name, content, kind, detail, quarantined):
+    rel = BENCH.read_release(write(tmp_path / name, content))
+    found = [a for a in rel.anomalies if a.kind == kind]
+    assert found and detail in found[0].detail and found[0].file == name
+    assert [q.raw for q in rel.quarantine] == ([quarantined] if quarantined else [])
+    assert sum(len(r) for r in rel.configs.values()) >= (0 if kind == "unreadable_file" else 1)
+
+
+def test_values_of_another_type_are_kept_as_text(tmp_path):
+    rel = BENCH.read_release(write(tmp_path / "nature.json", [
+        {"id": {"n": 1}, "prompt": 42, "discipline": "PHYS", "checklist": [7, None, ["x"], {"item": 3, "why": True}]}]))
+    [row] = rel.configs["nature"]
+    assert row["prompt"] == "42" and row["id"] == '{"n": 1}'
+    assert [c["item"] for c in row["checklist"]] == ["7", "", '["x"]', "3"]
+    assert len([a for a in rel.anomalies if a.kind == "irregular_checklist"]) == 4
+    assert json.loads(row["extra"]) == {}
+
+
+def test_text_is_kept_as_released(tmp_path):
+    rel = BENCH.read_release(write(tmp_path / "nature.json", [
+        {"prompt": "  a prompt with spaces \t", "discipline": "PHYS", "checklist": [{"item": " x ", "explanation": "y\n"}]}]))
+    [row] = rel.configs["nature"]
+    assert row["prompt"] == "  a prompt with spaces \t" and row["checklist"] == [{"item": " x ", "explanation": "y\n"}]
+
+
+def test_empty_files_and_files_that_are_not_data(tmp_path):
+    write(tmp_path / "nature.json", [{"prompt": "p", "discipline": "PHYS", "checklist": {"x": "y"}}])
+    write(tmp_path / "empty.jsonl", "")
+    (tmp_path / "meta").mkdir()
+    write(tmp_path / "meta" / "dataset_infos.json", {"size": 3})
+    (tmp_path / "evaluate.py").write_text("print('the authors script')\n")
+    rel = BENCH.read_release(tmp_path)
+    kinds_by_file = {(a.kind, a.file) for a in rel.anomalies}
+    assert ("empty_file", "empty.jsonl") in kinds_by_file and ("skipped_file", "meta/dataset_infos.json") in kinds_by_file
+    assert rel.files_read == {"nature.json", "empty.jsonl"}  # the script and the metadata file are not data
 
 
 def test_missing_release(tmp_path):
@@ -293,3 +330,18 @@ def test_options_are_checked(sample):
 def test_paper_preset():
     preset = BENCH.presets["paper"]
     assert preset["judge"] == "openai:gpt-4o" and preset["judge_kwargs"]["sampling"].temperature == 0
+
+
+def test_an_unreadable_image_fails_alone_and_transient_failures_are_retryable(sample, tmp_path):
+    rows = sample.configs["nature"][:4]
+    good = tmp_path / "good.png"
+    image().save(good)
+    (tmp_path / "empty.png").write_bytes(b"")
+    (tmp_path / "cut.png").write_bytes(good.read_bytes()[:-25])
+    transient = Reply(text="", model="m", sampling={}, error="connection refused", transient=True)
+    judge = ScriptedJudge(["[1, 1, 1]", transient])
+    results = BENCH.score(rows, [good, tmp_path / "empty.png", tmp_path / "cut.png", good], judge)
+    assert results[0].score == 1.0 and len(judge.requests) == 2
+    assert results[1].failure.startswith("image: ") and "empty" in results[1].failure and not results[1].retryable
+    assert results[2].failure.startswith("image: ") and results[2].image == str(tmp_path / "cut.png")
+    assert results[3].score is None and results[3].retryable and "connection refused" in results[3].failure

@@ -3,10 +3,13 @@ the sample release's rows (both domains), hand-computed tables, paths as predict
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import evaluate
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from PIL import Image
 
 from t2ireason.benchmarks import get_benchmark
@@ -88,3 +91,50 @@ def test_wrong_inputs_get_clear_errors(rows):
         metric.compute(predictions=[Image.new("RGB", (8, 8))], references=[{"id": "1", "prompt": "p"}])
     with pytest.raises(ValueError, match="unknown preset 'official'"):
         load(ScriptedJudge([]), preset="official")
+
+
+# -- fuzzed judge replies: never a crash, never a silent zero, scores in range ---------------------------
+
+
+
+_ITEMS = st.one_of(st.sampled_from([0, 1, "0", "1", 0.0, 1.0]), st.none(), st.booleans(), st.integers(-2, 3),
+                   st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=4))
+_VALUE = st.one_of(st.lists(_ITEMS, max_size=5), st.dictionaries(st.sampled_from(["answers", "scores", "x"]),
+                                                                 st.lists(_ITEMS, max_size=5), max_size=2), _ITEMS)
+
+
+@st.composite
+def replies(draw):
+    try:
+        body = json.dumps(draw(_VALUE), allow_nan=True)
+    except (TypeError, ValueError):
+        body = "[]"
+    shape = draw(st.sampled_from(["bare", "fenced", "prose", "broken", "nested", "text"]))
+    if shape == "fenced":
+        return f"```json\n{body}\n```"
+    if shape == "prose":
+        return f"{draw(st.text(max_size=20))} {body} {draw(st.text(max_size=20))}"
+    if shape == "broken":
+        return body[: draw(st.integers(0, max(0, len(body) - 1)))]
+    if shape == "nested":
+        return "[" * draw(st.integers(1, 40)) + body
+    if shape == "text":
+        return draw(st.text(max_size=40))
+    return body
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(replies(), min_size=1, max_size=3))
+def test_fuzzed_replies_never_crash_and_never_score_in_silence(rows, texts):
+    row = rows[0]  # three checklist items
+    judge = ScriptedJudge(list(texts) * 3)
+    [result] = BENCH.score([row], [Image.new("RGB", (8, 8))], judge, max_reasks=2)
+    if result.score is None:
+        assert result.failure
+        assert all(q.score is None for q in result.questions)
+    else:
+        values = [q.score for q in result.questions]
+        assert all(v in (0.0, 1.0) for v in values) and len(values) == len(row["checklist"])
+        assert 0.0 <= result.score <= 1.0 and result.score == pytest.approx(sum(values) / len(values))
+        assert result.failure is None
+    assert len(result.replies) == len(judge.requests) <= 3

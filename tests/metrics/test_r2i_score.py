@@ -9,9 +9,12 @@ from pathlib import Path
 
 import evaluate
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from PIL import Image
 
 from t2ireason.benchmarks import get_benchmark
+from t2ireason.benchmarks import r2i_bench as r2i
 from t2ireason.judges.scripted import ScriptedJudge
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,7 +54,7 @@ def test_end_to_end_on_the_sample(rows, tmp_path):
         paths.append(str(path))
     out = load(judge).compute(predictions=paths, references=rows)
     by_id = dict(zip([r["id"] for r in rows], out["scores"]))
-    assert by_id["causal/cause_to_effect/1"] == 0.5 and by_id["numerical/exact_number/71"] == 0.0
+    assert by_id["causal/cause_to_effect/1"] == 0.5 and by_id["numerical/exact_number_generation/71"] == 0.0
     assert by_id["logical/disjunctive/42"] is None
     assert out["num_unscorable"] == 3 and out["num_failed"] == 3 and out["num_reasks"] == 0
     scored = [s for s in out["scores"] if s is not None]
@@ -76,14 +79,30 @@ def test_unanswered_questions_per_preset(rows):
     assert "question(s) 4 unanswered" in out["per_image"][0]["failure"]
     assert "no valid score for question(s) 4" in judge.requests[1].messages[-1].text
 
-    out = load(ScriptedJudge([partial] * 3), preset="official").compute(predictions=[image], references=[row])
-    assert out["scores"] == [pytest.approx(15 / 22)] and out["num_partial"] == 1
+    judge = ScriptedJudge([partial] * 3)
+    out = load(judge, preset="official").compute(predictions=[image], references=[row])
+    assert out["scores"] == [0.68] and out["num_partial"] == 1  # 15 / 22 over the answered ones, to 2 decimals
     assert out["per_image"][0]["context"]["unanswered"] == ["4"] and out["judge"]["preset"] == "official"
+    assert judge.requests[0].messages[0].content[0].startswith("\n# Text-to-Image Quality Evaluation Protocol \n")
 
     # a compute option overrides the preset's
     out = load(ScriptedJudge([partial] * 2)).compute(predictions=[image], references=[row],
                                                      missing="answered", max_reasks=1)
     assert out["scores"] == [pytest.approx(15 / 22)] and out["num_reasks"] == 1
+
+
+def test_an_unreadable_image_is_that_images_failure_not_the_chunks(rows, tmp_path):
+    scorable = [r for r in rows if r["questions"]][:3]
+    good = tmp_path / "good.png"
+    Image.new("RGB", (16, 16)).save(good)
+    (tmp_path / "empty.png").write_bytes(b"")
+    (tmp_path / "cut.png").write_bytes(good.read_bytes()[:-30])
+    judge = answer_all()
+    out = load(judge).compute(predictions=[str(good), str(tmp_path / "empty.png"), str(tmp_path / "cut.png")],
+                              references=scorable)
+    assert out["scores"][0] == 1.0 and out["scores"][1:] == [None, None] and len(judge.requests) == 1
+    assert "empty" in out["per_image"][1]["failure"] and "cut.png" in out["per_image"][2]["failure"]
+    assert out["num_failed"] == 2 and out["overall"]["failed"] == 2
 
 
 def test_presets_and_judge_loading():
@@ -106,3 +125,81 @@ def test_wrong_inputs_give_clear_errors(rows):
         m.compute(predictions=[None], references=rows[:1])
     with pytest.raises(TypeError, match="unknown option"):
         m.compute(predictions=[image], references=rows[:1], temperature=0.5)
+
+
+# -- fuzzed judge replies: never a crash, never a silent zero, scores in range ---------------------------
+
+
+
+_KEYS = st.sampled_from(["1", "2", "3", "4", "Q1", "question 2", " 3", "id", "score", "", "01"])
+_VALUES = st.one_of(st.sampled_from([0, 0.5, 1, "0.5", "1", 1.0]), st.none(), st.booleans(), st.integers(-3, 12),
+                    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=6),
+                    st.lists(st.integers(0, 1), max_size=3), st.dictionaries(st.text(max_size=2), st.integers(), max_size=2))
+_JSON = st.one_of(st.dictionaries(_KEYS, _VALUES, max_size=6), st.lists(_VALUES, max_size=4), _VALUES)
+
+
+@st.composite
+def replies(draw):
+    value = draw(_JSON)
+    try:
+        body = json.dumps(value, allow_nan=True)
+    except (TypeError, ValueError):
+        body = str(value)
+    shape = draw(st.sampled_from(["fenced", "bare", "prose", "broken", "text", "nested"]))
+    if shape == "fenced":
+        return f"{draw(st.text(max_size=20))}\n```json\n{body}\n```"
+    if shape == "bare":
+        return body
+    if shape == "prose":
+        return f"Analysis: {draw(st.text(max_size=30))} {body} {draw(st.text(max_size=10))}"
+    if shape == "broken":
+        return body[: draw(st.integers(0, max(0, len(body) - 1)))] + draw(st.sampled_from(["", ",", "}", "{", "]"]))
+    if shape == "nested":
+        return "[" * draw(st.integers(1, 50)) + body + "]" * draw(st.integers(0, 50))
+    return draw(st.text(max_size=60))
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(replies(), min_size=1, max_size=3), st.sampled_from(["fail", "answered"]),
+       st.sampled_from([(0.0, 0.5, 1.0), None]))
+def test_fuzzed_replies_never_crash_and_never_score_in_silence(rows, texts, missing, allowed):
+    row = next(r for r in rows if r["id"] == "causal/cause_to_effect/2")  # 4 questions, weights 5, 10, 7, 1
+    judge = ScriptedJudge(list(texts) * 3)
+    [result] = BENCH.score([row], [Image.new("RGB", (8, 8))], judge, max_reasks=2, missing=missing,
+                           allowed_scores=allowed)
+    scores = [q.score for q in result.questions]
+    if result.score is None:
+        assert result.failure  # a failure says why; nothing is scored in silence
+    else:
+        assert 0.0 <= result.score <= 1.0
+        answered = [(q.weight, q.score) for q in result.questions if q.score is not None]
+        assert answered, "a score with no answered question would be a silent score"
+        assert result.score == pytest.approx(sum(w * s for w, s in answered) / sum(w for w, _ in answered))
+        if missing == "fail":
+            assert None not in scores and result.failure is None
+        assert all(0.0 <= s <= 1.0 and (allowed is None or s in allowed) for s in scores if s is not None)
+    assert len(result.replies) == len(judge.requests) <= 3
+
+
+def test_fuzz_reaches_the_metric_module(rows):
+    """The same guarantee through evaluate: a reply that parses to nothing is a counted failure."""
+    row = next(r for r in rows if r["id"] == "causal/cause_to_effect/2")
+    out = load(ScriptedJudge(['{"score": [1, 1]}', "[[[[", '{"reason": 5, "1": true}'])).compute(
+        predictions=[Image.new("RGB", (8, 8))], references=[row])
+    assert out["scores"] == [None] and out["num_failed"] == 1 and out["overall"]["failed"] == 1
+    assert r2i.question_keys(row["questions"]) == ["1", "2", "3", "4"]
+
+
+def test_the_card_says_what_the_official_preset_does():
+    card = (ROOT / "metrics" / "r2i_score" / "README.md").read_text()
+    opts = BENCH.presets["official"]["options"]
+    assert opts["missing"] == "answered" and '`missing="answered"`' in card
+    assert opts["round_scores"] == 2 and "`round_scores=2`" in card
+    assert opts["template"] == "official" and "official_evaluation.txt" in card
+    never = {f"commonsense/{s}" for s in ("affordance", "attribute", "color", "emotion_intention_commonsense")}
+    assert never.isdisjoint(opts["subcategories"]) and len(opts["subcategories"]) == 28
+    assert all(s.split("/")[1] in card for s in never)
+    assert BENCH.official_release.revision in card
+    for bug in ("`[QUESTION_LIST]`", "scores **0**, in silence", "`TypeError`", "`image/jpeg`"):
+        row = next(line for line in card.splitlines() if bug in line)
+        assert row.rstrip().endswith("**not reproduced** |") or "**not reproduced**" in row, row
