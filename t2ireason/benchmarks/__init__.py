@@ -13,7 +13,16 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .base import Anomaly, Benchmark, OfficialRelease, Quarantined, Release, ReleaseError, is_safe_name, safe_name
+    from .base import (
+        Anomaly,
+        Benchmark,
+        OfficialRelease,
+        Quarantined,
+        Release,
+        ReleaseError,
+        is_safe_name,
+        safe_name,
+    )
 
 #: benchmark name -> module (each module defines BENCHMARK, an instance of Benchmark)
 MODULES = {
