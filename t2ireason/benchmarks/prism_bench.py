@@ -121,6 +121,7 @@ class PrismBench(Benchmark):
     official_release = OfficialRelease(kind="github", repo="rongyaofang/prism-bench", revision="main",
                                        files={}, scripts=AUTHORS_SCRIPTS)
     release_markers = tuple(f"captions/{lang}/{t}.jsonl" for lang in LANGUAGES for t in TRACKS)
+    language = LANGUAGES  # PRISM-Bench (en) and PRISM-Bench-ZH
     presets = {
         # The paper's protocol (its printed templates, its definitions), with GPT-4.1 set as the
         # authors' script sets it; images as they are (the paper says nothing of their encoding).
