@@ -172,12 +172,12 @@ def test_thinking_model_answers_after_a_closed_thought(name, root):
     [text] = judge._render([judge._conversation(request.messages)])
     assert text.endswith("<think>\n")  # the published template opens a thought
     assert judge.answer_context() == ("\n</think>\n\n", "")
-    # a free-text reply is the text after the model's thought when it closes one
+    # a free-text reply is the text after the model's thought once it closes one (here at once, then again)
     think_end = judge.tokenizer.convert_tokens_to_ids("</think>")
     forced = load_judge(f"hf:{build_family(name, root)}", device="cpu",
                         generate_kwargs={"sequence_bias": [[[think_end], 100.0]], "min_new_tokens": 12})
     [reply] = forced.chat([request])
-    assert reply.ok and "</think>" not in reply.text
+    assert reply.ok and reply.usage["completion_tokens"] == 12 and reply.text == "</think>" * 11
 
 
 @pytest.mark.slow
