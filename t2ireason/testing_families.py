@@ -605,7 +605,12 @@ def _build_gemma3(path: Path) -> Path:
 
 
 def _build_paligemma(path: Path) -> Path:
-    from transformers import GemmaConfig, PaliGemmaConfig, PaliGemmaForConditionalGeneration, PaliGemmaProcessor
+    from transformers import (
+        GemmaConfig,
+        PaliGemmaConfig,
+        PaliGemmaForConditionalGeneration,
+        PaliGemmaProcessor,
+    )
     from transformers.models.siglip.image_processing_pil_siglip import SiglipImageProcessorPil
 
     tok = _sentencepiece_tokenizer("GemmaTokenizer", ["<image>"], bos="<bos>", eos="<eos>", unk="<unk>",

@@ -44,7 +44,17 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..images import JudgeImage
-from .base import AnswerQuery, ChatRequest, Judge, JudgeError, JudgeUnavailable, Message, Reply, Sampling, TokenLogprob
+from .base import (
+    AnswerQuery,
+    ChatRequest,
+    Judge,
+    JudgeError,
+    JudgeUnavailable,
+    Message,
+    Reply,
+    Sampling,
+    TokenLogprob,
+)
 
 __all__ = ["TransformersJudge", "GENERATION_CONFIGS", "torchvision_problem"]
 
