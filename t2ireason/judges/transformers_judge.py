@@ -318,6 +318,7 @@ class TransformersJudge(Judge):
             raise JudgeError(f"judge model {self.model!r} ({self.family}) has no chat template; pass "
                              "processor_kwargs={'chat_template': ...}")
         self._template_sha256 = _digest(template)
+        self._weights = self._weights_identity()  # the files loaded now, whatever happens to them later
 
         self.tokenizer = getattr(self.processor, "tokenizer", self.processor)
         self.tokenizer.padding_side = "left"  # generation continues every row from its right end
@@ -368,9 +369,7 @@ class TransformersJudge(Judge):
                      dtype=str(self.hf_model.dtype).removeprefix("torch."),
                      max_pixels=self.max_pixels, min_pixels=self.min_pixels,
                      chat_template_sha256=self._template_sha256)
-        commit = getattr(self.hf_model.config, "_commit_hash", None)  # None for a local folder
-        if commit:
-            ident["commit"] = commit
+        ident.update(self._weights)
         options = {"chat_template_kwargs": self.chat_template_kwargs,
                    "processor_kwargs": {k: v for k, v in self.processor_kwargs.items() if k != "chat_template"},
                    "model_kwargs": self.model_kwargs, "generate_kwargs": self.generate_kwargs}
@@ -385,6 +384,22 @@ class TransformersJudge(Judge):
             ident["generation_config"] = "model"
             ident["model_generation_config_sha256"] = _digest(self.hf_model.generation_config.to_diff_dict())
         return ident
+
+    def _weights_identity(self) -> dict[str, str]:
+        """Which files answer: the Hub commit a Hub id resolved to (from the local Hub cache), or for a
+        local folder a digest of its files' names, sizes and modification times (a re-saved or retrained
+        model in the same folder is another judge)."""
+        from pathlib import Path
+
+        folder = Path(self.model).expanduser()
+        if folder.is_dir():
+            files = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in folder.iterdir() if p.is_file())
+            return {"files_sha256": _digest(files)}
+        from huggingface_hub import try_to_load_from_cache
+
+        cached = try_to_load_from_cache(self.model, "config.json", revision=self.revision)
+        match = re.search(r"snapshots[/\\]([0-9a-f]{40})[/\\]", cached) if isinstance(cached, str) else None
+        return {"commit": match.group(1)} if match else {}
 
     def __repr__(self) -> str:
         return f"TransformersJudge(hf:{self.model}, {getattr(self, 'family', '?')})"
