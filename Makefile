@@ -18,7 +18,8 @@ EXTRAS     ?= openai,text,test,dev
 PY         := $(VENV)/bin/python
 STAMP      := $(VENV)/.installed-$(shell echo "$(TORCH_SPEC) $(TORCHVISION_SPEC) $(TORCH_INDEX) $(EXTRAS)" | cksum | cut -d' ' -f1)
 VISION_VENV ?= .venv-vision
-VISION_TORCH_SPEC ?= torch==2.14.1 torchvision==0.29.1
+# the pairs found on this project's machines (python.md): x86_64 a CUDA build that runs on the CPU, aarch64 a CPU build
+VISION_TORCH_SPEC ?= $(if $(filter aarch64,$(shell uname -m)),torch==2.9.1 torchvision==0.24.1,torch==2.14.1 torchvision==0.29.1)
 VISION_PY  := $(VISION_VENV)/bin/python
 VISION_STAMP := $(VISION_VENV)/.installed-$(shell echo "$(VISION_TORCH_SPEC) $(TORCH_INDEX)" | cksum | cut -d' ' -f1)
 PYTEST_ARGS ?=
@@ -56,7 +57,7 @@ browser:
 
 test: install browser vision
 	$(OFFLINE) $(PY) -m pytest $(PYTEST_ARGS)
-	$(OFFLINE) $(VISION_PY) -m pytest -m torchvision $(PYTEST_ARGS)
+	$(OFFLINE) $(VISION_PY) -m pytest -m torchvision $(PYTEST_ARGS) || [ $$? -eq 5 ]  # 5: PYTEST_ARGS chose none of them
 
 demo: install
 	$(OFFLINE) $(PY) -m t2ireason.demo
