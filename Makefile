@@ -3,30 +3,51 @@
 #   make test   - install everything the tests need, then run them
 # TORCH_SPEC picks the torch build installed first, TORCH_INDEX where pip finds it, e.g. a CUDA build:
 #   make TORCH_SPEC=torch==2.13.0 TORCH_INDEX=https://download.pytorch.org/whl/cu128 demo
+# TORCHVISION_SPEC installs a torchvision beside it, from the same index: it must be the release built for that
+# torch (0.N+15 for torch 2.N), or it breaks transformers' processors. Qwen2/2.5/3-VL and SmolVLM2 judges need it:
+#   make TORCH_SPEC=torch==2.14.1 TORCHVISION_SPEC=torchvision==0.29.1 install
+# `make vision` builds a second environment (.venv-vision) with such a pair for the tests of those families
+# (pytest mark `torchvision`); `make test` runs them there. This machine's CPU torch 2.13.0 has no torchvision.
 
 PYTHON     ?= python3
 VENV       ?= .venv
 TORCH_SPEC ?= torch==2.13.0
 TORCH_INDEX ?=
+TORCHVISION_SPEC ?=
 EXTRAS     ?= openai,text,test,dev
 PY         := $(VENV)/bin/python
-STAMP      := $(VENV)/.installed-$(shell echo "$(TORCH_SPEC) $(TORCH_INDEX) $(EXTRAS)" | cksum | cut -d' ' -f1)
+STAMP      := $(VENV)/.installed-$(shell echo "$(TORCH_SPEC) $(TORCHVISION_SPEC) $(TORCH_INDEX) $(EXTRAS)" | cksum | cut -d' ' -f1)
+VISION_VENV ?= .venv-vision
+# the pairs found on this project's machines (python.md): x86_64 a CUDA build that runs on the CPU, aarch64 a CPU build
+VISION_TORCH_SPEC ?= $(if $(filter aarch64,$(shell uname -m)),torch==2.9.1 torchvision==0.24.1,torch==2.14.1 torchvision==0.29.1)
+VISION_PY  := $(VISION_VENV)/bin/python
+VISION_STAMP := $(VISION_VENV)/.installed-$(shell echo "$(VISION_TORCH_SPEC) $(TORCH_INDEX)" | cksum | cut -d' ' -f1)
 PYTEST_ARGS ?=
 
 # Tests and the demo never reach a model or dataset hub.
 OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_HUB_DISABLE_TELEMETRY=1
 
-.PHONY: install test demo lint perf browser clean
+.PHONY: install test demo lint perf browser vision clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 $(STAMP): setup.cfg pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet "$(TORCH_SPEC)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
+	$(PY) -m pip install --quiet "$(TORCH_SPEC)" $(TORCHVISION_SPEC) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	$(PY) -m pip install --quiet -e ".[$(EXTRAS)]"
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# The second test environment: a torch with its own torchvision (a CUDA build, runs on the CPU), for the
+# judge families whose processors need torchvision.
+$(VISION_STAMP): setup.cfg pyproject.toml
+	$(PYTHON) -m venv $(VISION_VENV)
+	$(VISION_PY) -m pip install --quiet $(VISION_TORCH_SPEC) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
+	$(VISION_PY) -m pip install --quiet -e ".[test,vision]"
+	touch $(VISION_STAMP)
+
+vision: $(VISION_STAMP)
 
 # Debian's Chromium for the HTML report's browser tests (playwright's own download cannot work offline).
 browser:
@@ -34,8 +55,9 @@ browser:
 	  echo "installing Debian's chromium for the browser tests"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
-test: install browser
+test: install browser vision
 	$(OFFLINE) $(PY) -m pytest $(PYTEST_ARGS)
+	$(OFFLINE) $(VISION_PY) -m pytest -m torchvision $(PYTEST_ARGS) || [ $$? -eq 5 ]  # 5: PYTEST_ARGS chose none of them
 
 demo: install
 	$(OFFLINE) $(PY) -m t2ireason.demo
@@ -52,4 +74,4 @@ perf: install
 	echo "== every perf script met its targets"
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info demo_output
+	rm -rf $(VENV) $(VISION_VENV) .pytest_cache .ruff_cache *.egg-info demo_output

@@ -2,67 +2,126 @@
 
 The model is loaded once with ``AutoModelForImageTextToText`` and
 ``AutoProcessor``, so any image-text-to-text model with a chat template works
-(LLaVA, Qwen2/2.5-VL where torchvision is installed, Idefics, ...). Requests
-are rendered with the model's own chat template, batched with left padding and
-answered with ``model.generate``; answer probabilities are teacher-forced in
-one forward pass per batch.
+(LLaVA-1.5, LLaVA-NeXT, Idefics3, SmolVLM2, Qwen2/2.5/3-VL, Gemma3, PaliGemma
+with a template passed in...). Each request is rendered with the model's own
+chat template (``chat_template_kwargs`` reach it: ``enable_thinking``,
+``add_vision_id``...), encoded by the model's processor exactly as it encodes a
+rendered prompt (the tokenizer adds its BOS unless the template wrote it),
+batched with left padding and answered with ``model.generate``.
 
 A request's ``json_schema`` is enforced by constrained decoding
 (``structured_output=True``, the default): at every step llguidance masks the
 tokens that would leave the schema, per row, so a batch may mix free-text and
 structured requests. The caller's parser (:mod:`t2ireason.parsing`) still
-validates every reply and re-asks when one does not conform (a reply cut off by
-``max_tokens`` is valid JSON only up to the cut).
+validates every reply and re-asks when one does not conform.
+
+Answer probabilities (VQAScore's P("Yes")) are read in context: the answer is
+written the way the chat template writes an assistant turn after its generation
+prompt (``ASSISTANT: Yes`` -> ``▁Yes``, ``<|im_start|>assistant\\nYes`` -> ``Yes``,
+``Assistant: Yes`` -> ``ĠYes``), tokenised together with the end of the prompt,
+and teacher-forced through ``generate`` itself (the answer's tokens forced one by
+one, the model's raw logits read), so positions, masks and token types are those
+of generation for every family. A template that opens a thinking block in its
+generation prompt (Qwen3-VL Thinking) gets it closed the way the template writes
+an answer with empty reasoning, so the answer is read after the thought, never
+inside it; a structured (JSON) request is decoded after the same closed block.
+
+Failures: an error of the judge's own making (template, processor, model code)
+raises :class:`JudgeError` at once, naming the family and the cause; only
+running out of accelerator memory is transient (the batch is split, and a single
+request that still does not fit comes back as ``Reply(error=..., transient=True)``).
 """
 
 from __future__ import annotations
 
 import copy
-import inspect
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
+import re
+from contextlib import contextmanager
 from typing import Any
 
 from ..images import JudgeImage
-from .base import AnswerQuery, ChatRequest, Judge, JudgeError, Message, Reply, Sampling, TokenLogprob
+from .base import (
+    AnswerQuery,
+    ChatRequest,
+    Judge,
+    JudgeError,
+    JudgeUnavailable,
+    Message,
+    Reply,
+    Sampling,
+    TokenLogprob,
+)
 
-__all__ = ["TransformersJudge"]
+__all__ = ["TransformersJudge", "GENERATION_CONFIGS", "torchvision_problem"]
+
+#: ``generation_config`` choices: the project's explicit ``sampling`` (default), or the checkpoint's own
+#: ``generation_config.json`` (its temperature, top-p, top-k, repetition penalty...), as official scripts run.
+GENERATION_CONFIGS = ("sampling", "model")
 
 
-def _row_sampler(samplings: list[Sampling]):
+def _row_sampler(rows: list[tuple[float, float, int | None, int | None]]):
     """A logits processor drawing each sampled row's next token from its own
-    ``torch.Generator`` with its own temperature and top-p.
+    ``torch.Generator`` with its own temperature, top-k and top-p.
 
-    ``generate`` runs greedy; for sampled rows this processor leaves only the
-    drawn token, so greedy picks it. Each row consumes one draw per step from
-    its own generator, so a seeded request gives the same text whatever else
-    shares its batch. Greedy rows (temperature 0) are left untouched.
+    ``rows`` holds ``(temperature, top_p, top_k, seed)`` per batch row. ``generate``
+    runs greedy; for sampled rows this processor leaves only the drawn token, so
+    greedy picks it. Each row consumes one draw per step from its own generator,
+    so a seeded request gives the same text whatever else shares its batch.
+    Greedy rows (temperature 0) are left untouched.
     """
     import torch
-    from transformers import LogitsProcessor, TopPLogitsWarper
+    from transformers import LogitsProcessor, TopKLogitsWarper, TopPLogitsWarper
 
     class RowSampler(LogitsProcessor):
         def __init__(self):
             self.rows = []
-            for i, s in enumerate(samplings):
-                if s.temperature > 0:
+            for i, (temperature, top_p, top_k, seed) in enumerate(rows):
+                if temperature > 0:
                     # Unseeded rows still draw from the global RNG, so torch.manual_seed governs them.
-                    seed = s.seed if s.seed is not None else int(torch.randint(0, 2**63 - 1, ()).item())
-                    self.rows.append((i, s, seed))
+                    seed = seed if seed is not None else int(torch.randint(0, 2**63 - 1, ()).item())
+                    self.rows.append((i, temperature, top_p, top_k, seed))
             self.generators = None
 
         def __call__(self, input_ids, scores):
             if self.generators is None:
-                self.generators = [torch.Generator(scores.device).manual_seed(seed) for _, _, seed in self.rows]
+                self.generators = [torch.Generator(scores.device).manual_seed(r[-1]) for r in self.rows]
             scores = scores.clone()
-            for (i, s, _), gen in zip(self.rows, self.generators):
-                row = scores[i : i + 1].float() / s.temperature
-                if s.top_p < 1:
-                    row = TopPLogitsWarper(s.top_p)(input_ids[i : i + 1], row)
+            for (i, temperature, top_p, top_k, _), gen in zip(self.rows, self.generators):
+                row = scores[i : i + 1].float() / temperature
+                if top_k:
+                    row = TopKLogitsWarper(top_k)(input_ids[i : i + 1], row)
+                if top_p < 1:
+                    row = TopPLogitsWarper(top_p)(input_ids[i : i + 1], row)
                 token = torch.multinomial(row.softmax(-1), 1, generator=gen)
                 scores[i] = float("-inf")
                 scores[i, token] = 0.0
             return scores
 
     return RowSampler()
+
+
+def _forced_tokens(answers: list[list[int]], filler: int):
+    """A logits processor forcing row ``i`` to write ``answers[i]`` (then ``filler``, ending the row):
+    with greedy decoding, ``generate`` then teacher-forces the answers, and its raw logits
+    (``output_logits``) are the model's predictions of each answer token in context."""
+    from transformers import LogitsProcessor
+
+    class ForcedTokens(LogitsProcessor):
+        def __init__(self):
+            self.step = 0
+
+        def __call__(self, input_ids, scores):
+            scores = scores.clone().fill_(float("-inf"))
+            for i, ids in enumerate(answers):
+                scores[i, ids[self.step] if self.step < len(ids) else filler] = 0.0
+            self.step += 1
+            return scores
+
+    return ForcedTokens()
 
 
 def _schema_constraint(tokenizer_info: Any, schemas: list[dict | None], prompt_len: int):
@@ -106,22 +165,82 @@ def _schema_constraint(tokenizer_info: Any, schemas: list[dict | None], prompt_l
     return SchemaConstraint()
 
 
+def torchvision_problem() -> str | None:
+    """Why the installed torchvision cannot be used (built for another torch), or None when it
+    imports or is not installed. A mismatched torchvision breaks transformers' image and video
+    processors for every family, so the judge refuses to load with the fix named."""
+    if importlib.util.find_spec("torchvision") is None:
+        return None
+    try:
+        import torchvision  # noqa: F401
+        from torchvision.ops import nms  # noqa: F401  # the compiled operators are what a mismatch breaks
+    except Exception as e:  # RuntimeError "operator torchvision::nms does not exist", ImportError...
+        return (f"torchvision {importlib.metadata.version('torchvision')} is installed but cannot be used beside "
+                f"torch {_torch_version()} ({type(e).__name__}: {e}). {_torchvision_fix()}")
+    return None
+
+
+def _torch_version() -> str:
+    import torch
+
+    return torch.__version__
+
+
+def _torchvision_fix() -> str:
+    """The install command of the torchvision built for the installed torch (0.N+15 for torch 2.N)."""
+    match = re.match(r"2\.(\d+)", _torch_version())
+    spec = f"torchvision==0.{int(match.group(1)) + 15}.*" if match else "the torchvision release built for it"
+    return (f"Install {spec} from the same index as torch {_torch_version()} (the project's Makefile: "
+            f"`make vision`, or TORCHVISION_SPEC=... beside TORCH_SPEC), or pick a torch that has one "
+            f"(on this project's CI machines: torch==2.14.1 torchvision==0.29.1).")
+
+
+def _is_out_of_memory(error: BaseException) -> bool:
+    import torch
+
+    return isinstance(error, torch.OutOfMemoryError) or (
+        isinstance(error, RuntimeError) and "out of memory" in str(error).lower())
+
+
+def _jsonable(value: Any) -> Any:
+    """A JSON-safe rendering of an option for the cache identity (objects by repr)."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (bool, int, float, str, type(None))):
+        return value
+    return repr(value)
+
+
+def _digest(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(_jsonable(value), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 class TransformersJudge(Judge):
     """A vision-language model run locally with transformers.
 
-    ``model`` is a Hub id or a local folder. ``dtype``, ``device_map``,
+    ``model`` is a Hub id or a local folder. ``revision``, ``dtype``, ``device_map``,
     ``attn_implementation``, ``trust_remote_code`` and ``model_kwargs`` reach
     ``from_pretrained``; ``processor_kwargs`` reach ``AutoProcessor.from_pretrained``
-    (e.g. Qwen's own ``min_pixels``/``max_pixels``). With no ``device_map`` the
-    model goes to ``device`` (CUDA when available, else CPU).
+    (Qwen's ``min_pixels``/``max_pixels``, or ``chat_template`` for a checkpoint that
+    ships none, like PaliGemma). ``chat_template_kwargs`` are the template's own
+    options, given at every rendering (``{"enable_thinking": False}``,
+    ``{"add_vision_id": True}``). With no ``device_map`` the model goes to
+    ``device`` (CUDA when available, else CPU).
 
     ``max_pixels``/``min_pixels`` are the judge's pixel budget, applied once per
     image (:meth:`JudgeImage.resized` is memoised) before the processor sees it.
     ``sampling`` is the default for requests that carry none (greedy, 1024 new
-    tokens). ``generate_kwargs`` are passed to every ``generate`` call
-    (e.g. ``min_new_tokens``, ``repetition_penalty``, ``sequence_bias``).
-    ``structured_output`` enforces each request's ``json_schema`` by constrained
-    decoding (llguidance); ``False`` leaves it to the caller's parser and re-asks.
+    tokens). ``generation_config="model"`` decodes with the checkpoint's own
+    ``generation_config.json`` instead (its temperature, top-p, top-k, repetition
+    penalty...; still seeded per request, the length still the request's
+    ``max_tokens``), as the official scripts of T2I-ReasonBench and PRISM-Bench run.
+    ``generate_kwargs`` are passed to every ``generate`` call (``min_new_tokens``,
+    ``repetition_penalty``, ``sequence_bias``). ``structured_output`` enforces each
+    request's ``json_schema`` by constrained decoding (llguidance); ``False`` leaves
+    it to the caller's parser and re-asks.
     """
 
     backend = "hf"
@@ -138,10 +257,12 @@ class TransformersJudge(Judge):
         max_pixels: int | None = None,
         min_pixels: int | None = None,
         sampling: Sampling | None = None,
+        generation_config: str = "sampling",
         trust_remote_code: bool = False,
         attn_implementation: str | None = None,
         processor_kwargs: dict | None = None,
         model_kwargs: dict | None = None,
+        chat_template_kwargs: dict | None = None,
         generate_kwargs: dict | None = None,
         structured_output: bool = True,
     ):
@@ -150,46 +271,68 @@ class TransformersJudge(Judge):
 
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        if generation_config not in GENERATION_CONFIGS:
+            raise ValueError(f"generation_config must be one of {', '.join(GENERATION_CONFIGS)}, "
+                             f"got {generation_config!r}")
         self.model = str(model)
         self.revision = revision
         self.batch_size = batch_size
         self.max_pixels = max_pixels
         self.min_pixels = min_pixels
         self.default_sampling = sampling or Sampling()
+        self.generation_config = generation_config
         self.generate_kwargs = dict(generate_kwargs or {})
+        self.chat_template_kwargs = dict(chat_template_kwargs or {})
         self.structured_output = structured_output
+        self.trust_remote_code = trust_remote_code
+        self.attn_implementation = attn_implementation
+        self.processor_kwargs = dict(processor_kwargs or {})
+        self.model_kwargs = dict(model_kwargs or {})
         self._tokenizer_info = None  # llguidance's view of the vocabulary, built on first use (~1 s)
+        self._answer_context = None  # how the template writes an answer after its generation prompt
+        self._answer_ids_cache: dict[tuple, list[int]] = {}
 
+        problem = torchvision_problem()
+        if problem:
+            raise JudgeError(f"cannot load judge model {self.model!r}: {problem}")
         load = {"revision": revision, "trust_remote_code": trust_remote_code}
-        model_load = {**load, "dtype": dtype, **(model_kwargs or {})}
+        model_load = {**load, "dtype": dtype, **self.model_kwargs}
         if device_map is not None:
             model_load["device_map"] = device_map
         if attn_implementation is not None:
             model_load["attn_implementation"] = attn_implementation
         try:
-            self.processor = AutoProcessor.from_pretrained(self.model, **load, **(processor_kwargs or {}))
+            self.processor = AutoProcessor.from_pretrained(self.model, **load, **self.processor_kwargs)
             self.hf_model = AutoModelForImageTextToText.from_pretrained(self.model, **model_load).eval()
         except Exception as e:  # OSError for a missing path, ValueError for an unknown architecture...
             rev = f" at revision {revision!r}" if revision else ""
-            raise JudgeError(f"cannot load judge model {self.model!r}{rev}: {type(e).__name__}: {e}") from e
+            needs = ""
+            if "torchvision" in str(e).lower() and importlib.util.find_spec("torchvision") is None:
+                needs = f" This model's processor needs torchvision, which is not installed. {_torchvision_fix()}"
+            raise JudgeError(f"cannot load judge model {self.model!r}{rev}: {type(e).__name__}: {e}{needs}") from e
         if device_map is None:
             self.hf_model.to(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-        if getattr(self.processor, "chat_template", None) is None:
-            raise JudgeError(f"judge model {self.model!r} has no chat template; pass "
+        self.family = f"{self.hf_model.config.model_type} ({type(self.processor).__name__})"
+        template = getattr(self.processor, "chat_template", None)
+        if not template:
+            raise JudgeError(f"judge model {self.model!r} ({self.family}) has no chat template; pass "
                              "processor_kwargs={'chat_template': ...}")
+        self._template_sha256 = _digest(template)
+        self._weights = self._weights_identity()  # the files loaded now, whatever happens to them later
 
         self.tokenizer = getattr(self.processor, "tokenizer", self.processor)
         self.tokenizer.padding_side = "left"  # generation continues every row from its right end
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
+        self._control_tokens = self._control_token_pattern(template)
+        self._special_ids = set(self.tokenizer.all_special_ids) | set(self.tokenizer.added_tokens_decoder)
         self._generation_config = self._base_generation_config()
-        params = inspect.signature(self.hf_model.forward).parameters
-        self._takes_positions = "position_ids" in params
-        self._takes_logits_to_keep = "logits_to_keep" in params
+
+    # -- configuration ---------------------------------------------------------
 
     def _base_generation_config(self):
-        """The model's generation config with its sampling defaults neutralised:
-        sampling is ours, explicit and recorded with every reply."""
+        """The model's generation config with its sampling fields taken out (our row sampler draws,
+        with the project's explicit sampling or, for ``generation_config="model"``, the checkpoint's)."""
         config = copy.deepcopy(self.hf_model.generation_config)
         config.do_sample = False
         config.temperature = config.top_p = config.top_k = None
@@ -198,24 +341,104 @@ class TransformersJudge(Judge):
         config.update(**self.generate_kwargs)
         return config
 
+    def _model_sampling(self) -> tuple[float, float, int | None]:
+        """The checkpoint's own (temperature, top_p, top_k): greedy when it does not sample."""
+        g = self.hf_model.generation_config
+        if not g.do_sample:
+            return 0.0, 1.0, None
+        return (g.temperature if g.temperature is not None else 1.0,
+                g.top_p if g.top_p is not None else 1.0, g.top_k or None)
+
+    def resolve_sampling(self, request: ChatRequest) -> Sampling:
+        sampling = request.sampling or self.default_sampling
+        if self.generation_config == "model":
+            temperature, top_p, _ = self._model_sampling()
+            sampling = sampling.replace(temperature=temperature, top_p=top_p)
+        return sampling
+
     @property
     def device(self):
         return self.hf_model.device
 
     def identity(self) -> dict[str, Any]:
-        """Backend, model and revision, plus what else changes the answers: dtype,
-        pixel budget and extra generation arguments (JSON-safe, for cache keys)."""
+        """Everything that changes a reply (JSON-safe, for cache keys): backend, model, revision
+        (and the Hub commit it resolved to), dtype, pixel budget, the chat template's text (hash) and
+        options, processor and model options, attention implementation, generation settings."""
         ident = super().identity()
-        ident.update(dtype=str(self.hf_model.dtype).removeprefix("torch."),
-                     max_pixels=self.max_pixels, min_pixels=self.min_pixels)
+        ident.update(family=self.hf_model.config.model_type,
+                     dtype=str(self.hf_model.dtype).removeprefix("torch."),
+                     max_pixels=self.max_pixels, min_pixels=self.min_pixels,
+                     chat_template_sha256=self._template_sha256)
+        ident.update(self._weights)
+        options = {"chat_template_kwargs": self.chat_template_kwargs,
+                   "processor_kwargs": {k: v for k, v in self.processor_kwargs.items() if k != "chat_template"},
+                   "model_kwargs": self.model_kwargs, "generate_kwargs": self.generate_kwargs}
+        ident.update({k: _jsonable(v) for k, v in options.items() if v})
+        if self.attn_implementation:
+            ident["attn_implementation"] = self.attn_implementation
+        if self.trust_remote_code:
+            ident["trust_remote_code"] = True
         if self.structured_output:
             ident["structured_output"] = True
-        if self.generate_kwargs:
-            ident["generate_kwargs"] = {k: v if isinstance(v, (bool, int, float, str, list, type(None))) else repr(v)
-                                        for k, v in sorted(self.generate_kwargs.items())}
+        if self.generation_config == "model":
+            ident["generation_config"] = "model"
+            ident["model_generation_config_sha256"] = _digest(self.hf_model.generation_config.to_diff_dict())
         return ident
 
+    def _weights_identity(self) -> dict[str, str]:
+        """Which files answer: the Hub commit a Hub id resolved to (from the local Hub cache), or for a
+        local folder a digest of its files' names, sizes and modification times (a re-saved or retrained
+        model in the same folder is another judge)."""
+        from pathlib import Path
+
+        folder = Path(self.model).expanduser()
+        if folder.is_dir():
+            files = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in folder.iterdir() if p.is_file())
+            return {"files_sha256": _digest(files)}
+        from huggingface_hub import try_to_load_from_cache
+
+        cached = try_to_load_from_cache(self.model, "config.json", revision=self.revision)
+        match = re.search(r"snapshots[/\\]([0-9a-f]{40})[/\\]", cached) if isinstance(cached, str) else None
+        return {"commit": match.group(1)} if match else {}
+
+    def __repr__(self) -> str:
+        return f"TransformersJudge(hf:{self.model}, {getattr(self, 'family', '?')})"
+
     # -- rendering ---------------------------------------------------------
+
+    @contextmanager
+    def _failing_as(self, what: str):
+        """Errors of the judge's own making (template, processor, model code) become a JudgeError naming
+        the family and the cause; running out of accelerator memory passes through (it is transient)."""
+        try:
+            yield
+        except JudgeError:
+            raise
+        except Exception as e:
+            if _is_out_of_memory(e):
+                raise
+            raise JudgeError(f"judge {self.model} [{self.family}]: {what} failed: {type(e).__name__}: {e}") from e
+
+    def _control_token_pattern(self, template: Any):
+        """The control tokens a request's text must not forge (special tokens, the template's turn
+        markers, the processor's image placeholders), longest first."""
+        template_text = json.dumps(template) if not isinstance(template, str) else template
+        tokens = set(self.tokenizer.all_special_tokens)
+        tokens |= {t.content for t in self.tokenizer.added_tokens_decoder.values()
+                   if t.special or t.content in template_text}
+        for attr in ("image_token", "video_token", "boi_token", "eoi_token", "fake_image_token", "global_image_token"):
+            value = getattr(self.processor, attr, None)
+            if isinstance(value, str):
+                tokens.add(value)
+        tokens = sorted((t for t in tokens if len(t) > 1 and not t.isspace()), key=len, reverse=True)
+        return re.compile("|".join(map(re.escape, tokens))) if tokens else None
+
+    def _plain(self, text: str) -> str:
+        """``text`` with any control token in it broken by a zero-width space, so a request's text can
+        neither open a turn nor stand for an image (the tokenizer encodes it as ordinary text)."""
+        if self._control_tokens is None:
+            return text
+        return self._control_tokens.sub(lambda m: m[0][0] + "\u200b" + m[0][1:], text)
 
     def _image(self, image: JudgeImage):
         return image.resized(self.max_pixels, self.min_pixels)
@@ -224,38 +447,92 @@ class TransformersJudge(Judge):
         """Our messages in the processor's content format, images at the judge's pixel budget."""
         return [
             {"role": m.role,
-             "content": [{"type": "text", "text": p} if isinstance(p, str) else {"type": "image", "image": self._image(p)}
-                         for p in m.content]}
+             "content": [{"type": "text", "text": self._plain(p)} if isinstance(p, str)
+                         else {"type": "image", "image": self._image(p)} for p in m.content]}
             for m in messages
         ]
 
-    def _encode(self, conversations: list[list[dict]]):
-        """Chat template, tokenisation and image processing for a batch, left padded, on the model's device.
-        Control tokens written in the text (``<image>``, ``</s>``...) are encoded as plain text."""
-        enc = self.processor.apply_chat_template(
-            conversations, add_generation_prompt=True, tokenize=True, return_dict=True, return_tensors="pt",
-            sanitize_control_tokens=True, processor_kwargs={"padding": True},
-        )
+    def _render(self, conversations: list[list[dict]], **kwargs) -> list[str]:
+        with self._failing_as("rendering the chat template"):
+            return self.processor.apply_chat_template(conversations, tokenize=False,
+                                                      **{"add_generation_prompt": True, **kwargs},
+                                                      **self.chat_template_kwargs)
+
+    def _encode(self, texts: list[str], conversations: list[list[dict]]):
+        """The processor's encoding of rendered prompts with their images, left padded, on the model's
+        device. The tokenizer adds its special tokens (BOS) unless the template wrote them itself."""
+        images = [[p["image"] for m in conv for p in m["content"] if p["type"] == "image"] for conv in conversations]
+        bos = self.tokenizer.bos_token
+        kwargs = {"images": images} if any(images) else {}
+        with self._failing_as("the processor"):
+            enc = self.processor(text=texts, padding=True, return_tensors="pt",
+                                 add_special_tokens=not (bos and texts[0].startswith(bos)), **kwargs)
         return enc.to(self.device, dtype=self.hf_model.dtype)
+
+    def answer_context(self) -> tuple[str, str]:
+        """``(closing, lead)``: what the template writes between its generation prompt and an answer.
+
+        Read once from the template itself: a one-turn conversation rendered with the generation
+        prompt, and again with an assistant answer (``continue_final_message``). ``closing`` is what
+        comes after the generation prompt before the answer (``"\\n</think>\\n\\n"`` for a template that
+        opens a thinking block: scoring and structured replies start after it); ``lead`` is the space
+        the answer's first token carries (``" "`` after ``ASSISTANT:``, ``[/INST]`` or ``Assistant:``).
+        """
+        if self._answer_context is None:
+            probe = [{"role": "user", "content": [{"type": "text", "text": "Is it?"}]}]
+            answer = [{"role": "assistant", "content": [{"type": "text", "text": "Yes"}]}]
+            context = ("", "")
+            try:
+                [prompt] = self._render([probe])
+                [written] = self._render([probe + answer], add_generation_prompt=False, continue_final_message=True)
+            except JudgeError:
+                written = prompt = None  # the template cannot write an assistant turn: answer right after the prompt
+            if written and written.endswith("Yes"):
+                before = written[: -len("Yes")]
+                stripped = before.rstrip(" ")
+                if stripped.startswith(prompt):
+                    context = (stripped[len(prompt):], before[len(stripped):])
+            self._answer_context = context
+        return self._answer_context
 
     # -- chat --------------------------------------------------------------
 
     def _chat_batch(self, requests: list[ChatRequest]) -> list[Reply]:
         try:
             return self._generate(requests)
+        except JudgeError:
+            raise
         except Exception as e:
-            if len(requests) == 1:
-                return [Reply(text="", model=self.model, sampling=self.resolve_sampling(requests[0]).to_dict(),
-                              error=f"{type(e).__name__}: {e}")]
-            # One bad request must not cost the others their replies: answer them one by one.
-            return [self._chat_batch([r])[0] for r in requests]
+            if not _is_out_of_memory(e):
+                raise JudgeError(f"judge {self.model} [{self.family}]: generation failed: {type(e).__name__}: {e}") from e
+            self._free_memory()
+            if len(requests) > 1:  # a smaller batch may fit
+                half = len(requests) // 2
+                return self._chat_batch(requests[:half]) + self._chat_batch(requests[half:])
+            return [Reply(text="", model=self.model, sampling=self.resolve_sampling(requests[0]).to_dict(),
+                          error=f"{type(e).__name__}: {e}", transient=True)]
+
+    @staticmethod
+    def _free_memory() -> None:
+        import gc
+
+        import torch
+
+        gc.collect()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
 
     def _generate(self, requests: list[ChatRequest]) -> list[Reply]:
         import torch
 
         samplings = [self.resolve_sampling(r) for r in requests]
         want_logprobs = max(r.top_logprobs for r in requests)
-        enc = self._encode([self._conversation(r.messages) for r in requests])
+        schemas = [r.json_schema if self.structured_output else None for r in requests]
+        conversations = [self._conversation(r.messages) for r in requests]
+        closing, _ = self.answer_context()
+        # a structured reply is decoded after a closed thinking block, never inside the thought
+        texts = [t + closing if schema else t for t, schema in zip(self._render(conversations), schemas)]
+        enc = self._encode(texts, conversations)
         config = copy.deepcopy(self._generation_config)
         config.max_new_tokens = max(s.max_tokens for s in samplings)
         if config.min_new_tokens:  # a judge-wide minimum never exceeds a request's maximum
@@ -263,13 +540,13 @@ class TransformersJudge(Judge):
         config.return_dict_in_generate = True
         config.output_logits = want_logprobs > 0
         processors = []
-        schemas = [r.json_schema if self.structured_output else None for r in requests]
         if any(schemas):  # masks first, then the row sampler draws among the allowed tokens
             processors.append(_schema_constraint(self._llguidance_tokenizer(config), schemas,
                                                  enc["input_ids"].shape[1]))
+        top_k = self._model_sampling()[2] if self.generation_config == "model" else None
         if any(s.temperature > 0 for s in samplings):
-            processors.append(_row_sampler(samplings))
-        with torch.inference_mode():
+            processors.append(_row_sampler([(s.temperature, s.top_p, top_k, s.seed) for s in samplings]))
+        with self._failing_as("generation"), torch.inference_mode():
             out = self.hf_model.generate(**enc, generation_config=config, logits_processor=processors or None)
 
         prompt_len = 0 if self.hf_model.config.is_encoder_decoder else enc["input_ids"].shape[1]
@@ -277,20 +554,25 @@ class TransformersJudge(Judge):
         eos = config.eos_token_id
         eos = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
         logits = torch.stack(out.logits, 1).float().log_softmax(-1) if config.output_logits else None
+        thought_end = closing.strip()
         replies = []
         for i, (req, s) in enumerate(zip(requests, samplings)):
             tokens = new[i][: s.max_tokens]
             stop = next((k for k, t in enumerate(tokens) if t in eos), None)
             kept = tokens if stop is None else tokens[:stop]
+            text = self.tokenizer.decode(kept, skip_special_tokens=True)
+            if thought_end and not schemas[i] and thought_end in text:
+                text = text.split(thought_end, 1)[1].lstrip()  # the answer after the model's thought
+            prompt_tokens = int(enc["attention_mask"][i].sum())
+            completion_tokens = len(tokens) if stop is None else stop + 1
             replies.append(Reply(
-                text=self.tokenizer.decode(kept, skip_special_tokens=True),
+                text=text,
                 model=self.model,
                 sampling=s.to_dict(),
                 logprobs=self._logprobs(logits[i], kept, req.top_logprobs) if req.top_logprobs else None,
                 finish_reason="length" if stop is None else "stop",
-                usage={"prompt_tokens": int(enc["attention_mask"][i].sum()),
-                       "completion_tokens": len(tokens) if stop is None else stop + 1,
-                       "total_tokens": int(enc["attention_mask"][i].sum()) + (len(tokens) if stop is None else stop + 1)},
+                usage={"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                       "total_tokens": prompt_tokens + completion_tokens},
             ))
         return replies
 
@@ -324,57 +606,77 @@ class TransformersJudge(Judge):
     def _answer_logprobs(self, queries: list[AnswerQuery]) -> list[float]:
         try:
             return self._teacher_forced(queries)
+        except JudgeError:
+            raise
         except Exception as e:
-            if len(queries) == 1:
-                q = queries[0]
-                raise JudgeError(f"{self.model}: cannot score answer {q.answer!r} to {q.question!r} "
-                                 f"about {q.image!r}: {type(e).__name__}: {e}") from e
-            return [lp for q in queries for lp in self._answer_logprobs([q])]  # find the culprit, keep the rest
+            if not _is_out_of_memory(e):
+                raise JudgeError(f"judge {self.model} [{self.family}]: scoring answers failed: "
+                                 f"{type(e).__name__}: {e}") from e
+            self._free_memory()
+            if len(queries) > 1:
+                half = len(queries) // 2
+                return self._answer_logprobs(queries[:half]) + self._answer_logprobs(queries[half:])
+            raise JudgeUnavailable(f"judge {self.model} [{self.family}] ran out of memory scoring one answer: "
+                                   f"{type(e).__name__}: {e}") from e
+
+    def answer_ids(self, prompt_ids: list[int], answer: str) -> list[int]:
+        """The token ids of ``answer`` as they follow ``prompt_ids`` (one unpadded, encoded prompt).
+
+        The end of the prompt from its last control token on (``<|im_start|>assistant\\n``,
+        ``<image>\\n... ASSISTANT:``, ``<bos>...\\n``) is decoded and tokenised again with and without
+        the answer, written with the template's ``lead``; the answer's ids are what the answer adds.
+        """
+        start = max((k for k, t in enumerate(prompt_ids) if t in self._special_ids), default=0)
+        key = (tuple(prompt_ids[start:]), answer)
+        if key not in self._answer_ids_cache:
+            _, lead = self.answer_context()
+            tail = self.tokenizer.decode(prompt_ids[start:], skip_special_tokens=False,
+                                         clean_up_tokenization_spaces=False)
+            base = self.tokenizer(tail, add_special_tokens=False).input_ids
+            full = self.tokenizer(tail + lead + answer, add_special_tokens=False).input_ids
+            if full[: len(base)] != base:
+                raise JudgeError(f"judge {self.model} [{self.family}]: the answer {answer!r} merges with the end of "
+                                 f"the prompt {tail[-40:]!r} under this tokenizer; it cannot be scored in context")
+            if len(full) == len(base):
+                raise JudgeError(f"answer {answer!r} has no tokens")
+            self._answer_ids_cache[key] = full[len(base):]
+        return self._answer_ids_cache[key]
 
     def _teacher_forced(self, queries: list[AnswerQuery]) -> list[float]:
-        """log P(answer tokens | image, question), summed over the answer's tokens.
+        """log P(answer tokens | image, question), summed over the answer's tokens, in context.
 
-        The answer is tokenised on its own, as the model would write it right after
-        the generation prompt (``▁Yes`` for SentencePiece-style tokenizers, ``Yes``
-        for byte-level ones), so no merge can straddle the prompt and the answer.
-
-        Each row is [left padding, prompt ending in the generation prompt, answer
-        tokens, right padding]: every prompt ends at the same column, so the logits
-        that predict the answers are one slice for the whole batch; padding is
-        masked, and positions come from the attention mask as in ``generate``.
+        The prompt is the rendered generation prompt (with a thinking block closed, see
+        :meth:`answer_context`); ``generate`` runs with each row's answer forced token by token
+        (greedy, the other rows' answers ending with end-of-sequence), and the answer tokens'
+        log-probabilities are read from its raw logits: the same forward passes, positions,
+        attention masks and token types as generation, for every family.
         """
         import torch
 
-        answers = [self.tokenizer(q.answer, add_special_tokens=False).input_ids for q in queries]
-        for q, ids in zip(queries, answers):
-            if not ids:
+        for q in queries:
+            if not q.answer:
                 raise JudgeError(f"answer {q.answer!r} has no tokens")
-        enc = self._encode([[{"role": "user", "content": [{"type": "image", "image": self._image(q.image)},
-                                                         {"type": "text", "text": q.question}]}]
-                            for q in queries])
-        batch, prompt_len = enc["input_ids"].shape
-        width = max(map(len, answers))
-        answer_ids = torch.full((batch, width), self.tokenizer.pad_token_id, dtype=torch.long, device=self.device)
-        answer_mask = torch.zeros((batch, width), dtype=enc["attention_mask"].dtype, device=self.device)
+        conversations = [[{"role": "user", "content": [{"type": "image", "image": self._image(q.image)},
+                                                        {"type": "text", "text": self._plain(q.question)}]}]
+                         for q in queries]
+        closing, _ = self.answer_context()
+        enc = self._encode([t + closing for t in self._render(conversations)], conversations)
+        rows = [ids[mask.bool()].tolist() for ids, mask in zip(enc["input_ids"], enc["attention_mask"])]
+        answers = [self.answer_ids(row, q.answer) for row, q in zip(rows, queries)]
+        config = copy.deepcopy(self.hf_model.generation_config)
+        config.update(do_sample=False, temperature=None, top_p=None, top_k=None, min_new_tokens=None,
+                      max_new_tokens=max(map(len, answers)), output_logits=True, return_dict_in_generate=True)
+        if config.pad_token_id is None:
+            config.pad_token_id = self.tokenizer.pad_token_id
+        eos = config.eos_token_id
+        filler = (eos[0] if isinstance(eos, list) else eos) if eos is not None else config.pad_token_id
+        with self._failing_as("scoring answers"), torch.inference_mode():
+            out = self.hf_model.generate(**enc, generation_config=config,
+                                         logits_processor=[_forced_tokens(answers, filler)])
+        logits = torch.stack(out.logits, 1).float().log_softmax(-1)
+        totals = []
         for i, ids in enumerate(answers):
-            answer_ids[i, : len(ids)] = torch.tensor(ids)
-            answer_mask[i, : len(ids)] = 1
-
-        inputs = dict(enc)
-        inputs["input_ids"] = torch.cat([enc["input_ids"], answer_ids], 1)
-        inputs["attention_mask"] = torch.cat([enc["attention_mask"], answer_mask], 1)
-        for key, value in enc.items():  # other per-token inputs (token types...) extend as plain text
-            if (key not in ("input_ids", "attention_mask") and torch.is_tensor(value)
-                    and not value.is_floating_point() and value.shape[:2] == (batch, prompt_len)):
-                inputs[key] = torch.cat([value, value.new_zeros((batch, width, *value.shape[2:]))], 1)
-        if self._takes_positions:
-            # generate's own rule (3-D rope for Qwen-VL); the model's default would count the left padding
-            inputs["position_ids"] = self.hf_model._prepare_position_ids_for_generation(inputs["input_ids"], inputs)
-        if self._takes_logits_to_keep:
-            inputs["logits_to_keep"] = width + 1
-        with torch.inference_mode():
-            logits = self.hf_model(**inputs, use_cache=False).logits
-        # logits at column prompt_len - 1 + j predict answer token j
-        logits = logits[:, -(width + 1) : -1] if self._takes_logits_to_keep else logits[:, prompt_len - 1 : -1]
-        token_lp = logits.float().log_softmax(-1).gather(-1, answer_ids.unsqueeze(-1)).squeeze(-1)
-        return (token_lp * answer_mask).sum(-1).tolist()
+            if len(ids) > logits.shape[1]:  # the row ended early: its answer holds an end-of-sequence token
+                raise JudgeError(f"answer {queries[i].answer!r} contains the end-of-sequence token of {self.model}")
+            totals.append(float(sum(logits[i, j, t] for j, t in enumerate(ids))))
+        return totals

@@ -4,7 +4,10 @@ Expected values are computed here independently, with the processor and the
 model called directly, never through the judge's own helpers.
 """
 
+import json
 import math
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -217,13 +220,22 @@ def test_pixel_budget_applied_once_per_image(vlm, monkeypatch):
 
 
 def test_control_tokens_in_text_are_plain_text(judge):
-    [reply] = judge.chat([ChatRequest.simple("What does <image> mean? </s> Go on.")])
+    """A request's text cannot stand for an image or close a turn: its control tokens encode as text."""
+    request = ChatRequest.simple(_image(0), "What does <image> mean? </s> Go on.")
+    [reply] = judge.chat([request])
     assert reply.ok and reply.usage["completion_tokens"] == LENGTH
+    conversation = judge._conversation(request.messages)
+    ids = judge._encode(judge._render([conversation]), [conversation])["input_ids"][0].tolist()
+    tokenizer = judge.tokenizer
+    image_id = tokenizer.convert_tokens_to_ids("<image>")
+    assert ids.count(tokenizer.eos_token_id) == 0 and ids.count(tokenizer.bos_token_id) == 1
+    assert ids.count(image_id) == judge.hf_model.config.image_seq_length  # the real image's tokens only
+    assert "What does <image> mean? </s> Go on." in tokenizer.decode(ids).replace("\u200b", "")
 
 
-def test_a_failing_request_does_not_sink_its_batch(judge, monkeypatch):
-    requests = _requests()[:4]
-    expected = [judge.chat([r])[0].text for r in requests]
+def test_a_deterministic_error_raises_at_once_with_the_family_and_the_cause(judge, monkeypatch):
+    """A processor that refuses an image fails the same way however often it is asked: the judge raises
+    a JudgeError naming the model's family and the cause instead of returning failed replies."""
     bad = ChatRequest.simple(_image(9, (13, 13)), "Broken?")
     ip_class = type(judge.processor.image_processor)
     real_call = ip_class.__call__
@@ -235,12 +247,75 @@ def test_a_failing_request_does_not_sink_its_batch(judge, monkeypatch):
         return real_call(self, images, *args, **kwargs)
 
     monkeypatch.setattr(ip_class, "__call__", failing_call)
-    replies = judge.chat(requests[:2] + [bad] + requests[2:])
-    assert not replies[2].ok and "cannot decode this image" in replies[2].error and replies[2].text == ""
-    assert [r.text for r in replies[:2] + replies[3:]] == expected
-    assert all(r.ok for r in replies[:2] + replies[3:])
-    with pytest.raises(JudgeError, match="Broken"):
+    with pytest.raises(JudgeError, match=r"\[llava \(LlavaProcessor\)\]: the processor failed: ValueError: cannot decode"):
+        judge.chat(_requests()[:2] + [bad])
+    with pytest.raises(JudgeError, match=r"llava.*cannot decode this image"):
         judge.answer_probability([AnswerQuery(_image(1), "Fine?"), AnswerQuery(bad.images[0], "Broken?")])
+
+
+def test_a_template_error_raises_and_a_metric_ends_with_it_instead_of_nan(vlm):
+    import evaluate
+
+    from t2ireason.data import load_rows
+
+    no_system = ("{% for m in messages %}{% if m.role == 'system' %}{{ raise_exception('System role not supported') }}"
+                 "{% endif %}{{ m.role }}: {% for c in m.content %}{% if c.type == 'text' %}{{ c.text }}"
+                 "{% else %}<image>\n{% endif %}{% endfor %}\n{% endfor %}ASSISTANT:")
+    kwargs = {"device": "cpu", "processor_kwargs": {"chat_template": no_system}, "sampling": {"max_tokens": 8}}
+    judge = load_judge(f"hf:{vlm}", **kwargs)
+    with pytest.raises(JudgeError, match=r"llava.*chat template.*System role not supported"):
+        judge.chat([ChatRequest.simple(_image(0), "Red?", system_prompt="Be strict.")])
+    assert judge.chat([ChatRequest.simple(_image(0), "Red?")])[0].ok  # the template itself works
+    # a template that cannot render anything ends the metric with the cause, not r2i_score=NaN
+    broken = {**kwargs, "processor_kwargs": {"chat_template": "{{ raise_exception('broken template') }}"}}
+    rows = sorted((r for r in load_rows("r2i-bench") if r["questions"]), key=lambda r: len(r["questions"]))[:1]
+    metric = evaluate.load(str(Path(__file__).resolve().parents[2] / "metrics" / "r2i_score"), judge=f"hf:{vlm}",
+                           judge_kwargs=broken, cache=False, progress=False)
+    with pytest.raises(JudgeError, match=r"llava \(LlavaProcessor\)\]: rendering the chat template failed.*broken"):
+        metric.compute(predictions=[_image(1).image], references=rows)
+
+
+def test_out_of_memory_is_transient_and_splits_the_batch(judge, monkeypatch):
+    requests = _requests()[:4]
+    expected = [r.text for r in judge.chat(requests)]
+    real_generate = type(judge.hf_model).generate
+    calls = []
+
+    def small_batches_only(self, *args, **kwargs):
+        calls.append(kwargs["input_ids"].shape[0])
+        if kwargs["input_ids"].shape[0] > 1:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return real_generate(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(judge.hf_model), "generate", small_batches_only)
+    replies = judge.chat(requests)
+    assert [r.text for r in replies] == expected and calls == [4, 2, 1, 1, 2, 1, 1]
+
+    def never_fits(self, *args, **kwargs):
+        raise torch.OutOfMemoryError("CUDA out of memory")
+
+    monkeypatch.setattr(type(judge.hf_model), "generate", never_fits)
+    replies = judge.chat(requests[:2])
+    assert all(not r.ok and r.transient and "out of memory" in r.error for r in replies)
+    from t2ireason.judges import JudgeUnavailable
+
+    with pytest.raises(JudgeUnavailable, match="out of memory"):
+        judge.yes_probability([_image(1)], ["Red?"])
+
+
+def test_a_broken_torchvision_is_refused_at_load_naming_the_fix(vlm, tmp_path, monkeypatch):
+    """torchvision built for another torch fails at import ('operator torchvision::nms does not exist') and
+    breaks transformers' processors for every family: the judge says so before loading anything."""
+    fake = tmp_path / "torchvision"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("raise RuntimeError('operator torchvision::nms does not exist')\n")
+    (tmp_path / "torchvision-0.99.0.dist-info").mkdir()
+    (tmp_path / "torchvision-0.99.0.dist-info" / "METADATA").write_text("Name: torchvision\nVersion: 0.99.0\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(__import__("sys").modules, "torchvision", raising=False)
+    with pytest.raises(JudgeError, match=r"torchvision 0\.99\.0 is installed but cannot be used beside torch .*"
+                                         r"nms does not exist.*torchvision==0\.\d+\.\*.*make vision"):
+        load_judge(f"hf:{vlm}", device="cpu")
 
 
 def test_bad_model_path_is_a_clear_error(tmp_path):
@@ -266,6 +341,92 @@ def test_identity_names_what_changes_answers(judge):
     ident = judge.identity()
     assert ident["backend"] == "hf" and ident["model"] == judge.model and ident["dtype"] == "float32"
     assert ident["generate_kwargs"] == {"min_new_tokens": LENGTH} and ident["max_pixels"] is None
+    assert ident["family"] == "llava" and len(ident["chat_template_sha256"]) == 64
+
+
+def test_a_model_saved_again_in_the_same_folder_is_another_judge(vlm, tmp_path):
+    import shutil
+
+    folder = tmp_path / "retrained"
+    shutil.copytree(vlm, folder)
+    before = load_judge(f"hf:{folder}", device="cpu")
+    before.hf_model.save_pretrained(folder)  # e.g. a fine-tuned judge written over the old one
+    after = load_judge(f"hf:{folder}", device="cpu")
+    assert before.identity()["files_sha256"] != after.identity()["files_sha256"]
+
+
+@pytest.mark.slow
+def test_judges_that_answer_differently_never_share_cache_entries(vlm, tmp_path):
+    """Every option that changes a reply changes the identity, so the response cache keeps them apart."""
+    from t2ireason.judges.cache import CachedJudge
+    from t2ireason.testing import VLM_CHAT_TEMPLATE
+
+    variants = {
+        "default": {},
+        "template": {"processor_kwargs": {"chat_template": VLM_CHAT_TEMPLATE.replace("ASSISTANT:", "ANSWER:")}},
+        "template_options": {"chat_template_kwargs": {"add_vision_id": True}},
+        "processor_option": {"processor_kwargs": {"patch_size": 8}},
+        "model_option": {"model_kwargs": {"low_cpu_mem_usage": True}},
+        "attention": {"attn_implementation": "eager"},
+        "generation_config": {"generation_config": "model"},
+        "generate_kwargs": {"generate_kwargs": {"repetition_penalty": 1.3}},
+        "pixels": {"max_pixels": 32 * 32},
+        "dtype": {"dtype": "bfloat16"},
+        "structured_output": {"structured_output": False},
+    }
+    judges = {k: load_judge(f"hf:{vlm}", device="cpu", sampling=Sampling(max_tokens=3), **v) for k, v in variants.items()}
+    identities = [json.dumps(j.identity(), sort_keys=True) for j in judges.values()]
+    assert len(set(identities)) == len(identities)
+    path = tmp_path / "cache.sqlite"
+    request = ChatRequest.simple(_image(0), "Is it red?")
+    first = CachedJudge(judges["default"], path)
+    first.chat([request]), first.yes_probability([_image(0)], ["Is it red?"])
+    assert first.stored == 2  # the reply and the probability
+    for name, j in judges.items():
+        cached = CachedJudge(j, path)
+        cached.chat([request])
+        cached.yes_probability([_image(0)], ["Is it red?"])
+        assert cached.hits == (2 if name == "default" else 0), name
+
+
+def test_generation_config_model_decodes_with_the_checkpoints_own_settings(vlm, tmp_path):
+    """generation_config="model": temperature, top-p and top-k from the checkpoint's generation_config.json
+    (still seeded per request, so reproducible and cached), recorded with every reply and in the identity."""
+    import shutil
+
+    folder = tmp_path / "sampling-checkpoint"
+    shutil.copytree(vlm, folder)
+    config = json.loads((folder / "generation_config.json").read_text())
+    config.update(do_sample=True, temperature=0.7, top_p=0.9, top_k=5)
+    (folder / "generation_config.json").write_text(json.dumps(config))
+    own = load_judge(f"hf:{folder}", device="cpu", generation_config="model",
+                     sampling=Sampling(max_tokens=6, seed=3), generate_kwargs={"min_new_tokens": 6})
+    ours = load_judge(f"hf:{folder}", device="cpu", sampling=Sampling(max_tokens=6, seed=3),
+                      generate_kwargs={"min_new_tokens": 6})
+    request = ChatRequest.simple(_image(0), "Describe it.")
+    [reply] = own.chat([request])
+    assert reply.sampling == {"temperature": 0.7, "top_p": 0.9, "max_tokens": 6, "seed": 3}
+    assert own.resolve_sampling(request).deterministic  # seeded: cacheable
+    assert own.chat([request])[0].text == reply.text == own.chat([_requests()[0], request])[1].text
+    assert ours.chat([request])[0].text != reply.text  # ours is greedy unless asked
+    assert own.identity()["generation_config"] == "model" and "generation_config" not in ours.identity()
+    with pytest.raises(ValueError, match="generation_config must be one of sampling, model"):
+        load_judge(f"hf:{folder}", generation_config="checkpoint")
+    # a greedy checkpoint under "model" answers exactly as the project's greedy default
+    greedy = load_judge(f"hf:{vlm}", device="cpu", generation_config="model", sampling=Sampling(max_tokens=6),
+                        generate_kwargs={"min_new_tokens": 6})
+    default = load_judge(f"hf:{vlm}", device="cpu", sampling=Sampling(max_tokens=6), generate_kwargs={"min_new_tokens": 6})
+    assert greedy.chat([request])[0].text == default.chat([request])[0].text
+
+
+def test_scoring_uses_no_private_transformers_api():
+    """P(answer) is teacher-forced through generate (public), not through generate's private helpers."""
+    import inspect
+
+    from t2ireason.judges import transformers_judge
+
+    source = inspect.getsource(transformers_judge)
+    assert not re.search(r"hf_model\._|processor\._|tokenizer\._", source)
 
 
 SCORE_SCHEMA = {
