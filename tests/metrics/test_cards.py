@@ -97,7 +97,7 @@ def test_every_card_has_the_same_space_metadata():
     publish = _publish_spaces()
     metas = {card.parent.name: front_matter(card.read_text()) for card in CARDS}
     rendered = build.render_template(
-        "metric_card.md.j2", title="Toy", description="Scores toys.", metric="toy", benchmark=None, how_to_use="",
+        "metric_card.md.j2", title="Toy", description="Scores toy images against their toy prompts, one by one.", metric="toy", benchmark=None, how_to_use="",
         inputs=[], outputs=[], differences=[], limitations="", citation="", references=[])
     metas["(template)"] = front_matter(rendered)
     for name, meta in metas.items():
