@@ -53,9 +53,10 @@ def metric_folders(root: Path = HERE) -> list[Path]:
 
 
 def build_wheel(out_dir: Path) -> Path:
-    """The package's wheel, built from this checkout with ``python -m build``."""
+    """The package's wheel, built from this checkout with ``python -m build`` (the sdist first, then
+    the wheel from it, so nothing left over in the checkout's ``build/`` can slip in)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(out_dir), str(ROOT)],
+    done = subprocess.run([sys.executable, "-m", "build", "--outdir", str(out_dir), str(ROOT)],
                           capture_output=True, text=True)
     if done.returncode:
         raise RuntimeError(f"python -m build failed (pip install build?):\n{done.stderr[-2000:]}")

@@ -296,3 +296,12 @@ def test_the_readme_install_line_works_from_the_wheel(space_venv, tmp_path):
              "m = t2ireason.load_metric('meta_evaluation');"
              "print(round(m.compute(predictions=[0.1, 0.4, 0.35, 0.8], references=[1, 2, 3, 4])['kendall_tau'], 4))")
     assert _run([python, "-c", check], env=env, cwd=tmp_path, timeout=300).stdout.split()[-1] == "0.6667"
+
+
+@pytest.mark.slow
+def test_publishing_without_a_wheel_builds_one(tmp_path, capsys):
+    assert pub.main(["--out", str(tmp_path), "--only", "meta_evaluation"]) == 0
+    space = tmp_path / "meta_evaluation"
+    assert (space / "t2ireason" / "metric.py").is_file() and (space / "meta_evaluation.py").is_file()
+    assert "t2i-reason ships in this Space" in (space / "requirements.txt").read_text()
+    assert f"wrote {space}" in capsys.readouterr().out
