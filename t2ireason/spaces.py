@@ -3,8 +3,8 @@ files, once per setting, and the Gradio app of a judged benchmark metric.
 
 A Space (``metrics/publish_spaces.py``) holds the metric folder and this package beside it;
 ``app.py`` builds a Gradio app over the module and ``python app.py`` serves it (on Spaces,
-``GRADIO_SERVER_NAME`` makes it listen on every interface). Gradio is the Space's SDK, not a
-dependency of the package: it is imported only here, when an app is built.
+``GRADIO_SERVER_NAME`` makes it listen on every interface). Gradio is the Space's SDK (the
+``space`` extra to run an app elsewhere), imported only here, when an app is built.
 """
 
 from __future__ import annotations

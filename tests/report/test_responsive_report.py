@@ -135,9 +135,12 @@ def test_report_fits_the_screen(browser, reports, name, width):
     page.close()
 
 
+@pytest.mark.parametrize("embed", [False, True], ids=["linked", "embedded"])
 @pytest.mark.parametrize("width", WIDTHS)
-def test_a_thumbnail_opens_the_image_at_full_size(browser, reports, width):
-    path, _ = reports["prism-bench"]
+def test_a_thumbnail_opens_the_image_at_full_size(browser, reports, width, embed):
+    path, results = reports["prism-bench"]
+    if embed:  # one self-contained file: the images are data URLs, which a new tab would refuse to open
+        path = write_html_report(results[:3], path.parent, title="embedded", filename="embedded.html", embed_images=True)
     page = browser.new_page(viewport={"width": width, "height": 900})
     errors = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
@@ -154,6 +157,7 @@ def test_a_thumbnail_opens_the_image_at_full_size(browser, reports, width):
     page.keyboard.press("Escape")
     assert not viewer.evaluate("d => d.open")
     # the link also opens the file itself (a new tab, a download), relative to the report
-    assert page.locator("#gallery a.thumb").first.get_attribute("href") == "../images/big.png"
+    href = page.locator("#gallery a.thumb").first.get_attribute("href")
+    assert href == (None if embed else "../images/big.png")
     assert errors == []
     page.close()
