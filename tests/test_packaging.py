@@ -46,12 +46,11 @@ def test_the_wheel_holds_the_metrics_as_real_files(wheel_files):
 
 def test_the_wheel_holds_every_piece_of_package_data(wheel_files):
     names = set(wheel_files)
-    for template_dir in (ROOT / "t2ireason" / "templates").iterdir():
-        for template in template_dir.iterdir():
-            assert f"t2ireason/templates/{template_dir.name}/{template.name}" in names
-    for sample in (ROOT / "t2ireason" / "samples").rglob("*"):
-        if sample.is_file() and "__pycache__" not in sample.parts:
-            assert f"t2ireason/{sample.relative_to(ROOT / 't2ireason').as_posix()}" in names, sample
+    for data in ("templates", "samples"):
+        files = [f for f in (ROOT / "t2ireason" / data).rglob("*") if f.is_file() and "__pycache__" not in f.parts]
+        assert files
+        for f in files:
+            assert f"t2ireason/{f.relative_to(ROOT / 't2ireason').as_posix()}" in names, f
     for card in (ROOT / "hub_cards").iterdir():
         assert f"t2ireason/hub_cards/{card.name}" in names
     assert "t2ireason/report/templates/report.html.j2" in names
