@@ -4,7 +4,9 @@ files, once per setting, and the Gradio app of a judged benchmark metric.
 A Space (``metrics/publish_spaces.py``) holds the metric folder and this package beside it;
 ``app.py`` builds a Gradio app over the module and ``python app.py`` serves it (on Spaces,
 ``GRADIO_SERVER_NAME`` makes it listen on every interface). Gradio is the Space's SDK (the
-``space`` extra to run an app elsewhere), imported only here, when an app is built.
+``space`` extra to run an app elsewhere), imported only here, when an app is built. (evaluate
+0.4.6's ``launch_gradio_widget`` builds on gradio 3's ``gr.inputs``, gone since gradio 4, so the
+apps build their own Blocks.)
 """
 
 from __future__ import annotations
