@@ -157,8 +157,7 @@ def space_venv(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("space")
     wheel = distributions()["wheel"]
-    spaces = {name: pub.write_space(METRICS_DIR / name, root / name, wheel=wheel)
-              for name in ("vqascore", "prism_score")}
+    spaces = {f.name: pub.write_space(f, root / f.name, wheel=wheel) for f in FOLDERS}
     venv = root / "venv"
     _run([sys._base_executable, "-m", "venv", str(venv)], timeout=300)
     python = venv / "bin" / "python"
@@ -236,6 +235,33 @@ def test_the_space_does_not_install_the_package(space_venv):
     done = subprocess.run([space_venv["python"], "-m", "pip", "show", "t2i-reason"], capture_output=True, text=True,
                           env=env)
     assert done.returncode != 0 and "not found" in done.stderr  # what the apps import is the package shipped in the Space's folder
+
+
+BUILD_EVERY_APP = """
+import json, runpy, sys
+endpoints = {}
+for folder in json.loads(sys.argv[1]):
+    sys.path.insert(0, folder)
+    app = runpy.run_path(folder + "/app.py", run_name="space_app")  # built, not launched
+    endpoints[folder.rsplit("/", 1)[-1]] = sorted(app["demo"].get_api_info()["named_endpoints"])
+    assert sys.modules["t2ireason"].__file__.startswith(folder), sys.modules["t2ireason"].__file__
+    for name in [m for m in sys.modules if m == "t2ireason" or m.startswith("t2ireason.")]:
+        del sys.modules[name]  # the next Space imports its own copy
+    sys.path.remove(folder)
+print(json.dumps(endpoints))
+"""
+
+
+@pytest.mark.slow
+@VENV_TIMEOUT
+def test_every_space_app_builds_from_its_own_files(space_venv):
+    """Each app.py builds its Gradio app with the cards' gradio and the package shipped in its folder."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(GRADIO_ANALYTICS_ENABLED="False", HF_HUB_OFFLINE="1")
+    folders = [str(space_venv["spaces"][f.name]) for f in FOLDERS]
+    done = _run([space_venv["python"], "-c", BUILD_EVERY_APP, json.dumps(folders)], env=env, timeout=600)
+    endpoints = json.loads(done.stdout.strip().splitlines()[-1])
+    assert endpoints == {f.name: ["/compute"] if f.name == "meta_evaluation" else ["/score"] for f in FOLDERS}
 
 
 @pytest.mark.slow

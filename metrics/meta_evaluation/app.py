@@ -30,7 +30,7 @@ with gr.Blocks(title="Meta-evaluation") as demo:
     predictions = gr.Textbox(EXAMPLES["human"][0], label="predictions (JSON list)")
     references = gr.Textbox(EXAMPLES["human"][1], label="references (JSON list)")
     groups = gr.Textbox(label="groups (optional JSON list)")
-    config.change(lambda c: EXAMPLES[c], config, [predictions, references])
+    config.change(lambda c: EXAMPLES[c], config, [predictions, references], api_visibility="private")
     button = gr.Button("Compute", variant="primary")
     result = gr.JSON(label="Result")
     button.click(compute, [config, predictions, references, groups], result, api_name="compute")
