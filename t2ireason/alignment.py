@@ -19,15 +19,18 @@ cosines are clamped: per image (Hessel) or only the average (torchmetrics).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from .images import as_image
+from .images import ImageError, as_image, load_images
 from .judges.base import VQASCORE_QUESTION
 
 __all__ = [
     "VQASCORE_QUESTION", "DEFAULT_VQASCORE_JUDGE", "vqascore",
-    "CLIP_DEFINITIONS", "DEFAULT_CLIP_MODEL", "clip_definition", "CLIPScorer", "clip_score", "aggregate_clip_scores",
+    "CLIP_DEFINITIONS", "DEFAULT_CLIP_MODEL", "clip_definition", "CLIPScorer", "CLIPLoadError", "clip_score",
+    "aggregate_clip_scores", "check_clip_model", "score_readable", "mean_of_scored",
 ]
 
 #: The judge MT2IE (seed 002) uses for VQAScore, and the best of its Table 2. The
@@ -54,6 +57,29 @@ def vqascore(images: Sequence[Any], prompts: Sequence[str], judge: Any, *,
     return judge.yes_probability(images, questions, progress=progress)
 
 
+def score_readable(images: Sequence[Any], prompts: Sequence[str],
+                   score: Any) -> tuple[list[float | None], list[str | None]]:
+    """``score(images, prompts)`` on the images that can be read; for the others a None score and
+    the reason: one unreadable image (empty, truncated, not an image, a decompression bomb) is that
+    image's failure, not the batch's. Returns the scores and the errors, both in input order."""
+    if len(images) != len(prompts):
+        raise ValueError(f"got {len(images)} images but {len(prompts)} prompts")
+    loaded = load_images(images)
+    errors = [f"unreadable image: {x}" if isinstance(x, ImageError) else None for x in loaded]
+    keep = [i for i, e in enumerate(errors) if e is None]
+    scores: list[float | None] = [None] * len(loaded)
+    if keep:
+        for i, s in zip(keep, score([loaded[i] for i in keep], [prompts[i] for i in keep]), strict=True):
+            scores[i] = s
+    return scores, errors
+
+
+def mean_of_scored(scores: Sequence[float | None]) -> float | None:
+    """The mean of the scores that exist (failures left out, never counted as zero); None if none."""
+    scored = [s for s in scores if s is not None]
+    return sum(scored) / len(scored) if scored else None
+
+
 # -- CLIPScore --------------------------------------------------------------------
 
 #: definition -> (weight, default text prefix); see the module docstring
@@ -74,9 +100,28 @@ def clip_definition(definition: str) -> tuple[float, str]:
     return CLIP_DEFINITIONS[definition]
 
 
+class CLIPLoadError(OSError):
+    """The CLIP model could not be loaded; the message names it and how to choose another."""
+
+
+def _looks_like_a_folder(model: str) -> bool:
+    return model.startswith(("/", "./", "../", "~")) or model.count("/") > 1  # a Hub id has one slash
+
+
+def check_clip_model(model: str) -> None:
+    """Refuse, before anything loads, a model given as a local folder that does not exist."""
+    if not isinstance(model, (str, os.PathLike)) or not str(model).strip():
+        raise ValueError(f"model must be a CLIP model's Hub id or local folder, got {model!r}")
+    path = Path(model).expanduser()
+    if _looks_like_a_folder(str(model)) and not path.is_dir():
+        raise CLIPLoadError(f"CLIP model folder {str(model)!r} " +
+                            ("is a file, not a model folder" if path.exists() else "does not exist"))
+
+
 class CLIPScorer:
     """A CLIP model and processor loaded once (``from_pretrained``: a Hub id or a
-    folder) that turns (image, text) pairs into cosine similarities, in batches."""
+    folder) that turns (image, text) pairs into cosine similarities, in batches.
+    A model that cannot be loaded raises :class:`CLIPLoadError` naming it."""
 
     def __init__(self, model: str = DEFAULT_CLIP_MODEL, *, device: str | None = None,
                  dtype: Any = None, batch_size: int = 32, revision: str | None = None):
@@ -89,8 +134,12 @@ class CLIPScorer:
         self.revision = revision
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.batch_size = batch_size
-        self.model = CLIPModel.from_pretrained(model, revision=revision, dtype=dtype).to(self.device).eval()
-        self.processor = AutoProcessor.from_pretrained(model, revision=revision)
+        check_clip_model(model)
+        try:
+            self.model = CLIPModel.from_pretrained(model, revision=revision, dtype=dtype).to(self.device).eval()
+            self.processor = AutoProcessor.from_pretrained(model, revision=revision)
+        except Exception as e:  # OSError when missing or offline, ValueError for another architecture...
+            raise CLIPLoadError(_load_failure(self.name, revision, e)) from e
 
     def identity(self) -> dict[str, Any]:
         return {"model": self.name, "revision": self.revision}
@@ -116,6 +165,19 @@ class CLIPScorer:
             e_t = getattr(e_t, "pooler_output", e_t).float()
             out.extend(torch.nn.functional.cosine_similarity(e_i, e_t, dim=-1).tolist())
         return out
+
+
+def _load_failure(model: str, revision: str | None, error: Exception) -> str:
+    from huggingface_hub import constants
+
+    rev = f" at revision {revision!r}" if revision else ""
+    which = "the default CLIP model" if model == DEFAULT_CLIP_MODEL else "CLIP model"
+    offline = (" The Hub is offline here (HF_HUB_OFFLINE is set) and the model is not in the local cache: "
+               "download it once while online, or pass a local folder." if constants.HF_HUB_OFFLINE else "")
+    cause = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return (f"cannot load {which} {model!r}{rev}.{offline} Choose another with "
+            f"evaluate.load(\"metrics/clip_score\", model=\"<Hub id or local folder>\") "
+            f"(e.g. torchmetrics' openai/clip-vit-large-patch14). Cause: {type(error).__name__}: {cause}")
 
 
 def clip_score(images: Sequence[Any], prompts: Sequence[str], scorer: CLIPScorer, *,

@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 import math
 import re
+from bisect import bisect_left
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -27,6 +29,7 @@ T = TypeVar("T")
 __all__ = [
     "ReplyParseError",
     "extract_json",
+    "MAX_REPLY_CHARS",
     "as_score",
     "score_list",
     "Parsed",
@@ -39,24 +42,181 @@ class ReplyParseError(ValueError):
     """A reply did not hold what was asked for; the message says what was wrong."""
 
 
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_-]*)[ \t]*\n?(.*?)```", re.DOTALL)
-_DECODER = json.JSONDecoder()
+#: The longest reply :func:`extract_json` reads (characters). Judges answer in a few KB; a reply
+#: far beyond this is a runaway generation or an attack, refused with a clear error.
+MAX_REPLY_CHARS = 1_000_000
+#: The deepest nesting a JSON value may have to count (Python's decoder recurses per level).
+MAX_DEPTH = 256
+
+_FENCE_MARK = "```"
+_FENCE_TAG = re.compile(r"[ \t]*[A-Za-z0-9_-]*[ \t]*\n?")
+_OPENERS = re.compile(r"[\[{]")
+_SPECIAL = re.compile(r'["\\\x00-\x1f]')  # what ends a run of plain characters inside a JSON string
+_HEX4 = re.compile(r"[0-9a-fA-F]{4}")
+_TOKEN = re.compile(r"""[ \t\n\r]*(?:
+    (?P<open>[\[{]) | (?P<close>[\]}]) | (?P<comma>,) | (?P<colon>:) | (?P<quote>")
+  | (?P<scalar>-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|true|false|null|NaN|-?Infinity))""", re.X)
+
+# Where a container is in its grammar: what it expects next.
+_VALUE_OR_END, _COMMA_OR_END, _VALUE, _KEY_OR_END, _COLON, _KEY, _MEMBER_VALUE = range(7)
+_WANTS_VALUE = (_VALUE_OR_END, _VALUE, _MEMBER_VALUE)
+
+
+def _fenced_blocks(text: str) -> list[str]:
+    """The bodies of ```-fenced blocks, in order (an optional language tag after the opening fence)."""
+    blocks, i = [], text.find(_FENCE_MARK)
+    while i >= 0:
+        body = _FENCE_TAG.match(text, i + 3).end()
+        close = text.find(_FENCE_MARK, body)
+        if close < 0:
+            break
+        blocks.append(text[body:close])
+        i = text.find(_FENCE_MARK, close + 3)
+    return blocks
+
+
+class _Scanner:
+    """Finds which ``{``/``[`` of a text start a complete, strictly valid JSON value, in linear time.
+
+    Each container is recognised once (a pushdown pass over tokens, the end of every
+    string found once from a memo of string ends), and what is known about a
+    position is kept: a later attempt starting inside a failed or finished value
+    reuses it instead of decoding the same characters again. ``work`` counts the
+    tokens and string steps examined, for the tests that check the cost is linear.
+    """
+
+    def __init__(self, text: str):
+        self.text = text
+        self.values: dict[int, tuple[int, int] | None] = {}  # start -> (end, depth), None if invalid
+        self.string_ends: dict[int, int] = {}  # special character -> end of the string, -1 if unterminated
+        self.specials = [m.start() for m in _SPECIAL.finditer(text)]
+        self.work = 0
+
+    def spans(self) -> list[tuple[int, int]]:
+        """The complete JSON values in order of appearance, outermost only: each ``(start, end)``."""
+        found, after = [], 0
+        for m in _OPENERS.finditer(self.text):
+            start = m.start()
+            self.work += 1
+            if start < after:
+                continue
+            value = self.value(start)
+            if value is not None:
+                found.append((start, value[0]))
+                after = value[0]
+        return found
+
+    def _string_end(self, quote: int) -> int:
+        """The end (past the closing quote) of the JSON string opening at ``quote``, -1 if invalid."""
+        text, specials, memo = self.text, self.specials, self.string_ends
+        path, pos, end = [], quote + 1, -1
+        while True:
+            self.work += 1
+            i = bisect_left(specials, pos)
+            if i == len(specials):
+                break
+            s = specials[i]
+            if s in memo:
+                end = memo[s]
+                break
+            path.append(s)
+            c = text[s]
+            if c == '"':
+                end = s + 1
+                break
+            if c != "\\":  # a raw control character: invalid in a strict JSON string
+                break
+            escaped = text[s + 1:s + 2]
+            if escaped and escaped in '"\\/bfnrt':
+                pos = s + 2
+            elif escaped == "u" and _HEX4.match(text, s + 2):
+                pos = s + 6
+            else:
+                break
+        for s in path:
+            memo[s] = end
+        return end
+
+    def value(self, start: int) -> tuple[int, int] | None:
+        """``(end, depth)`` of the JSON container starting at ``start``, None if it is not valid."""
+        memo, text = self.values, self.text
+        if start in memo:
+            return memo[start]
+        stack: deque[list[int]] = deque()  # [start, is_object, state, depth] per open container
+
+        def open_(at: int) -> None:
+            if len(stack) == MAX_DEPTH:  # the outermost would be too deep to count: drop it
+                memo[stack.popleft()[0]] = None
+            is_object = text[at] == "{"
+            stack.append([at, is_object, _KEY_OR_END if is_object else _VALUE_OR_END, 1])
+
+        def valued(frame: list[int], depth: int = 0) -> None:
+            frame[2] = _COMMA_OR_END
+            frame[3] = max(frame[3], depth + 1)
+
+        def fail() -> None:
+            for frame in stack:
+                memo[frame[0]] = None
+            stack.clear()
+
+        open_(start)
+        pos = start + 1
+        while stack:
+            self.work += 1
+            frame = stack[-1]
+            state = frame[2]
+            m = _TOKEN.match(text, pos)
+            if m is None:
+                fail()
+                break
+            kind = m.lastgroup
+            at, pos = m.start(kind), m.end()
+            if kind == "scalar" and state in _WANTS_VALUE:
+                valued(frame)
+            elif kind == "quote" and state in (*_WANTS_VALUE, _KEY_OR_END, _KEY):
+                pos = self._string_end(at)
+                if pos < 0:
+                    fail()
+                elif state in (_KEY_OR_END, _KEY):
+                    frame[2] = _COLON
+                else:
+                    valued(frame)
+            elif kind == "open" and state in _WANTS_VALUE:
+                if at not in memo:
+                    open_(at)
+                elif memo[at] is None:
+                    fail()
+                else:
+                    pos, depth = memo[at]
+                    valued(frame, depth)
+            elif kind == "close" and state in ((_KEY_OR_END, _COMMA_OR_END) if frame[1] else
+                                               (_VALUE_OR_END, _COMMA_OR_END)) and (text[at] == "}") == bool(frame[1]):
+                stack.pop()
+                depth = frame[3]
+                if depth > MAX_DEPTH:
+                    memo[frame[0]] = None
+                    fail()
+                else:
+                    memo[frame[0]] = (pos, depth)
+                    if stack:
+                        valued(stack[-1], depth)
+            elif kind == "comma" and state == _COMMA_OR_END:
+                frame[2] = _KEY if frame[1] else _VALUE
+            elif kind == "colon" and state == _COLON:
+                frame[2] = _MEMBER_VALUE
+            else:
+                fail()
+        return memo.get(start)
 
 
 def _strict_candidates(text: str) -> list[Any]:
     """Every JSON object or array that decodes strictly, in order of appearance (outermost only)."""
-    found, i = [], 0
-    while i < len(text):
-        if text[i] in "{[":
-            try:
-                value, end = _DECODER.raw_decode(text, i)
-            except (ValueError, RecursionError):  # RecursionError: absurdly deep nesting
-                i += 1
-                continue
-            found.append(value)
-            i = end
-        else:
-            i += 1
+    found = []
+    for start, end in _Scanner(text).spans():
+        try:
+            found.append(json.loads(text[start:end]))
+        except (ValueError, RecursionError):  # e.g. an integer of more digits than Python converts
+            continue
     return found
 
 
@@ -71,13 +231,15 @@ def _repaired(text: str) -> Any:
     return value if isinstance(value, (dict, list)) and value else None
 
 
-def extract_json(text: str, *, expect: type | tuple[type, ...] = (dict, list)) -> Any:
+def extract_json(text: str, *, expect: type | tuple[type, ...] = (dict, list),
+                 max_chars: int = MAX_REPLY_CHARS) -> Any:
     """The JSON value a reply carries.
 
     Looks, in order, at fenced code blocks (the last one first, since replies
     that reason before answering put the answer last), then at JSON values in
     the bare text (the last one first), and finally repairs broken JSON.
-    Only values of type ``expect`` count.
+    Only values of type ``expect`` count. The work is linear in the reply's
+    length; a reply longer than ``max_chars`` (:data:`MAX_REPLY_CHARS`) is refused.
 
     >>> extract_json('Reasoning... ```json\\n{"score": 7}\\n```')
     {'score': 7}
@@ -88,7 +250,10 @@ def extract_json(text: str, *, expect: type | tuple[type, ...] = (dict, list)) -
         raise ReplyParseError(f"reply is {type(text).__name__}, not text")
     if not text.strip():
         raise ReplyParseError("empty reply")
-    blocks = [body for _, body in _FENCE.findall(text)]
+    if len(text) > max_chars:
+        raise ReplyParseError(f"reply is {len(text):,} characters long, over the {max_chars:,} the parser reads "
+                              "(t2ireason.parsing.MAX_REPLY_CHARS): a runaway generation?")
+    blocks = _fenced_blocks(text)
     for source in [*reversed(blocks), text]:
         for value in reversed(_strict_candidates(source)):
             if isinstance(value, expect):

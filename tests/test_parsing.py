@@ -294,3 +294,140 @@ def test_score_pipeline_never_raises_anything_else(text):
         score_list(extract_json(text), 3, lo=0, hi=1)
     except ReplyParseError:
         pass
+
+
+# -- linear time, a size cap, the same answers as the plain decoder ----------------------------
+
+
+def _reference_extract_json(text, expect=(dict, list)):
+    """The straightforward algorithm (a strict decode tried at every bracket, fences by regex):
+    quadratic in the worst case, but obviously right; the fast one must agree with it."""
+    import re
+
+    decoder = json.JSONDecoder()
+
+    def candidates(source):
+        found, i = [], 0
+        while i < len(source):
+            if source[i] in "{[":
+                try:
+                    value, end = decoder.raw_decode(source, i)
+                except (ValueError, RecursionError):
+                    i += 1
+                    continue
+                found.append(value)
+                i = end
+            else:
+                i += 1
+        return found
+
+    blocks = [body for _, body in re.findall(r"```[ \t]*([A-Za-z0-9_-]*)[ \t]*\n?(.*?)```", text, re.S)]
+    for source in [*reversed(blocks), text]:
+        for value in reversed(candidates(source)):
+            if isinstance(value, expect):
+                return value
+    return None
+
+
+def _same(a, b):
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)  # NaN-safe equality
+
+
+@FAST
+@given(st.one_of(JSONISH, st.text(alphabet=st.sampled_from(list('{}[]":,\\` \nu0a1')), max_size=80),
+                 st.builds(lambda a, v, b: a + json.dumps(v) + b, JSONISH, json_values, JSONISH)))
+def test_strict_candidates_agree_with_the_plain_decoder(text):
+    """Wherever the plain decoder finds a value, the linear scanner finds the same one."""
+    from t2ireason.parsing import _fenced_blocks, _strict_candidates
+
+    expected = _reference_extract_json(text)
+    found = None
+    for source in [*reversed(_fenced_blocks(text)), text]:
+        found = next((v for v in reversed(_strict_candidates(source)) if isinstance(v, (dict, list))), None)
+        if found is not None:
+            break
+    assert _same(found, expected)
+
+
+def _work(text):
+    from t2ireason.parsing import _Scanner
+
+    scanner = _Scanner(text)
+    scanner.spans()
+    return scanner.work
+
+
+HOSTILE = {
+    "open brackets": lambda n: "[" * n,
+    "open objects": lambda n: '{"a":' * (n // 5),
+    "nested around an error": lambda n: "[" * (n // 2) + "x" + "]" * (n // 2),
+    "deep valid nesting": lambda n: "[" * (n // 2) + "]" * (n // 2),
+    "escaped quotes": lambda n: '["\\"' * (n // 4),
+    "strings holding brackets": lambda n: '["[' * (n // 3),
+    "unterminated strings": lambda n: '[1, "' * (n // 5),
+    "keys without values": lambda n: '{"k"' * (n // 4),
+    "prose with brackets": lambda n: "see [fig] and {x} " * (n // 18),
+}
+
+
+@pytest.mark.parametrize("shape", HOSTILE.values(), ids=HOSTILE.keys())
+def test_extract_json_work_is_linear_in_the_reply_length(shape):
+    """Counted steps (tokens and string scans), not seconds: doubling the reply doubles the work,
+    and every character costs a bounded number of steps (the old scanner re-read the rest of the
+    text from every bracket: 100 KB of '[' took 9.4 s)."""
+    small, large = _work(shape(20_000)), _work(shape(40_000))
+    assert large <= 2.2 * max(small, 1)
+    assert large <= 3 * 40_000
+
+
+@FAST
+@given(st.text(alphabet=st.sampled_from(list('{}[]":,\\ 1a')), min_size=1, max_size=400))
+def test_extract_json_work_is_bounded_per_character(text):
+    assert _work(text) <= 3 * len(text) + 2
+
+
+def test_nesting_beyond_the_depth_limit_is_not_a_value_but_what_it_holds_is():
+    from t2ireason.parsing import MAX_DEPTH
+
+    deep = "[" * (MAX_DEPTH + 10) + "1" + "]" * (MAX_DEPTH + 10)
+    value = extract_json(deep)
+    depth = 0
+    while isinstance(value, list):
+        value, depth = value[0], depth + 1
+    assert depth == MAX_DEPTH and value == 1
+    assert extract_json('[' * 100_000 + ' answer: {"score": 4}') == {"score": 4}
+
+
+def test_a_reply_over_the_size_cap_is_refused_naming_the_cap():
+    from t2ireason.parsing import MAX_REPLY_CHARS
+
+    with pytest.raises(ReplyParseError, match=r"1,000,001 characters long, over the 1,000,000 .*MAX_REPLY_CHARS"):
+        extract_json('{"score": 1}' + " " * (MAX_REPLY_CHARS - 11))
+    assert extract_json('{"score": 1}' + " " * (MAX_REPLY_CHARS - 12)) == {"score": 1}
+    with pytest.raises(ReplyParseError, match="over the 10 "):
+        extract_json('{"score": 10}', max_chars=10)
+
+
+def test_an_oversized_reply_is_reasked_like_any_unusable_reply():
+    judge = ScriptedJudge(["[" * 2_000_001, '{"score": 3}'])
+    [parsed] = ask_structured(judge, [request("Score it.")], lambda t: extract_json(t)["score"])
+    assert parsed.ok and parsed.value == 3 and parsed.reasks == 1
+    assert "over the 1,000,000" in judge.requests[1].messages[-1].text
+
+
+@FAST
+@given(st.lists(st.one_of(JSONISH, st.text(max_size=60), st.builds(json.dumps, json_values)), min_size=1, max_size=4),
+       st.integers(0, 2))
+def test_ask_structured_never_raises_and_never_drops(replies, max_reasks):
+    """Whatever the judge says, each request ends with a value or a failure keeping every reply."""
+    judge = ScriptedJudge(lambda request: replies[len(judge.requests) % len(replies)])
+    requests = [request("a"), request("b")]
+    results = ask_structured(judge, requests, lambda t: score_list(extract_json(t), 2, lo=0, hi=10),
+                             max_reasks=max_reasks)
+    assert len(results) == 2
+    for r in results:
+        assert 1 <= len(r.replies) <= max_reasks + 1
+        if r.ok:
+            assert len(r.value) == 2 and all(0 <= v <= 10 for v in r.value)
+        else:
+            assert r.error and r.value is None

@@ -2,33 +2,32 @@
 
 from pathlib import Path
 
-import evaluate
 import gradio as gr
-from evaluate.utils.gradio import parse_readme
 
-HERE = Path(__file__).parent
-_modules = {}  # model id -> module: each CLIP model is loaded once
+from t2ireason.alignment import DEFAULT_CLIP_MODEL
+from t2ireason.spaces import ModuleLoader, card_article
+
+HERE = Path(__file__).resolve().parent
+load = ModuleLoader(HERE / "clip_score.py")  # the Space's own module file; each CLIP model loaded once
 
 
 def score(image, prompt, model, definition):
-    if image is None or not prompt.strip():
+    if not image or not prompt.strip():
         raise gr.Error("Give an image and its prompt.")
-    if model not in _modules:
-        _modules[model] = evaluate.load(str(HERE / "clip_score.py"), model=model.strip())
-    return _modules[model].compute(predictions=[image], references=[prompt], definition=definition)
+    return load(model=model.strip()).compute(predictions=[image], references=[prompt], definition=definition)
 
 
 with gr.Blocks(title="CLIPScore") as demo:
     with gr.Row():
-        image = gr.Image(type="pil", label="Generated image")
+        image = gr.Image(type="filepath", label="Generated image")
         with gr.Column():
             prompt = gr.Textbox(label="Prompt")
-            model = gr.Textbox(label="CLIP model", value="openai/clip-vit-base-patch32")
+            model = gr.Textbox(DEFAULT_CLIP_MODEL, label="CLIP model", info="a Hub id or a local folder")
             definition = gr.Radio(["hessel", "torchmetrics"], value="hessel", label="Definition")
-            button = gr.Button("Score")
+            button = gr.Button("Score", variant="primary")
     result = gr.JSON(label="Result")
-    button.click(score, [image, prompt, model, definition], result)
-    gr.Markdown(parse_readme(HERE / "README.md"))
+    button.click(score, [image, prompt, model, definition], result, api_name="score")
+    gr.Markdown(card_article(HERE))
 
 if __name__ == "__main__":
     demo.launch()

@@ -11,9 +11,11 @@ CLIPScore measures prompt-image alignment as the cosine similarity of CLIP's ima
 Two definitions are in use and this module says which one it computes (`definition`):
 "hessel" (default; Hessel et al., 2021): 2.5 * max(cos(E_I, E_T), 0) per image, averaged, with each
 prompt prefixed by "A photo depicts " as in the reference code; "torchmetrics": 100 * cos per image,
-averaged, then the average clamped at 0, with no prefix. The CLIP model is loaded once per module
-instance with transformers' from_pretrained (a Hub id or a local folder; default
-openai/clip-vit-base-patch32, the model of Hessel et al. and of MT2IE's baseline).
+averaged, then the average clamped at 0, with no prefix. The CLIP model is loaded at the first
+compute and kept by the module instance, with transformers' from_pretrained (a Hub id or a local
+folder; default openai/clip-vit-base-patch32, the model of Hessel et al. and of MT2IE's baseline;
+choose another with evaluate.load(..., model=...)). An image that cannot be read is that image's
+failure (a None score and the reason), never the batch's.
 """
 
 _CITATION = """\
@@ -37,8 +39,12 @@ Init keyword arguments (evaluate.load(..., model=...)):
     prefix: text put before each prompt (default: "A photo depicts " for hessel, "" for torchmetrics).
     batch_size, device, dtype, revision: how the model is loaded and run.
 Returns:
-    clip_score: the corpus score under the definition.
-    scores: the per-image scores (hessel: clamped per image; torchmetrics: unclamped).
+    clip_score: the corpus score under the definition, over the images that could be read
+        (None if none could).
+    scores: the per-image scores (hessel: clamped per image; torchmetrics: unclamped); None for an
+        image that could not be read (empty, truncated, not an image, a decompression bomb).
+    errors: per image, None or why it could not be scored.
+    num_images, num_failed: how many images were given, and how many could not be scored.
     definition, model: what was computed, with which model.
 Examples:
     >>> clip = evaluate.load("metrics/clip_score", model=tiny_clip_folder)
@@ -55,11 +61,22 @@ class ClipScore(tm.ImageMetric):
     def __init__(self, model=alignment.DEFAULT_CLIP_MODEL, definition="hessel", prefix=None, batch_size=32,
                  device=None, dtype=None, revision=None, **kwargs):
         alignment.clip_definition(definition)  # an unknown definition fails here, not at compute
+        alignment.check_clip_model(model)  # so does a local folder that does not exist
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self.definition = definition
         self.prefix = prefix
-        self.scorer = alignment.CLIPScorer(model, device=device, dtype=dtype, batch_size=batch_size,
-                                           revision=revision)
+        self.model_name, self.revision = str(model), revision
+        self._scorer_kwargs = {"device": device, "dtype": dtype, "batch_size": batch_size, "revision": revision}
+        self._scorer = None
         super().__init__(**kwargs)
+
+    @property
+    def scorer(self):
+        """The CLIP model, loaded at first use and kept (alignment.CLIPLoadError names it if it cannot load)."""
+        if self._scorer is None:
+            self._scorer = alignment.CLIPScorer(self.model_name, **self._scorer_kwargs)
+        return self._scorer
 
     def _info(self):
         return evaluate.MetricInfo(
@@ -73,11 +90,16 @@ class ClipScore(tm.ImageMetric):
 
     def _compute(self, predictions, references, definition=None):
         definition = definition or self.definition
-        scores = alignment.clip_score(predictions, references, self.scorer, definition=definition,
-                                      prefix=self.prefix)
+        alignment.clip_definition(definition)
+        scores, errors = alignment.score_readable(predictions, references, lambda images, prompts: alignment.clip_score(
+            images, prompts, self.scorer, definition=definition, prefix=self.prefix))
+        scored = [s for s in scores if s is not None]
         return {
-            "clip_score": alignment.aggregate_clip_scores(scores, definition),
+            "clip_score": alignment.aggregate_clip_scores(scored, definition) if scored else None,
             "scores": scores,
+            "errors": errors,
+            "num_images": len(scores),
+            "num_failed": len(scores) - len(scored),
             "definition": definition,
-            "model": self.scorer.identity(),
+            "model": {"model": self.model_name, "revision": self.revision},
         }

@@ -1,5 +1,11 @@
-import evaluate
-from evaluate.utils import launch_gradio_widget
+"""The knowledge_checklist_score Space: score one generated image against its worldgenbench row with a judge of your choice."""
 
-module = evaluate.load("knowledge_checklist_score")
-launch_gradio_widget(module)
+from pathlib import Path
+
+from t2ireason.spaces import judged_metric_app
+
+HERE = Path(__file__).resolve().parent
+demo = judged_metric_app(HERE / "knowledge_checklist_score.py", "worldgenbench", title="Knowledge Checklist Score")
+
+if __name__ == "__main__":
+    demo.launch()

@@ -1,13 +1,13 @@
 """The meta_evaluation Space: agreement of metric scores with human ratings, human A/B/tie choices, or another judge."""
 
-import json
 from pathlib import Path
 
-import evaluate
 import gradio as gr
-from evaluate.utils.gradio import parse_readme
 
-HERE = Path(__file__).parent
+from t2ireason.spaces import ModuleLoader, card_article, parse_json
+
+HERE = Path(__file__).resolve().parent
+load = ModuleLoader(HERE / "meta_evaluation.py")  # the Space's own module file, one per configuration
 EXAMPLES = {
     "human": ("[0.1, 0.4, 0.35, 0.8]", "[1, 2, 3, 4]"),
     "preference": ("[[0.9, 0.2], [0.5, 0.5], [0.3, 0.7], [0.6, 0.1]]", '["A", "tie", "A", "B"]'),
@@ -16,25 +16,25 @@ EXAMPLES = {
 
 
 def compute(config, predictions, references, groups):
+    inputs = {"predictions": parse_json(predictions, "predictions"), "references": parse_json(references, "references")}
+    if groups.strip():
+        inputs["groups"] = parse_json(groups, "groups")
     try:
-        inputs = {"predictions": json.loads(predictions), "references": json.loads(references)}
-        if groups.strip():
-            inputs["groups"] = json.loads(groups)
-    except json.JSONDecodeError as e:
-        raise gr.Error(f"Inputs must be JSON lists: {e}") from None
-    return evaluate.load(str(HERE / "meta_evaluation.py"), config).compute(**inputs)
+        return load(config_name=config).compute(**inputs)
+    except ValueError as e:
+        raise gr.Error(str(e)) from None
 
 
 with gr.Blocks(title="Meta-evaluation") as demo:
     config = gr.Radio(list(EXAMPLES), value="human", label="Configuration")
-    predictions = gr.Textbox(label="predictions (JSON list)", value=EXAMPLES["human"][0])
-    references = gr.Textbox(label="references (JSON list)", value=EXAMPLES["human"][1])
+    predictions = gr.Textbox(EXAMPLES["human"][0], label="predictions (JSON list)")
+    references = gr.Textbox(EXAMPLES["human"][1], label="references (JSON list)")
     groups = gr.Textbox(label="groups (optional JSON list)")
-    config.change(lambda c: EXAMPLES[c], config, [predictions, references])
-    button = gr.Button("Compute")
+    config.change(lambda c: EXAMPLES[c], config, [predictions, references], api_visibility="private")
+    button = gr.Button("Compute", variant="primary")
     result = gr.JSON(label="Result")
-    button.click(compute, [config, predictions, references, groups], result)
-    gr.Markdown(parse_readme(HERE / "README.md"))
+    button.click(compute, [config, predictions, references, groups], result, api_name="compute")
+    gr.Markdown(card_article(HERE))
 
 if __name__ == "__main__":
     demo.launch()

@@ -1,5 +1,11 @@
-import evaluate
-from evaluate.utils import launch_gradio_widget
+"""The t2i_reasonscore Space: score one generated image against its t2i-reasonbench row with a judge of your choice."""
 
-module = evaluate.load("t2i_reasonscore")
-launch_gradio_widget(module)
+from pathlib import Path
+
+from t2ireason.spaces import judged_metric_app
+
+HERE = Path(__file__).resolve().parent
+demo = judged_metric_app(HERE / "t2i_reasonscore.py", "t2i-reasonbench", title="T2I-ReasonScore")
+
+if __name__ == "__main__":
+    demo.launch()

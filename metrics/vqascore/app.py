@@ -2,33 +2,32 @@
 
 from pathlib import Path
 
-import evaluate
 import gradio as gr
-from evaluate.utils.gradio import parse_readme
 
-HERE = Path(__file__).parent
-_modules = {}  # judge spec -> module: each judge is loaded once
+from t2ireason.alignment import DEFAULT_VQASCORE_JUDGE
+from t2ireason.spaces import ModuleLoader, card_article
+
+HERE = Path(__file__).resolve().parent
+load = ModuleLoader(HERE / "vqascore.py")  # the Space's own module file; each judge loaded once
 
 
 def score(image, prompt, judge):
-    if image is None or not prompt.strip():
+    if not image or not prompt.strip():
         raise gr.Error("Give an image and its prompt.")
-    if judge not in _modules:
-        _modules[judge] = evaluate.load(str(HERE / "vqascore.py"), judge=judge.strip(), cache=False)
-    return _modules[judge].compute(predictions=[image], references=[prompt])
+    return load(judge=judge.strip(), cache=False).compute(predictions=[image], references=[prompt])
 
 
 with gr.Blocks(title="VQAScore") as demo:
     with gr.Row():
-        image = gr.Image(type="pil", label="Generated image")
+        image = gr.Image(type="filepath", label="Generated image")
         with gr.Column():
             prompt = gr.Textbox(label="Prompt")
-            judge = gr.Textbox(label="Judge", value="hf:llava-hf/llava-v1.6-34b-hf",
+            judge = gr.Textbox(DEFAULT_VQASCORE_JUDGE, label="Judge",
                                info="hf:<model>, vllm:<model> or openai:<model>@<url> (keys from the Space's secrets)")
-            button = gr.Button("Score")
+            button = gr.Button("Score", variant="primary")
     result = gr.JSON(label="Result")
-    button.click(score, [image, prompt, judge], result)
-    gr.Markdown(parse_readme(HERE / "README.md"))
+    button.click(score, [image, prompt, judge], result, api_name="score")
+    gr.Markdown(card_article(HERE))
 
 if __name__ == "__main__":
     demo.launch()

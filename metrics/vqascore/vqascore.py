@@ -14,6 +14,7 @@ transformers model ("hf:<model id or folder>", teacher-forced), the vLLM engine 
 an OpenAI-compatible endpoint that returns log-probabilities ("openai:<model>@<url>").
 The default judge is MT2IE's, Llava-v1.6-34b (hf:llava-hf/llava-v1.6-34b-hf); the original VQAScore
 model, CLIP-FlanT5-XXL, is not a transformers model, so its figures are not reproduced by default.
+An image that cannot be read is that image's failure (a None score and the reason), never the batch's.
 """
 
 _CITATION = """\
@@ -36,9 +37,12 @@ Init keyword arguments (evaluate.load(..., judge=...)):
     cache: response cache (a path, True for the default place, False to disable).
     question: the question template, with a {prompt} placeholder (default: VQAScore's).
 Returns:
-    vqascore: the mean of the per-image scores (0 to 1).
-    scores: P("Yes") for each image, in order.
-    num_images: how many images were scored.
+    vqascore: the mean of the per-image scores (0 to 1) over the images that could be read
+        (None if none could).
+    scores: P("Yes") for each image, in order; None for an image that could not be read
+        (empty, truncated, not an image, a decompression bomb).
+    errors: per image, None or why it could not be scored.
+    num_images, num_failed: how many images were given, and how many could not be scored.
     judge: the judge's backend, model and revision.
 Examples:
     >>> from t2ireason.judges.scripted import ScriptedJudge
@@ -70,11 +74,13 @@ class Vqascore(tm.JudgeMixin, tm.ImageMetric):
         )
 
     def _compute(self, predictions, references):
-        scores = alignment.vqascore(predictions, references, self.judge, question=self.question,
-                                    progress=self.progress)
+        scores, errors = alignment.score_readable(predictions, references, lambda images, prompts: alignment.vqascore(
+            images, prompts, self.judge, question=self.question, progress=self.progress))
         return {
-            "vqascore": sum(scores) / len(scores) if scores else float("nan"),
+            "vqascore": alignment.mean_of_scored(scores),
             "scores": scores,
+            "errors": errors,
             "num_images": len(scores),
+            "num_failed": sum(s is None for s in scores),
             "judge": self.judge_info(),
         }

@@ -1,5 +1,6 @@
 """Every metric card (metrics/*/README.md): its ``>>>`` examples run offline as
-doctests, and its sections come in evaluate's order."""
+doctests, its sections come in evaluate's order, and its YAML front matter (the Space's
+configuration) is the same on every card but the title and the description."""
 
 from __future__ import annotations
 
@@ -22,6 +23,12 @@ SECTIONS = [
     ("Citation", r"citation"),
 ]
 
+#: the front matter every card shares, key for key (title and description are each card's own)
+SHARED_METADATA = {
+    "emoji": "🖼️", "colorFrom": "indigo", "colorTo": "pink", "sdk": "gradio", "python_version": "3.11",
+    "app_file": "app.py", "pinned": False, "license": "apache-2.0", "tags": ["evaluate", "metric", "text-to-image"],
+}
+FRONT_MATTER = re.compile(r"\A---\n(.*?)\n---\n", re.S)
 FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.S | re.M)
 
 
@@ -70,3 +77,46 @@ def test_heading_parser_ignores_code_and_finds_flexible_names(tmp_path):
     card.write_text("# Metric Card\n## Metric Description\n```\n## Citation\n>>> 1 + 1\n2\n```\n## How to Use\n")
     assert headings(card.read_text()) == ["Metric Description", "How to Use"]
     assert [e.source for e in card_doctest(card).examples] == ["1 + 1\n"]
+
+
+def front_matter(text: str) -> dict:
+    import yaml
+
+    m = FRONT_MATTER.match(text)
+    assert m, "no YAML front matter (--- ... ---) at the top of the card"
+    return yaml.safe_load(m.group(1))
+
+
+def test_every_card_has_the_same_space_metadata():
+    """One gradio version, one layout and one set of tags for every Space; the gradio version is the
+    one the Space test installs (tests/test_spaces.py), and the template writes the same header."""
+    from huggingface_hub import SpaceCard
+
+    from t2ireason import build
+
+    publish = _publish_spaces()
+    metas = {card.parent.name: front_matter(card.read_text()) for card in CARDS}
+    rendered = build.render_template(
+        "metric_card.md.j2", title="Toy", description="Scores toy images against their toy prompts, one by one.", metric="toy", benchmark=None, how_to_use="",
+        inputs=[], outputs=[], differences=[], limitations="", citation="", references=[])
+    metas["(template)"] = front_matter(rendered)
+    for name, meta in metas.items():
+        assert set(meta) == {*SHARED_METADATA, "sdk_version", "title", "description"}, name
+        assert {k: meta[k] for k in SHARED_METADATA} == SHARED_METADATA, name
+        assert meta["sdk_version"] == publish.GRADIO_VERSION, name
+        # evaluate's Space page shows the description: one whole sentence, never cut
+        assert isinstance(meta["description"], str) and meta["description"].endswith("."), name
+        assert 40 <= len(meta["description"]) <= 200, name
+    for card in CARDS:
+        data = SpaceCard(card.read_text()).data  # the Hub's own parser takes it
+        assert data.sdk == "gradio" and data.app_file == "app.py" and data.title == metas[card.parent.name]["title"]
+    assert len({m["title"] for m in metas.values()}) == len(metas)
+
+
+def _publish_spaces():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("publish_spaces", ROOT / "metrics" / "publish_spaces.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -3,7 +3,6 @@ registered here, evaluate's distributed mode, loading by bare name, and publishi
 
 from __future__ import annotations
 
-import importlib.util
 import threading
 from pathlib import Path
 
@@ -240,70 +239,3 @@ def test_load_metric_by_bare_name():
     assert m.compute(predictions=[[1.0, 0.0]], references=["A"])["pairwise_accuracy"] == 1.0
     with pytest.raises(ValueError, match=r"unknown metric 'nope'; known: .*meta_evaluation.*vqascore"):
         t2ireason.load_metric("nope")
-
-
-# -- publishing Spaces ------------------------------------------------------------
-
-def _publish_module():
-    spec = importlib.util.spec_from_file_location("publish_spaces", ROOT / "metrics" / "publish_spaces.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-class FakeApi:
-    def __init__(self, **kwargs):
-        self.kwargs, self.calls = kwargs, []
-
-    def create_repo(self, repo_id, **kwargs):
-        self.calls.append(("create_repo", repo_id, kwargs))
-
-    def create_commit(self, repo_id, operations, **kwargs):
-        self.calls.append(("create_commit", repo_id, {op.path_in_repo: op.path_or_fileobj for op in operations}, kwargs))
-
-
-def test_publish_builds_the_space_from_the_card():
-    from huggingface_hub import SpaceCard
-
-    pub = _publish_module()
-    api = FakeApi()
-    pub.publish(ROOT / "metrics" / "vqascore", "me/vqascore", api,
-                requirement="t2i-reason[openai] @ git+https://example.org/t2i-reason")
-    (op1, repo1, kw1), (op2, repo2, files, kw2) = api.calls
-    assert (op1, repo1) == ("create_repo", "me/vqascore")
-    assert kw1 == {"repo_type": "space", "space_sdk": "gradio", "private": False, "exist_ok": True}
-    assert (op2, repo2, kw2["repo_type"]) == ("create_commit", "me/vqascore", "space")
-    assert set(files) == {"README.md", "app.py", "requirements.txt", "vqascore.py"}
-    card = SpaceCard(files["README.md"].decode())
-    assert card.data.title == "VQAScore" and card.data.sdk == "gradio" and card.data.app_file == "app.py"
-    assert card.data.tags == ["evaluate", "metric"] and card.data.emoji
-    assert card.data.description.startswith("VQAScore (Lin et al., 2024) scores how well")
-    assert card.text.lstrip().startswith("# Metric Card for VQAScore")
-    assert files["requirements.txt"].decode().splitlines() == [
-        "evaluate==0.4.6", "t2i-reason[openai] @ git+https://example.org/t2i-reason"]
-
-
-def test_publish_cli(monkeypatch, capsys):
-    import huggingface_hub
-
-    pub = _publish_module()
-    made = []
-    monkeypatch.setattr(huggingface_hub, "HfApi", lambda **kw: made.append(FakeApi(**kw)) or made[-1])
-    monkeypatch.setattr(huggingface_hub, "get_token", lambda: None)
-    with pytest.raises(SystemExit):
-        pub.main(["--org", "me"])
-    assert "no Hub token" in capsys.readouterr().err and not made
-
-    assert pub.main(["--org", "me", "--only", "clip_score", "--dry-run"]) == 0
-    assert "would create/update space me/clip_score" in capsys.readouterr().out and not made
-
-    monkeypatch.setattr(huggingface_hub, "get_token", lambda: "hf_secret_token")
-    assert pub.main(["--org", "me", "--only", "clip_score", "meta_evaluation", "--private"]) == 0
-    (api,) = made
-    assert [c[:2] for c in api.calls] == [("create_repo", "me/clip_score"), ("create_commit", "me/clip_score"),
-                                          ("create_repo", "me/meta_evaluation"),
-                                          ("create_commit", "me/meta_evaluation")]
-    assert api.calls[0][2]["private"] is True
-    assert "hf_secret_token" not in capsys.readouterr().out
-    with pytest.raises(SystemExit):
-        pub.main(["--org", "me", "--only", "nope", "--dry-run"])
