@@ -15,7 +15,8 @@ background thread. What it does for each request is a *behaviour*:
   ``lambda r: Fail(500) if r.attempt == 0 else Answer(r.text.upper())``.
 
 The server records every request it receives (``server.requests``; with
-``record=False`` only their number, for long runs with large bodies) and the
+``record=False`` only their number: bodies are read but neither parsed nor kept,
+and behaviours see an empty body, for long runs with large bodies) and the
 largest number it was handling at once (``server.max_in_flight``; both counts
 are also served at ``GET /v1/_stats`` for a client in another process).
 ``models`` names the served models: ``GET /v1/models`` lists them and a request
@@ -205,13 +206,15 @@ class ChatServer:
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
-            body = await request.json()
             if self.record:
+                body = await request.json()
                 key = json.dumps(body.get("messages"), sort_keys=True)
                 req = ReceivedRequest(body, dict(request.headers), self.received, self._seen.get(key, 0))
                 self._seen[key] = req.attempt + 1
                 self.requests.append(req)
-            else:  # long runs with large bodies: nothing kept, no attempt count
+            else:  # long runs with large bodies: read, neither parsed nor kept (the client is measured)
+                await request.body()
+                body = {}
                 req = ReceivedRequest(body, dict(request.headers), self.received, 0)
             self.received += 1
             if self.models is not None and body.get("model") not in self.models:

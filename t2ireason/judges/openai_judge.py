@@ -43,7 +43,6 @@ import os
 import queue
 import random
 import re
-import socket
 import sys
 import threading
 import time
@@ -79,7 +78,8 @@ DEFAULT_MAX_RETRY_AFTER = 60.0
 DEFAULT_MAX_REPLY_BYTES = 16 * 2**20
 #: seconds the endpoint check may take in all
 _CHECK_DEADLINE = 30.0
-_INSTALL_HINT = ("from a checkout of t2i-reason, pip install -e '.[openai]' (or pip install 'openai[aiohttp]')")
+_INSTALL_HINT = "from a checkout of t2i-reason, pip install -e '.[openai]' (or pip install aiohttp)"
+_DEFAULT_BASE_URL = f"https://{_OPENAI_HOST}/v1"
 
 
 def merge_top(pairs: Iterable[tuple[str, float]]) -> dict[str, float]:
@@ -162,7 +162,7 @@ class _TimedOut(Exception):
 
 def _retry_after(exc: BaseException) -> float | None:
     """Seconds the server asked us to wait (``retry-after-ms`` or ``Retry-After``), if any."""
-    headers = getattr(getattr(exc, "response", None), "headers", None)
+    headers = getattr(exc, "headers", None) or getattr(getattr(exc, "response", None), "headers", None)
     if not headers:
         return None
     for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
@@ -180,20 +180,37 @@ def _retry_after(exc: BaseException) -> float | None:
     return None
 
 
-def _chain(exc: BaseException) -> list[BaseException]:
-    """``exc`` and its causes, outermost first."""
-    out = [exc]
-    while (nxt := out[-1].__cause__ or out[-1].__context__) is not None and nxt not in out and len(out) < 20:
-        out.append(nxt)
-    return out
+class _HTTPStatus(Exception):
+    """The server answered with an error status; ``message`` is what its body says."""
+
+    def __init__(self, status: int, message: str, headers: Any):
+        self.status = status
+        self.message = message
+        self.headers = headers  # for Retry-After
+        super().__init__(f"HTTP {status}: {message}")
+
+
+def _error_message(data: bytes) -> str:
+    """What an error body says: OpenAI's ``{"error": {"message": ...}}``, FastAPI's ``{"detail": ...}``,
+    another JSON ``message``, or the text itself (cut short)."""
+    text = data.decode("utf-8", "replace").strip()
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return text[:500] or "(empty body)"
+    if isinstance(body, dict):
+        error = body.get("error")
+        for found in (error.get("message") if isinstance(error, dict) else error, body.get("detail"), body.get("message")):
+            if found:
+                return (found if isinstance(found, str) else json.dumps(found))[:500]
+    return text[:500]
 
 
 def _kind(exc: BaseException) -> str:
     """What failed: ``status`` (an HTTP error status), ``timeout``, ``connect`` (no connection
-    could be made), ``connection`` (it broke), ``malformed``, ``too_large`` or ``other``."""
-    import openai
-
-    if isinstance(exc, openai.APIStatusError):
+    could be made), ``tls`` (the server's certificate was refused), ``connection`` (it broke),
+    ``malformed``, ``too_large`` or ``other``."""
+    if isinstance(exc, _HTTPStatus):
         return "status"
     if isinstance(exc, _TimedOut):
         return "timeout"
@@ -201,29 +218,22 @@ def _kind(exc: BaseException) -> str:
         return "too_large"
     if isinstance(exc, (_Malformed, json.JSONDecodeError)):
         return "malformed"
-    if isinstance(exc, openai.APIConnectionError):
-        # openai reports every failure of the aiohttp transport's connection as a time-out:
-        # what happened is at the end of the chain of causes
-        causes = _chain(exc)[1:]
-        if any(isinstance(c, (ConnectionRefusedError, socket.gaierror)) or type(c).__name__ in _CONNECT_ERRORS
-               for c in causes):
-            return "connect"
-        root = causes[-1] if causes else exc
-        if isinstance(root, TimeoutError) or type(root).__name__.endswith(("Timeout", "TimeoutError")):
-            return "timeout"
-        return "connection"
+    import aiohttp
+
+    if isinstance(exc, (aiohttp.ClientConnectorCertificateError, aiohttp.ClientSSLError)):
+        return "tls"
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return "connect"
+    if isinstance(exc, (aiohttp.ClientError, ConnectionError)):
+        return "connection"  # dropped, reset, a reply cut short, an answer that is not HTTP
     return "other"
-
-
-#: exception types (by name, the transports' own) that say a connection could not be made
-_CONNECT_ERRORS = {"ClientConnectorError", "ClientConnectorDNSError", "ConnectError"}
 
 
 def _retryable(exc: BaseException) -> bool:
     """Worth asking again at once: the infrastructure failed, not the request."""
     kind = _kind(exc)
     if kind == "status":
-        return exc.status_code in (408, 409, 429) or exc.status_code >= 500
+        return exc.status in (408, 409, 429) or exc.status >= 500
     return kind in ("timeout", "connect", "connection", "malformed")  # a body not JSON: usually a proxy's hiccup
 
 
@@ -237,7 +247,7 @@ def _unavailable(exc: BaseException) -> bool:
     reached, it does not answer in time, or it says it is overloaded or rate-limited."""
     kind = _kind(exc)
     if kind == "status":
-        return exc.status_code in (408, 429, 502, 503, 504)
+        return exc.status in (408, 429, 502, 503, 504)
     return kind in ("timeout", "connect", "connection")
 
 
@@ -270,33 +280,19 @@ class _Budget:
         return (timeout, False) if timeout <= remaining else (max(remaining, 0.0), True)
 
 
-@functools.cache
-def _capped_stream_type() -> type:
-    """``httpx2.AsyncByteStream`` of a reply body that refuses to grow past a limit while it is read
-    (made on first use: httpx2 comes with the optional openai package)."""
-    import httpx2
+@functools.lru_cache(maxsize=64)
+def _sampling_dict(sampling: Sampling) -> dict[str, Any]:
+    return sampling.to_dict()
 
-    class CappedStream(httpx2.AsyncByteStream):
-        def __init__(self, inner: Any, limit: int):
-            self._inner = inner
-            self._limit = limit
 
-        async def __aiter__(self):
-            received = 0
-            async for chunk in self._inner:
-                received += len(chunk)
-                if received > self._limit:
-                    raise _ReplyTooLarge(self._limit)
-                yield chunk
-
-        async def aclose(self) -> None:
-            await self._inner.aclose()
-
-    return CappedStream
+def _as_dict(sampling: Sampling) -> dict[str, Any]:
+    """``sampling.to_dict()``, a fresh copy of one made once per setting (``dataclasses.asdict``
+    costs as much as reading a reply)."""
+    return dict(_sampling_dict(sampling))
 
 
 def _dumps(obj: Any) -> bytes:
-    """Compact JSON, as the openai client writes it."""
+    """Compact JSON."""
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
 
 
@@ -358,17 +354,30 @@ def _public_url(url: str | None) -> str | None:
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
-def _http_client(timeout: float, event_hooks: dict):
-    """openai's aiohttp transport where aiohttp is installed (the ``openai[aiohttp]`` extra),
-    else openai's default httpx2 one. openai recommends aiohttp for concurrency: it spends
-    about half the CPU time per request, and that time is what bounds how many requests
-    keep in flight (``perf/judges.py``)."""
-    import openai
+def _env_proxy(url: str) -> str | None:
+    """The proxy the environment names for ``url`` (``HTTPS_PROXY``, ``HTTP_PROXY``, ``NO_PROXY``...),
+    looked up once per judge rather than by the HTTP client for every request."""
+    import urllib.request
 
+    parts = urlsplit(url)
+    if parts.hostname and urllib.request.proxy_bypass(parts.hostname):
+        return None
+    return urllib.request.getproxies().get(parts.scheme)
+
+
+def _ssl_context():
+    """The system's certificate store, and certifi's where it is installed (as it is with most
+    Python HTTP stacks): a server's certificate is checked against both."""
+    import ssl
+
+    context = ssl.create_default_context()
     try:
-        return openai.DefaultAioHttpClient(timeout=timeout, event_hooks=event_hooks)
-    except RuntimeError:  # aiohttp is not installed
-        return openai.DefaultAsyncHttpxClient(timeout=timeout, event_hooks=event_hooks)
+        import certifi
+
+        context.load_verify_locations(certifi.where())
+    except (ImportError, OSError):
+        pass
+    return context
 
 
 def check_base_url(url: Any) -> str:
@@ -495,9 +504,9 @@ class OpenAIJudge(Judge):
         revision: str | None = None,
     ):
         try:
-            import openai
+            import aiohttp  # noqa: F401 - the transport, checked here rather than at the first request
         except ImportError as e:
-            raise JudgeError(f"the openai backend needs the openai package: {_INSTALL_HINT}") from e
+            raise JudgeError(f"the openai backend needs aiohttp: {_INSTALL_HINT}") from e
         self.check_options(
             base_url=base_url, max_concurrency=max_concurrency, timeout=timeout, deadline=deadline,
             max_retries=max_retries, max_retry_after=max_retry_after, max_reply_bytes=max_reply_bytes,
@@ -513,6 +522,7 @@ class OpenAIJudge(Judge):
         self.model = model
         self.revision = revision
         self.base_url = base_url.strip() if base_url else base_url
+        self._api_root = (self.base_url or os.environ.get("OPENAI_BASE_URL") or _DEFAULT_BASE_URL).rstrip("/")
         self.default_sampling = sampling or Sampling()
         self.max_concurrency = max_concurrency
         self.batch_size = max_concurrency
@@ -539,14 +549,13 @@ class OpenAIJudge(Judge):
                 raise JudgeError(f"no API key for {model!r} at {host}: set {key_var} or pass api_key=")
             api_key = "EMPTY"  # local servers usually take any key
         self._key_hint = key_var
-        # The key lives only inside the client; _scrub removes it from any text we emit.
-        # Each attempt is bounded by the judge itself (_on_the_wire); the client's own time-outs
-        # (between reads) sit a little beyond, so they never speak first. Replies are asked
-        # uncompressed, so the bytes counted against max_reply_bytes are the reply's own.
-        self._client = openai.AsyncOpenAI(
-            api_key=api_key, base_url=self.base_url, timeout=self.timeout + 5, max_retries=0,
-            default_headers={"Accept-Encoding": "identity"},
-            http_client=_http_client(self.timeout + 5, {"response": [self._cap_reply]}))
+        # The key lives only in these headers; _scrub removes it from any text we emit. Replies
+        # are asked uncompressed (and counted as they arrive, decompressed if a server compresses
+        # anyway) against max_reply_bytes.
+        self._headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json",
+                         "Accept": "application/json", "Accept-Encoding": "identity",
+                         "User-Agent": "t2i-reason (OpenAI-compatible judge)"}
+        self._session = None  # the aiohttp session, made on the private loop at the first request
         self._loop: _LoopThread | None = None
         self._closed = False
         self._loop_lock = threading.Lock()
@@ -583,10 +592,10 @@ class OpenAIJudge(Judge):
 
     @property
     def _where(self) -> str:
-        return _public_url(self.base_url) or f"https://{_OPENAI_HOST}/v1"
+        return _public_url(self._api_root)
 
     def _scrub(self, text: str) -> str:
-        key = self._client.api_key
+        key = self._headers["Authorization"].removeprefix("Bearer ")
         if key and key != "EMPTY" and len(key) >= 4:
             text = text.replace(key, "***")
         return re.sub(r"\bsk-[A-Za-z0-9_\-]{8,}", "sk-***", text)
@@ -606,13 +615,19 @@ class OpenAIJudge(Judge):
         if not requests:
             return []
         replies: list[Reply | None] = [None] * len(requests)
+        # With callbacks, each reply's index is handed to this thread as it arrives; without,
+        # this thread just waits for the end (a hand-off per reply costs the loop thread a
+        # GIL switch per reply).
+        stream = on_reply is not None or bool(progress)
         done: queue.SimpleQueue = queue.SimpleQueue()
 
         async def run_all():
             await self._ensure_checked()
 
             async def one(i: int, req: ChatRequest):
-                done.put((i, await self._ask(req)))
+                replies[i] = await self._ask(req)
+                if stream:
+                    done.put(i)
 
             tasks = [asyncio.ensure_future(one(i, r)) for i, r in enumerate(requests)]
             try:
@@ -623,22 +638,18 @@ class OpenAIJudge(Judge):
                 raise
 
         future = self._loop_thread().submit(run_all())
-        future.add_done_callback(lambda _: done.put(None))  # wakes us if run_all ended early
-        with progress_bar(len(requests), progress, desc=f"judge {self.model}") as bar:
-            try:
-                for _ in requests:
-                    item = done.get()
-                    if item is None:
-                        break
-                    i, reply = item
-                    replies[i] = reply
-                    if on_reply is not None:
-                        on_reply(i, reply)
-                    bar.update(1)
-            except BaseException:
-                future.cancel()
-                raise
-        future.result()
+        future.add_done_callback(lambda _: done.put(None))  # wakes us when run_all ends, early or not
+        try:
+            if stream:
+                with progress_bar(len(requests), progress, desc=f"judge {self.model}") as bar:
+                    while (i := done.get()) is not None:
+                        if on_reply is not None:
+                            on_reply(i, replies[i])
+                        bar.update(1)
+            future.result()
+        except BaseException:
+            future.cancel()
+            raise
         return replies  # type: ignore[return-value]
 
     def check(self) -> None:
@@ -689,7 +700,7 @@ class OpenAIJudge(Judge):
             encoder, self._encoder = self._encoder, None
             self._closed = True
         if loop is not None:
-            loop.close(self._client.close)
+            loop.close(self._close_session)
         if encoder is not None:
             encoder.shutdown(wait=False)
 
@@ -728,13 +739,13 @@ class OpenAIJudge(Judge):
         listed: list[str] | None = None
         try:
             listing = await self._with_retries(
-                lambda: self._on_the_wire(lambda: self._client.get("/models", cast_to=object), budget),
+                lambda: self._on_the_wire(lambda: self._call("GET", "/models"), budget),
                 budget, max_retries=retries, retry_connect=False)
             data = listing.get("data") if isinstance(listing, dict) else None
             if isinstance(data, list):
                 listed = [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
         except Exception as e:
-            absent = _kind(e) == "malformed" or _kind(e) == "status" and e.status_code in (404, 405)
+            absent = _kind(e) == "malformed" or _kind(e) == "status" and e.status in (404, 405)
             if not absent:
                 raise self._unusable(e, "listing the served models (GET /models)") from None
         if listed and (self.model in listed or f"models/{self.model}" in listed):
@@ -743,13 +754,12 @@ class OpenAIJudge(Judge):
                        "temperature": 0.0, self.max_tokens_param: 1, **self.extra_body})
         try:
             await self._with_retries(
-                lambda: self._on_the_wire(lambda: self._client.post("/chat/completions", content=body,
-                                                                     cast_to=object), budget),
+                lambda: self._on_the_wire(lambda: self._call("POST", "/chat/completions", body), budget),
                 budget, max_retries=retries, retry_connect=False)
         except Exception as e:
-            if _kind(e) == "status" and e.status_code in (400, 422):
+            if _kind(e) == "status" and e.status in (400, 422):
                 return  # it answers, and took the model: only this tiny request displeased it
-            if _kind(e) == "status" and e.status_code == 404:
+            if _kind(e) == "status" and e.status == 404:
                 served = ""
                 if listed:
                     import difflib
@@ -764,7 +774,7 @@ class OpenAIJudge(Judge):
     def _unusable(self, exc: BaseException, doing: str) -> JudgeError:
         """The error for a failed endpoint check: unavailable (nothing answers, or not in time) or not usable."""
         text = self._describe(exc)
-        if _unavailable(exc) or _kind(exc) == "status" and exc.status_code >= 500:
+        if _unavailable(exc) or _kind(exc) == "status" and exc.status >= 500:
             return JudgeUnavailable(f"{self} cannot answer: {text} (while {doing}); start the server or correct "
                                     "the URL (check=False skips this check)")
         return JudgeError(f"{self} cannot be used: {text} (while {doing})")
@@ -772,16 +782,14 @@ class OpenAIJudge(Judge):
     async def _ask(self, request: ChatRequest) -> Reply:
         """One request, retried; a failure becomes the reply's ``error``. Raises only
         :class:`JudgeUnavailable` (with ``on_unavailable="raise"``) or on cancellation."""
-        import openai
-
         sampling = self.resolve_sampling(request)
         structured = request.json_schema is not None and self._structured_ok
         try:
             await self._encode_images(request)
             try:
                 return await self._send(request, sampling, structured)
-            except openai.BadRequestError:
-                if not (structured and self.structured_output == "auto"):
+            except _HTTPStatus as e:
+                if not (e.status == 400 and structured and self.structured_output == "auto"):
                     raise
                 # The server does not take response_format: keep the schema in the prompt only.
                 logger.warning("%s rejected response_format=json_schema; sending requests without it", self)
@@ -823,14 +831,10 @@ class OpenAIJudge(Judge):
         budget = _Budget(self.deadline)
 
         async def attempt() -> Reply:
-            # The body is built in the slot, so at most max_concurrency bodies exist at once. It is
-            # plain JSON already, and so is the reply we read: posted and read as such (openai's
-            # documented way to call an endpoint with a raw body), skipping chat.completions.create's
-            # re-typing of every message part and of the reply, which costs more CPU than the HTTP
-            # exchange itself.
+            # The body is built in the slot, so at most max_concurrency bodies exist at once.
             completion = await self._on_the_wire(
-                lambda: self._client.post("/chat/completions", content=self._request_bytes(request, sampling, structured),
-                                          cast_to=object), budget)
+                lambda: self._call("POST", "/chat/completions", self._request_bytes(request, sampling, structured)),
+                budget)
             return self._to_reply(completion, sampling, structured)
 
         return await self._with_retries(attempt, budget)
@@ -920,13 +924,51 @@ class OpenAIJudge(Judge):
             return min(asked, self.max_retry_after)
         return random.uniform(0, min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1)))
 
-    async def _cap_reply(self, response) -> None:
-        """httpx response hook, before the body is read: a reply larger than ``max_reply_bytes``
-        (announced, or as it arrives) fails without being read."""
-        length = response.headers.get("content-length", "")
-        if length.isdigit() and int(length) > self.max_reply_bytes:
-            raise _ReplyTooLarge(self.max_reply_bytes, int(length))
-        response.stream = _capped_stream_type()(response.stream, self.max_reply_bytes)
+    async def _call(self, method: str, path: str, body: bytes | None = None) -> Any:
+        """One HTTP exchange with the API: the reply's JSON, or the failure as an exception.
+
+        aiohttp directly: the body is JSON bytes already and the reply is read as plain JSON, so
+        nothing between needs doing; openai's client (request options, httpx2's request and
+        response models over the same aiohttp transport) cost three to four times the CPU of the
+        exchange itself per request, and that CPU time is what bounds how many requests one
+        event loop keeps in flight (perf/README.md)."""
+        if self._session is None:  # on the private loop, which is the only one using it
+            import aiohttp
+            from yarl import URL
+
+            proxy = _env_proxy(self._api_root)
+            self._session = aiohttp.ClientSession(
+                headers=self._headers, proxy=proxy, proxy_auth=proxy and aiohttp.BasicAuth.from_url(URL(proxy)),
+                connector=aiohttp.TCPConnector(limit=0, ssl=_ssl_context()),  # the semaphore bounds it
+                timeout=aiohttp.ClientTimeout(total=None))  # _on_the_wire bounds every attempt whole
+        async with self._session.request(method, self._api_root + path, data=body) as response:
+            data = await self._read(response)
+            if response.status >= 400:
+                raise _HTTPStatus(response.status, _error_message(data), response.headers)
+        try:
+            return json.loads(data)
+        except ValueError:
+            raise _Malformed(f"not JSON ({data[:200]!r})") from None
+
+    async def _read(self, response) -> bytes:
+        """The reply body, refused once it passes ``max_reply_bytes`` (announced, or as it arrives)."""
+        limit = self.max_reply_bytes
+        length = response.content_length
+        if length is not None and length > limit:
+            raise _ReplyTooLarge(limit, length)
+        if length is not None and response.headers.get("Content-Encoding", "identity") == "identity":
+            return await response.read()  # its size is known and within the limit
+        chunks, received = [], 0
+        async for chunk in response.content.iter_any():  # chunked, or decompressed as it arrives
+            received += len(chunk)
+            if received > limit:
+                raise _ReplyTooLarge(limit)
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def _close_session(self) -> None:
+        if self._session is not None:
+            await self._session.close()
 
     def _describe(self, exc: BaseException) -> str:
         """What happened, clearly and without the key: the failure, how many attempts over how long,
@@ -935,7 +977,7 @@ class OpenAIJudge(Judge):
         where = self._where
         spent = getattr(exc, "attempt_seconds", None)
         if kind == "status":
-            msg, status = exc.message, exc.status_code
+            msg, status = exc.message, exc.status
             if status == 401:
                 msg = f"authentication failed at {where}: check the API key ({self._key_hint} or api_key=): {msg}"
             elif status == 403:
@@ -948,12 +990,11 @@ class OpenAIJudge(Judge):
         elif isinstance(exc, _TimedOut):
             text = (f"timed out: no complete reply within the {exc.seconds:.3g} s left of the request's deadline"
                     if exc.by_deadline else f"timed out: no complete reply within {exc.seconds:.3g} s (timeout)")
-        elif kind in ("timeout", "connect", "connection"):
-            root = _chain(exc)[-1]
-            cause = f"{type(root).__name__}: {root}" if str(root) else type(root).__name__
+        elif kind in ("connect", "connection", "tls"):
+            cause = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             after = f" after {spent:.1f} s" if spent is not None else ""
-            text = {"timeout": f"timed out{after} talking to {where}: {cause}",
-                    "connect": f"cannot connect to {where}: {cause}",
+            text = {"connect": f"cannot connect to {where}: {cause}",
+                    "tls": f"the certificate of {where} was refused (not retried): {cause}",
                     "connection": f"connection to {where} failed{after}: {cause}"}[kind]
         elif kind == "malformed":
             text = f"malformed response: {exc}"
@@ -1051,7 +1092,7 @@ class OpenAIJudge(Judge):
             raise _Malformed(f"not a chat completion ({str(completion)[:200]})") from e
         if structured and text and not self.structured_output_ignored and choice.get("finish_reason") != "length":
             self._notice_ignored_schema(text)
-        return Reply(text=text or "", model=completion.get("model") or self.model, sampling=sampling.to_dict(),
+        return Reply(text=text or "", model=completion.get("model") or self.model, sampling=_as_dict(sampling),
                      logprobs=logprobs, finish_reason=choice.get("finish_reason"), usage=usage)
 
     def _notice_ignored_schema(self, text: str) -> None:

@@ -18,7 +18,7 @@ from t2ireason.judges.base import AnswerQuery
 from t2ireason.judges.openai_judge import DEFAULT_MAX_RETRY_AFTER, OpenAIJudge, answer_logprob
 from t2ireason.testing_http import Answer, Disconnect, Drip, Fail, Hang, Huge, Malformed, serve
 
-pytest.importorskip("openai")
+pytest.importorskip("aiohttp")
 
 KEY = "sk-test-SECRET-0123456789abcdef"
 
@@ -358,27 +358,23 @@ def test_extra_body_is_merged_into_every_request():
     assert server.requests[1].body["top_logprobs"] == 3
 
 
-def test_without_aiohttp_the_default_transport_behaves_the_same(monkeypatch):
-    import openai
+def test_missing_aiohttp_says_how_to_install_from_a_checkout(monkeypatch):
+    import sys
 
-    pytest.importorskip("aiohttp")
-    with OpenAIJudge("m", base_url="http://127.0.0.1:9/v1") as judge:  # aiohttp where installed
-        assert type(judge._client._client).__name__ == "_InstalledAioHttpClient"
-    def missing(**kwargs):
-        raise RuntimeError("To use the aiohttp client you must have installed the package with the `aiohttp` extra")
+    monkeypatch.setitem(sys.modules, "aiohttp", None)  # makes `import aiohttp` fail
+    with pytest.raises(JudgeError, match=r"needs aiohttp: from a checkout of t2i-reason, pip install -e '\.\[openai\]'"):
+        OpenAIJudge("m", base_url="http://127.0.0.1:9/v1")
 
-    monkeypatch.setattr(openai, "DefaultAioHttpClient", missing)
-    with serve([Fail(429, retry_after=0), Hang(30), Answer("fine")]) as server, _judge(server, timeout=0.3) as judge:
-        assert judge._client._client.__class__.__name__ != "_InstalledAioHttpClient"
-        [reply] = judge.chat([ChatRequest.simple(_image(), "q")])
-    assert reply.text == "fine" and len(server.requests) == 3
-    with serve(Hang(30)) as server, _judge(server, timeout=0.3, max_retries=0, on_unavailable="record") as judge:
-        [reply] = judge.chat([ChatRequest.simple("q")])
-    assert reply.error == "timed out: no complete reply within 0.3 s (timeout)"
-    with serve(Huge(3_000_000)) as server, _judge(server, max_reply_bytes=1_000_000) as judge:
-        [reply] = judge.chat([ChatRequest.simple("q")])
-    assert "over the judge's limit of 1000000 bytes (max_reply_bytes)" in reply.error
-    test_connection_refused_is_a_reply_error()
+
+def test_error_bodies_of_every_shape_are_read(monkeypatch):
+    """OpenAI's {"error": {"message"}}, FastAPI's {"detail"}, plain text: the message is what the server said."""
+    from t2ireason.judges.openai_judge import _error_message
+
+    assert _error_message(b'{"error": {"message": "model overloaded", "code": 503}}') == "model overloaded"
+    assert _error_message(b'{"detail": "Not Found"}') == "Not Found"
+    assert _error_message(b'{"object": "error", "message": "bad image"}') == "bad image"
+    assert _error_message(b"<html>502 Bad Gateway</html>") == "<html>502 Bad Gateway</html>"
+    assert _error_message(b"") == "(empty body)"
 
 
 def test_judges_never_closed_leave_nothing_behind_at_exit(tmp_path):
@@ -644,14 +640,6 @@ def test_a_server_ignoring_response_format_is_noticed(caplog):
     assert [r.text for r in replies] == ["The score is 7."] * 3  # still the caller's to parse (and re-ask)
     assert judge.structured_output_ignored and "response_format" in server.requests[0].body
     assert caplog.text.count("the server ignored response_format (a JSON schema)") == 1
-
-
-def test_missing_openai_says_how_to_install_from_a_checkout(monkeypatch):
-    import sys
-
-    monkeypatch.setitem(sys.modules, "openai", None)
-    with pytest.raises(JudgeError, match=r"from a checkout of t2i-reason, pip install -e '\.\[openai\]'"):
-        OpenAIJudge("m", base_url="http://127.0.0.1:9/v1")
 
 
 # -- issue 18: images never block the client ------------------------------------------
