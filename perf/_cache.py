@@ -45,7 +45,7 @@ def _requests(pictures: list[Image.Image]) -> list[ChatRequest]:
 
 
 def _run(server, path: Path, pictures: list[Image.Image]) -> tuple[float, CachedJudge]:
-    with OpenAIJudge("perf-judge", base_url=server.base_url, api_key="sk-perf",
+    with OpenAIJudge("test-model", base_url=server.base_url, api_key="sk-perf",
                      max_concurrency=IN_FLIGHT) as inner:
         judge = CachedJudge(inner, path)
         start = time.perf_counter()

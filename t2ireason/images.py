@@ -57,6 +57,7 @@ class JudgeImage:
         self._resized: dict[int | None, Image.Image] = {}
         self._encoded: dict[tuple, tuple[str, bytes]] = {}
         self._urls: dict[tuple, str] = {}
+        self._url_bytes: dict[tuple, bytes] = {}
 
     @cached_property
     def digest(self) -> str:
@@ -123,6 +124,18 @@ class JudgeImage:
             mime, data = self.encoded(fmt, max_pixels, quality)
             self._urls[key] = f"data:{mime};base64," + base64.b64encode(data).decode()
         return self._urls[key]
+
+    def data_url_bytes(self, fmt: str | None = None, max_pixels: int | None = None, quality: int = 95, *,
+                       compute: bool = True) -> bytes | None:
+        """:meth:`data_url` as ASCII bytes, ready to be spliced into a JSON request body as they are
+        (a data URL holds no character JSON escapes). Memoised; with ``compute=False``, ``None``
+        unless already computed (a caller can then compute it away from a busy thread)."""
+        key = (fmt and fmt.upper(), max_pixels, quality)
+        url = self._url_bytes.get(key)
+        if url is None and compute:
+            mime, data = self.encoded(fmt, max_pixels, quality)
+            url = self._url_bytes[key] = b"data:" + mime.encode() + b";base64," + base64.b64encode(data)
+        return url
 
     def __repr__(self) -> str:
         src = f" from {self.source}" if self.source else ""

@@ -5,23 +5,32 @@ this server: a starlette app run by uvicorn on 127.0.0.1 (a free port) in a
 background thread. What it does for each request is a *behaviour*:
 
 - an action, used for every request: ``Answer("Yes")``, ``Fail(429, retry_after=1)``,
-  ``Fail(500)``, ``Hang()``, ``Malformed()``;
+  ``Fail(500)``, ``Hang()``, ``Malformed()``, and the misbehaviours of real servers and
+  proxies: ``Drip()`` (a reply trickling in a byte at a time), ``Huge(200_000_000)`` (a
+  reply too large to hold), ``Disconnect()`` (the connection closed without a reply);
 - a list of actions, used in arrival order (the last one repeats);
 - a plain string, shorthand for ``Answer(text)`` (also as a list item);
 - a function of the :class:`ReceivedRequest` returning an action or a plain
   string (shorthand for ``Answer(text)``), e.g.
   ``lambda r: Fail(500) if r.attempt == 0 else Answer(r.text.upper())``.
 
-The server records every request it receives (``server.requests``) and the
+The server records every request it receives (``server.requests``; with
+``record=False`` only their number: bodies are read but neither parsed nor kept,
+and behaviours see an empty body, for long runs with large bodies) and the
 largest number it was handling at once (``server.max_in_flight``; both counts
-are also served at ``GET /v1/_stats`` for a client in another process)::
+are also served at ``GET /v1/_stats`` for a client in another process).
+``models`` names the served models: ``GET /v1/models`` lists them and a request
+for another gets a 404, as from vLLM; ``None`` (the default) answers any model
+name, as a single-model server does, and lists ``test-model``. ``list_models=False``
+makes ``GET /v1/models`` a 404, as on servers without it; ``server.model_requests``
+counts its calls::
 
     from t2ireason.testing_http import Answer, serve
 
     with serve(Answer("Yes", top_logprobs=[{"Yes": -0.1, "No": -2.3}])) as server:
-        judge = load_judge(f"openai:my-model@{server.base_url}")
+        judge = load_judge(f"openai:test-model@{server.base_url}")
         ...
-    assert server.requests[0].body["model"] == "my-model"
+    assert server.requests[0].body["model"] == "test-model"
 
 Used by the tests, by ``perf/_http.py`` and by the offline demo.
 """
@@ -39,7 +48,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Answer", "Fail", "Hang", "Malformed", "ReceivedRequest", "ChatServer", "serve"]
+__all__ = ["Answer", "Fail", "Hang", "Malformed", "Drip", "Huge", "Disconnect", "ReceivedRequest", "ChatServer",
+           "serve"]
 
 
 # -- what the server does for one request ------------------------------------
@@ -87,7 +97,35 @@ class Malformed:
     delay: float = 0.0
 
 
-Action = Answer | Fail | Hang | Malformed
+@dataclass(frozen=True)
+class Drip:
+    """A 200 reply that trickles in: ``count`` bytes of leading whitespace one every
+    ``interval`` seconds, then a normal completion of ``text``. Each byte resets a
+    client's read time-out, so only a bound on the whole request ends it early."""
+
+    interval: float = 0.2
+    count: int = 20
+    text: str = "ok"
+
+
+@dataclass(frozen=True)
+class Huge:
+    """A 200 completion whose text is ``size`` bytes long, sent in 1 MiB chunks without a
+    ``Content-Length`` (chunked), or declaring its length first when ``declare_length``."""
+
+    size: int = 200_000_000
+    declare_length: bool = False
+
+
+@dataclass(frozen=True)
+class Disconnect:
+    """Close the connection without answering (a crashed server, or a proxy dropping the
+    request), after ``delay`` seconds."""
+
+    delay: float = 0.0
+
+
+Action = Answer | Fail | Hang | Malformed | Drip | Huge | Disconnect
 
 
 @dataclass
@@ -135,9 +173,15 @@ def _texts(content: Any) -> list[str]:
 class ChatServer:
     """The server; use :func:`serve` (or ``with ChatServer(behaviour) as server``)."""
 
-    def __init__(self, behaviour: Behaviour = Answer()):
+    def __init__(self, behaviour: Behaviour = Answer(), *, models: Sequence[str] | None = None,
+                 list_models: bool = True, record: bool = True):
         self.behaviour = behaviour
+        self.models = None if models is None else list(models)
+        self.list_models = list_models
+        self.record = record
         self.requests: list[ReceivedRequest] = []
+        self.received = 0  # requests received, recorded or not
+        self.model_requests = 0
         self.in_flight = 0
         self.max_in_flight = 0
         self.base_url: str | None = None
@@ -157,17 +201,36 @@ class ChatServer:
         return Answer(b) if isinstance(b, str) else b
 
     async def _chat(self, request):
-        from starlette.responses import JSONResponse, Response
+        from starlette.responses import JSONResponse, Response, StreamingResponse
 
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
-            body = await request.json()
-            key = json.dumps(body.get("messages"), sort_keys=True)
-            req = ReceivedRequest(body, dict(request.headers), len(self.requests), self._seen.get(key, 0))
-            self._seen[key] = req.attempt + 1
-            self.requests.append(req)
+            if self.record:
+                body = await request.json()
+                key = json.dumps(body.get("messages"), sort_keys=True)
+                req = ReceivedRequest(body, dict(request.headers), self.received, self._seen.get(key, 0))
+                self._seen[key] = req.attempt + 1
+                self.requests.append(req)
+            else:  # long runs with large bodies: read, neither parsed nor kept (the client is measured)
+                await request.body()
+                body = {}
+                req = ReceivedRequest(body, dict(request.headers), self.received, 0)
+            self.received += 1
+            if self.models is not None and body.get("model") not in self.models:
+                err = {"error": {"message": f"The model `{body.get('model')}` does not exist.", "type": "NotFoundError",
+                                 "param": "model", "code": 404}}
+                return JSONResponse(err, status_code=404)
             action = self._action(req)
+            if isinstance(action, Disconnect):
+                await asyncio.sleep(action.delay)
+                _connection(request).close()  # no status line, no headers: the client sees the connection drop
+                return Response(status_code=500)  # never reaches the client
+            if isinstance(action, Drip):
+                return StreamingResponse(self._drip(req, action), media_type="application/json")
+            if isinstance(action, Huge):
+                headers = {"content-length": str(_huge_length(action.size))} if action.declare_length else None
+                return StreamingResponse(_huge(action.size), media_type="application/json", headers=headers)
             if isinstance(action, Hang):
                 end = time.monotonic() + action.seconds
                 while not self._stopping and time.monotonic() < end:
@@ -185,16 +248,29 @@ class ChatServer:
         finally:
             self.in_flight -= 1
 
+    async def _drip(self, req: ReceivedRequest, action: Drip):
+        for _ in range(action.count):
+            if self._stopping:
+                return
+            yield b" "
+            await asyncio.sleep(action.interval)
+        yield json.dumps(_completion(req, Answer(action.text))).encode()
+
     async def _models(self, request):
         from starlette.responses import JSONResponse
 
-        return JSONResponse({"object": "list", "data": [{"id": "test-model", "object": "model"}]})
+        self.model_requests += 1
+        if not self.list_models:
+            return JSONResponse({"detail": "Not Found"}, status_code=404)
+        served = ["test-model"] if self.models is None else self.models
+        return JSONResponse({"object": "list", "data": [{"id": m, "object": "model", "owned_by": "test"}
+                                                        for m in served]})
 
     async def _stats(self, request):
         """What was received, for callers in another process (``GET /v1/_stats``)."""
         from starlette.responses import JSONResponse
 
-        return JSONResponse({"requests": len(self.requests), "max_in_flight": self.max_in_flight})
+        return JSONResponse({"requests": self.received, "max_in_flight": self.max_in_flight})
 
     def _app(self):
         from starlette.applications import Starlette
@@ -242,14 +318,48 @@ class ChatServer:
 
 
 @contextlib.contextmanager
-def serve(behaviour: Behaviour = Answer()) -> Iterator[ChatServer]:
+def serve(behaviour: Behaviour = Answer(), **options: Any) -> Iterator[ChatServer]:
     """Run a :class:`ChatServer` for the ``with`` block; ``server.base_url`` is its
-    OpenAI base URL (``http://127.0.0.1:<port>/v1``)."""
-    server = ChatServer(behaviour).start()
+    OpenAI base URL (``http://127.0.0.1:<port>/v1``). ``options``: ``models``, ``list_models``, ``record``."""
+    server = ChatServer(behaviour, **options).start()
     try:
         yield server
     finally:
         server.stop()
+
+
+_CHUNK = 1 << 20
+
+
+def _huge_head_tail() -> tuple[bytes, bytes]:
+    head = b'{"id": "chatcmpl-huge", "object": "chat.completion", "created": 0, "model": "test-model", ' \
+           b'"choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "'
+    return head, b'"}}]}'
+
+
+def _huge_length(size: int) -> int:
+    head, tail = _huge_head_tail()
+    return len(head) + size + len(tail)
+
+
+async def _huge(size: int):
+    """A valid completion whose text is ``size`` bytes of ``x``, in 1 MiB chunks."""
+    head, tail = _huge_head_tail()
+    yield head
+    chunk = b"x" * _CHUNK
+    for start in range(0, size, _CHUNK):
+        yield chunk[: min(_CHUNK, size - start)]
+        await asyncio.sleep(0)
+    yield tail
+
+
+def _connection(request) -> asyncio.Transport:
+    """The TCP transport under a starlette request: uvicorn's ``receive`` is a method of
+    its request-response cycle, which holds the connection's transport."""
+    transport = getattr(getattr(request.receive, "__self__", None), "transport", None)
+    if transport is None:
+        raise RuntimeError("Disconnect needs uvicorn's HTTP protocol (no transport found under the request)")
+    return transport
 
 
 def _completion(req: ReceivedRequest, answer: Answer) -> dict[str, Any]:

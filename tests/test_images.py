@@ -250,3 +250,17 @@ def test_inside_refuses_paths_made_from_data_that_leave_their_folder(tmp_path):
     (tmp_path / "link").symlink_to(tmp_path.parent)
     with pytest.raises(UnsafePath):
         inside(tmp_path, "link", "x.png")
+
+
+def test_data_url_bytes_is_the_data_url_memoised_and_can_be_asked_without_computing(picture, tmp_path):
+    from t2ireason.images import as_image
+
+    path = tmp_path / "p.png"
+    picture.save(path)
+    image = as_image(path)
+    assert image.data_url_bytes(compute=False) is None  # not computed yet: a caller can compute it elsewhere
+    url = image.data_url_bytes()
+    assert url.decode("ascii") == image.data_url() and url.startswith(b"data:image/png;base64,")
+    assert image.data_url_bytes(compute=False) is url and image.data_url_bytes() is url
+    assert image.data_url_bytes("JPEG", compute=False) is None and image.data_url_bytes("JPEG").startswith(
+        b"data:image/jpeg;base64,")

@@ -7,6 +7,7 @@ Any object implementing :class:`Judge`'s methods can be passed wherever a judge 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from .base import (
@@ -79,8 +80,10 @@ def _backend_class(backend: str) -> type:
 
 def validate_judge(spec: str | Judge | Any, kwargs: dict[str, Any] | None = None) -> None:
     """Check a judge spec and its backend options before anything is loaded or created, raising
-    :class:`JudgeError` with what is wrong: a malformed spec or unknown backend, a local model folder
-    that does not exist, an option the backend does not take (with a "did you mean").
+    :class:`JudgeError` with what is wrong: a malformed spec or unknown backend, a base URL that is
+    not an http(s) URL, a local model folder that does not exist, an option the backend does not
+    take (with a "did you mean"), an option value that cannot work (a time-out that is not a
+    positive number, an unknown choice), a ``sampling`` that is not one. Nothing is contacted.
     A judge object is accepted as it is."""
     import inspect
     from pathlib import Path
@@ -90,20 +93,59 @@ def validate_judge(spec: str | Judge | Any, kwargs: dict[str, Any] | None = None
             raise JudgeError(f"a judge is a spec string or an object with chat() and identity(); "
                              f"got {type(spec).__name__}")
         return
-    backend, model, _ = parse_spec(spec)
+    kwargs = dict(kwargs or {})
+    backend, model, base_url = parse_spec(spec)
+    if base_url is not None:
+        from .openai_judge import check_base_url
+
+        try:
+            check_base_url(base_url)
+        except JudgeError as e:
+            raise JudgeError(f"{e} (in {spec!r}, what follows the last '@' is the base URL)") from None
     if backend == "hf" and (model.startswith(("/", "./", "../", "~")) or Path(model).expanduser().exists()):
         folder = Path(model).expanduser()
         if not folder.is_dir():
             raise JudgeError(f"judge model folder {model!r} does not exist" if not folder.exists()
                              else f"judge model {model!r} is a file, not a model folder")
-    accepted = inspect.signature(_backend_class(backend).__init__).parameters
-    if any(p.kind is p.VAR_KEYWORD for p in accepted.values()):
+    if "sampling" in kwargs:
+        _check_sampling(kwargs["sampling"])
+    cls = _backend_class(backend)
+    accepted = inspect.signature(cls.__init__).parameters
+    if not any(p.kind is p.VAR_KEYWORD for p in accepted.values()):
+        names = [n for n in accepted if n not in ("self", "model")]
+        for key in kwargs:
+            if key not in names:
+                raise JudgeError(f"the {backend} judge backend takes no option {key!r}{_did_you_mean(key, names)}; "
+                                 f"its options: {', '.join(names)}")
+    check_options = getattr(cls, "check_options", None)
+    if check_options is not None:  # the backend's own checks of values, creating nothing
+        check_options(**{k: v for k, v in kwargs.items() if k != "sampling"})
+
+
+def _check_sampling(sampling: Any) -> None:
+    """A ``sampling`` option (a Sampling, or a dict of its fields as a command line gives it) that works."""
+    import dataclasses
+
+    if sampling is None or isinstance(sampling, Sampling):
         return
-    names = [n for n in accepted if n not in ("self", "model")]
-    for key in kwargs or {}:
+    names = [f.name for f in dataclasses.fields(Sampling)]
+    if not isinstance(sampling, dict):
+        raise JudgeError(f"sampling must be a dict of {', '.join(names)} (or a Sampling), got {sampling!r}")
+    for key, value in sampling.items():
         if key not in names:
-            raise JudgeError(f"the {backend} judge backend takes no option {key!r}{_did_you_mean(key, names)}; "
-                             f"its options: {', '.join(names)}")
+            raise JudgeError(f"sampling has no field {key!r}{_did_you_mean(str(key), names)}; its fields: "
+                             f"{', '.join(names)}")
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        whole = isinstance(value, int) and not isinstance(value, bool)
+        ok = {"temperature": number, "top_p": number, "max_tokens": whole, "seed": value is None or whole}[key]
+        if not ok or (number and not math.isfinite(value)):
+            kind = {"temperature": "a finite number", "top_p": "a finite number", "max_tokens": "a whole number",
+                    "seed": "a whole number or null"}[key]
+            raise JudgeError(f"sampling {key} must be {kind}, got {value!r}")
+    try:
+        Sampling(**sampling)
+    except ValueError as e:
+        raise JudgeError(f"sampling {sampling}: {e}") from None
 
 
 def load_judge(spec: str | Judge | Any, *, cache: str | None | bool = None, **kwargs: Any) -> Judge:

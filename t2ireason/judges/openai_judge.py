@@ -5,12 +5,24 @@ OpenAI itself, Gemini's OpenAI-compatible endpoint, or a vLLM / SGLang server::
     load_judge("openai:gpt-4.1")
     load_judge("openai:Qwen/Qwen2.5-VL-72B-Instruct@http://localhost:8000/v1")
 
-The whole batch is in flight at once, bounded by ``max_concurrency``; each
-request is retried with exponential backoff and full jitter on 429, 5xx, time-outs,
-connection errors and malformed responses (honouring ``Retry-After``); a request
-that still fails comes back as a ``Reply`` with ``error`` set. Other 4xx fail
-at once with a message saying what to fix. The API key never appears in a
-repr, a log line, a reply, an exception or :meth:`identity`.
+The whole batch is in flight at once, bounded by ``max_concurrency``. Before the
+judge's first request, the endpoint is checked (it answers, it serves the model),
+so a wrong URL, a server that is down or a model it does not serve is one clear
+error at once. Each request is retried with exponential backoff and full jitter on
+429, 5xx, time-outs, connection errors and malformed responses, honouring
+``Retry-After`` up to ``max_retry_after``; ``timeout`` bounds each attempt whole
+(a reply trickling in byte by byte included), ``deadline`` the request with all
+its attempts and waits, ``max_reply_bytes`` what is read of a reply. A request
+that still fails comes back as a ``Reply`` with ``error`` set and ``transient``
+saying whether the server or network failed; when the endpoint evidently cannot
+answer at all, :meth:`OpenAIJudge.chat` raises :class:`JudgeUnavailable` instead
+(``on_unavailable``). Other 4xx fail at once with a message saying what to fix.
+The API key never appears in a repr, a log line, a reply, an exception or
+:meth:`identity`.
+
+Images are turned into request bytes once each, in worker threads, never on the
+event loop that keeps the requests in flight; an image read from a file is sent
+as that file's own bytes.
 
 Answer probabilities (VQAScore through an API) come from a one-token reply with
 its top log-probabilities; see :func:`answer_logprob` for how token variants
@@ -23,6 +35,7 @@ import asyncio
 import atexit
 import concurrent.futures
 import email.utils
+import functools
 import json
 import logging
 import math
@@ -40,9 +53,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..images import JudgeImage
 from ..progress import progress_bar
-from .base import AnswerQuery, ChatRequest, Judge, JudgeError, Reply, Sampling, TokenLogprob
+from .base import AnswerQuery, ChatRequest, Judge, JudgeError, JudgeUnavailable, Reply, Sampling, TokenLogprob
 
-__all__ = ["OpenAIJudge", "answer_logprob", "merge_top"]
+__all__ = ["OpenAIJudge", "answer_logprob", "merge_top", "check_base_url"]
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +63,23 @@ logger = logging.getLogger(__name__)
 ANSWER_TOP_LOGPROBS = 20
 _GEMINI_HOST = "generativelanguage.googleapis.com"
 _OPENAI_HOST = "api.openai.com"
+
+# The reliability limits' defaults (README.md, "Reliability").
+#: seconds one attempt may take in all
+DEFAULT_TIMEOUT = 60.0
+#: seconds one request may take with all its attempts and the waits between them
+DEFAULT_DEADLINE = 300.0
+#: retries after the first attempt
+DEFAULT_MAX_RETRIES = 6
+#: the longest Retry-After obeyed, in seconds
+DEFAULT_MAX_RETRY_AFTER = 60.0
+#: the largest reply read, in bytes (a one-token reply with 20 log-probabilities is about 2 KB,
+#: 1,024 tokens of text about 5 KB)
+DEFAULT_MAX_REPLY_BYTES = 16 * 2**20
+#: seconds the endpoint check may take in all
+_CHECK_DEADLINE = 30.0
+_INSTALL_HINT = "from a checkout of t2i-reason, pip install -e '.[openai]' (or pip install aiohttp)"
+_DEFAULT_BASE_URL = f"https://{_OPENAI_HOST}/v1"
 
 
 def merge_top(pairs: Iterable[tuple[str, float]]) -> dict[str, float]:
@@ -102,37 +132,168 @@ def answer_logprob(top: dict[str, float], answer: str) -> float:
     return -math.inf
 
 
+class _BadOption(JudgeError, ValueError):
+    """An option of the judge has a value that cannot work."""
+
+
 class _Malformed(Exception):
     """The server answered 200 with something that is not a chat completion."""
 
 
+class _ReplyTooLarge(Exception):
+    """The server's reply is larger than the judge reads (``max_reply_bytes``)."""
+
+    def __init__(self, limit: int, announced: int | None = None):
+        self.limit = limit
+        size = f"announced {announced} bytes" if announced is not None else f"sent more than {limit} bytes"
+        super().__init__(f"reply too large: the server {size}, over the judge's limit of {limit} bytes "
+                         "(max_reply_bytes); not read further")
+
+
+class _TimedOut(Exception):
+    """An attempt had no complete reply within its time: the judge's own bound on the whole
+    attempt (connection, upload, every byte of the reply), not the client's gap between reads."""
+
+    def __init__(self, seconds: float, by_deadline: bool):
+        self.seconds = seconds
+        self.by_deadline = by_deadline
+        super().__init__(f"no complete reply within {seconds:.3g} s")
+
+
 def _retry_after(exc: BaseException) -> float | None:
     """Seconds the server asked us to wait (``retry-after-ms`` or ``Retry-After``), if any."""
-    headers = getattr(getattr(exc, "response", None), "headers", None)
+    headers = getattr(exc, "headers", None) or getattr(getattr(exc, "response", None), "headers", None)
     if not headers:
         return None
-    if (ms := headers.get("retry-after-ms")) is not None:
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
         try:
-            return max(0.0, float(ms) / 1000)
+            return max(0.0, float(value) / scale)
         except ValueError:
             pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
+        try:  # an HTTP date
+            return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
+        except (TypeError, ValueError, OverflowError):
+            pass
+    return None
+
+
+class _HTTPStatus(Exception):
+    """The server answered with an error status; ``message`` is what its body says."""
+
+    def __init__(self, status: int, message: str, headers: Any):
+        self.status = status
+        self.message = message
+        self.headers = headers  # for Retry-After
+        super().__init__(f"HTTP {status}: {message}")
+
+
+def _error_message(data: bytes) -> str:
+    """What an error body says: OpenAI's ``{"error": {"message": ...}}``, FastAPI's ``{"detail": ...}``,
+    another JSON ``message``, or the text itself (cut short)."""
+    text = data.decode("utf-8", "replace").strip()
     try:
-        return max(0.0, float(value))
+        body = json.loads(text)
     except ValueError:
-        when = email.utils.parsedate_to_datetime(value) if value else None
-        return None if when is None else max(0.0, when.timestamp() - time.time())
+        return text[:500] or "(empty body)"
+    if isinstance(body, dict):
+        error = body.get("error")
+        for found in (error.get("message") if isinstance(error, dict) else error, body.get("detail"), body.get("message")):
+            if found:
+                return (found if isinstance(found, str) else json.dumps(found))[:500]
+    return text[:500]
+
+
+def _kind(exc: BaseException) -> str:
+    """What failed: ``status`` (an HTTP error status), ``timeout``, ``connect`` (no connection
+    could be made), ``tls`` (the server's certificate was refused), ``connection`` (it broke),
+    ``malformed``, ``too_large`` or ``other``."""
+    if isinstance(exc, _HTTPStatus):
+        return "status"
+    if isinstance(exc, _TimedOut):
+        return "timeout"
+    if isinstance(exc, _ReplyTooLarge):
+        return "too_large"
+    if isinstance(exc, (_Malformed, json.JSONDecodeError)):
+        return "malformed"
+    import aiohttp
+
+    if isinstance(exc, (aiohttp.ClientConnectorCertificateError, aiohttp.ClientSSLError)):
+        return "tls"
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return "connect"
+    if isinstance(exc, (aiohttp.ClientError, ConnectionError)):
+        return "connection"  # dropped, reset, a reply cut short, an answer that is not HTTP
+    return "other"
 
 
 def _retryable(exc: BaseException) -> bool:
-    import openai
+    """Worth asking again at once: the infrastructure failed, not the request."""
+    kind = _kind(exc)
+    if kind == "status":
+        return exc.status in (408, 409, 429) or exc.status >= 500
+    return kind in ("timeout", "connect", "connection", "malformed")  # a body not JSON: usually a proxy's hiccup
 
-    if isinstance(exc, openai.APIStatusError):
-        return exc.status_code in (408, 409, 429) or exc.status_code >= 500
-    # time-outs are connection errors; a body that is not JSON is usually a proxy hiccup
-    return isinstance(exc, (openai.APIConnectionError, _Malformed, json.JSONDecodeError))
+
+def _transient(exc: BaseException) -> bool:
+    """A failure of the server or the network (asking later may succeed), not of the request."""
+    return _retryable(exc) or _kind(exc) == "too_large"
+
+
+def _unavailable(exc: BaseException) -> bool:
+    """The failure says the endpoint cannot answer at all now, whatever is asked: it cannot be
+    reached, it does not answer in time, or it says it is overloaded or rate-limited."""
+    kind = _kind(exc)
+    if kind == "status":
+        return exc.status in (408, 429, 502, 503, 504)
+    return kind in ("timeout", "connect", "connection")
+
+
+async def _within(seconds: float, awaitable: Awaitable[Any]) -> Any:
+    """``awaitable``, cancelled after ``seconds`` with ``asyncio.TimeoutError``."""
+    if sys.version_info >= (3, 11):  # noqa: UP036 - the package installs on Python 3.10 too
+        async with asyncio.timeout(seconds):
+            return await awaitable
+    return await asyncio.wait_for(awaitable, seconds)  # pragma: no cover - Python 3.10
+
+
+class _Budget:
+    """One request's time: its deadline runs from its first attempt (waiting for a free slot
+    before that does not count) and bounds every attempt and every wait between them."""
+
+    __slots__ = ("deadline", "start")
+
+    def __init__(self, deadline: float):
+        self.deadline = deadline
+        self.start: float | None = None
+
+    def used(self) -> float:
+        return 0.0 if self.start is None else time.monotonic() - self.start
+
+    def attempt_limit(self, timeout: float) -> tuple[float, bool]:
+        """Seconds the next attempt may take, and whether the deadline (not ``timeout``) sets them."""
+        if self.start is None:
+            self.start = time.monotonic()
+        remaining = self.deadline - self.used()
+        return (timeout, False) if timeout <= remaining else (max(remaining, 0.0), True)
+
+
+@functools.lru_cache(maxsize=64)
+def _sampling_dict(sampling: Sampling) -> dict[str, Any]:
+    return sampling.to_dict()
+
+
+def _as_dict(sampling: Sampling) -> dict[str, Any]:
+    """``sampling.to_dict()``, a fresh copy of one made once per setting (``dataclasses.asdict``
+    costs as much as reading a reply)."""
+    return dict(_sampling_dict(sampling))
+
+
+def _dumps(obj: Any) -> bytes:
+    """Compact JSON."""
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
 
 
 class _LoopThread:
@@ -193,25 +354,87 @@ def _public_url(url: str | None) -> str | None:
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
-def _http_client(timeout: float):
-    """openai's aiohttp transport where aiohttp is installed (the ``openai[aiohttp]``
-    extra), else ``None``: openai's default httpx2 one. openai recommends aiohttp for
-    concurrency: it spends about half the CPU time per request, and that time is what
-    bounds how many requests keep in flight (``perf/judges.py``)."""
-    import openai
+def _env_proxy(url: str) -> str | None:
+    """The proxy the environment names for ``url`` (``HTTPS_PROXY``, ``HTTP_PROXY``, ``NO_PROXY``...),
+    looked up once per judge rather than by the HTTP client for every request."""
+    import urllib.request
 
-    try:
-        return openai.DefaultAioHttpClient(timeout=timeout)
-    except RuntimeError:  # aiohttp is not installed
+    parts = urlsplit(url)
+    if parts.hostname and urllib.request.proxy_bypass(parts.hostname):
         return None
+    return urllib.request.getproxies().get(parts.scheme)
 
 
-def _connection_failure(exc: BaseException) -> bool:
-    """Whether a time-out reported by the client was in fact a refused or failed
-    connection (the aiohttp transport reports those as connect time-outs)."""
-    while exc.__cause__ is not None:
-        exc = exc.__cause__
-    return isinstance(exc, OSError) and not isinstance(exc, TimeoutError)
+def _ssl_context():
+    """The system's certificate store, and certifi's where it is installed (as it is with most
+    Python HTTP stacks): a server's certificate is checked against both."""
+    import ssl
+
+    context = ssl.create_default_context()
+    try:
+        import certifi
+
+        context.load_verify_locations(certifi.where())
+    except (ImportError, OSError):
+        pass
+    return context
+
+
+def check_base_url(url: Any) -> str:
+    """``url`` if it is an http(s) URL with a host, else a :class:`JudgeError` saying what is wrong
+    (a request to it could only fail, after every retry)."""
+    example = "e.g. http://localhost:8000/v1"
+    if not isinstance(url, str) or not url.strip():
+        raise _BadOption(f"the judge's base URL must be an http(s) URL ({example}), got {url!r}")
+    try:
+        parts = urlsplit(url.strip())
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number
+    except ValueError as e:
+        raise _BadOption(f"the judge's base URL {_public_url_safe(url)!r} is not a valid URL ({e}); {example}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        what = f"its scheme is {parts.scheme!r}" if parts.scheme not in ("http", "https", "") else "it has no host"
+        if not parts.scheme:
+            what = "it has no http:// or https:// scheme"
+        raise _BadOption(f"the judge's base URL {_public_url_safe(url)!r} is not an http(s) URL with a host "
+                         f"({what}); {example}")
+    return url.strip()
+
+
+def _public_url_safe(url: str) -> str:
+    try:
+        return _public_url(url) or url
+    except ValueError:
+        return url.split("@")[-1]
+
+
+#: options checked by :meth:`OpenAIJudge.check_options` (and its constructor): name -> (test, what it must be)
+def _positive(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
+
+
+def _count(x: Any, least: int) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= least
+
+
+_OPTION_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "max_concurrency": (lambda x: _count(x, 1), "a whole number >= 1"),
+    "timeout": (_positive, "a number of seconds > 0"),
+    "deadline": (_positive, "a number of seconds > 0"),
+    "max_retries": (lambda x: _count(x, 0), "a whole number >= 0"),
+    "max_retry_after": (lambda x: _positive(x) or x == 0, "a number of seconds >= 0"),
+    "max_reply_bytes": (lambda x: _count(x, 1), "a whole number of bytes >= 1"),
+    "backoff_base": (lambda x: _positive(x) or x == 0, "a number of seconds >= 0"),
+    "backoff_max": (lambda x: _positive(x) or x == 0, "a number of seconds >= 0"),
+    "max_pixels": (lambda x: x is None or _count(x, 1), "None or a whole number of pixels >= 1"),
+    "structured_output": (lambda x: x is True or x is False or x == "auto", "True, False or 'auto'"),
+    "image_format": (lambda x: x is None or (isinstance(x, str) and x.upper() in ("PNG", "JPEG", "JPG", "WEBP")),
+                     "None (each image as it is), 'PNG', 'JPEG' or 'WEBP'"),
+    "max_tokens_param": (lambda x: x in (None, "max_tokens", "max_completion_tokens"),
+                         "None, 'max_tokens' or 'max_completion_tokens'"),
+    "on_unavailable": (lambda x: x in ("raise", "record"), "'raise' or 'record'"),
+    "check": (lambda x: isinstance(x, bool), "True or False"),
+    "extra_body": (lambda x: x is None or isinstance(x, dict), "None or a dict"),
+}
 
 
 class OpenAIJudge(Judge):
@@ -224,9 +447,21 @@ class OpenAIJudge(Judge):
     api_key: else ``GEMINI_API_KEY`` for Gemini's endpoint, ``OPENAI_API_KEY``
         otherwise; a server of your own may need none (a dummy is sent).
     max_concurrency: requests in flight at once.
-    timeout: seconds per request attempt.
-    max_retries: retries after the first attempt, for retryable failures.
+    timeout: seconds one attempt may take in all (connecting, sending, every byte of the reply).
+    deadline: seconds one request may take in all: every attempt and every wait between them,
+        from its first attempt on.
+    max_retries: retries after the first attempt, for failures of the server or the network.
+    max_retry_after: the longest ``Retry-After`` obeyed, in seconds; a server asking for a
+        longer wait fails the request at once, with the wait it asked for in the error.
+    max_reply_bytes: the largest reply read; a larger one fails the request, unread.
     backoff_base, backoff_max: exponential backoff with full jitter, in seconds.
+    check: before the first request, make sure the endpoint answers and serves ``model``
+        (raising :class:`JudgeUnavailable` or :class:`JudgeError` at once if not); ``False``
+        skips it. :meth:`check` runs it on demand.
+    on_unavailable: ``"raise"`` (default) ends a :meth:`chat` with :class:`JudgeUnavailable` once
+        the endpoint evidently cannot answer (unreachable, timing out or overloaded after every
+        retry), replies received before it kept; ``"record"`` goes on and returns those failures
+        as replies with ``error`` set and ``transient=True``.
     sampling: default :class:`Sampling` for requests that carry none.
     image_format: ``None`` (default) sends each image as it is: a file's own bytes with their
         media type, an in-memory image as lossless PNG; ``"PNG"``/``"WEBP"`` re-encode losslessly,
@@ -251,10 +486,15 @@ class OpenAIJudge(Judge):
         base_url: str | None = None,
         api_key: str | None = None,
         max_concurrency: int = 16,
-        timeout: float = 60.0,
-        max_retries: int = 6,
+        timeout: float = DEFAULT_TIMEOUT,
+        deadline: float = DEFAULT_DEADLINE,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        max_retry_after: float = DEFAULT_MAX_RETRY_AFTER,
+        max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
         backoff_base: float = 1.0,
         backoff_max: float = 60.0,
+        check: bool = True,
+        on_unavailable: str = "raise",
         sampling: Sampling | None = None,
         image_format: str | None = None,
         max_pixels: int | None = None,
@@ -264,42 +504,43 @@ class OpenAIJudge(Judge):
         revision: str | None = None,
     ):
         try:
-            import openai
+            import aiohttp  # noqa: F401 - the transport, checked here rather than at the first request
         except ImportError as e:
-            raise JudgeError("the openai backend needs the openai package: pip install 't2i-reason[openai]'") from e
-        if max_concurrency < 1:
-            raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
-        if timeout <= 0:
-            raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
-        if max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
-        if structured_output not in (True, False, "auto"):
-            raise ValueError(f"structured_output must be True, False or 'auto', got {structured_output!r}")
+            raise JudgeError(f"the openai backend needs aiohttp: {_INSTALL_HINT}") from e
+        self.check_options(
+            base_url=base_url, max_concurrency=max_concurrency, timeout=timeout, deadline=deadline,
+            max_retries=max_retries, max_retry_after=max_retry_after, max_reply_bytes=max_reply_bytes,
+            backoff_base=backoff_base, backoff_max=backoff_max, check=check, on_unavailable=on_unavailable,
+            image_format=image_format, max_pixels=max_pixels, structured_output=structured_output,
+            extra_body=extra_body, max_tokens_param=max_tokens_param)
         if image_format is not None:
-            image_format = {"JPG": "JPEG"}.get(str(image_format).upper(), str(image_format).upper())
-            if image_format not in ("PNG", "JPEG", "WEBP"):
-                raise ValueError(f"image_format must be None (as is), PNG, JPEG or WEBP, got {image_format!r}")
+            image_format = {"JPG": "JPEG"}.get(image_format.upper(), image_format.upper())
         host = urlsplit(base_url).hostname if base_url else _OPENAI_HOST
         if max_tokens_param is None:
             max_tokens_param = "max_completion_tokens" if host == _OPENAI_HOST else "max_tokens"
-        if max_tokens_param not in ("max_tokens", "max_completion_tokens"):
-            raise ValueError(f"max_tokens_param must be 'max_tokens' or 'max_completion_tokens', got {max_tokens_param!r}")
 
         self.model = model
         self.revision = revision
-        self.base_url = base_url
+        self.base_url = base_url.strip() if base_url else base_url
+        self._api_root = (self.base_url or os.environ.get("OPENAI_BASE_URL") or _DEFAULT_BASE_URL).rstrip("/")
         self.default_sampling = sampling or Sampling()
         self.max_concurrency = max_concurrency
         self.batch_size = max_concurrency
         self.timeout = float(timeout)
+        self.deadline = float(deadline)
         self.max_retries = max_retries
+        self.max_retry_after = float(max_retry_after)
+        self.max_reply_bytes = max_reply_bytes
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
+        self.on_unavailable = on_unavailable
         self.image_format = image_format
         self.max_pixels = max_pixels
         self.structured_output = structured_output
         self.extra_body = dict(extra_body or {})
         self.max_tokens_param = max_tokens_param
+        #: whether a reply to a request with ``response_format`` came back as something not JSON
+        self.structured_output_ignored = False
 
         key_var = "GEMINI_API_KEY" if host == _GEMINI_HOST else "OPENAI_API_KEY"
         api_key = api_key or os.environ.get(key_var)
@@ -308,14 +549,35 @@ class OpenAIJudge(Judge):
                 raise JudgeError(f"no API key for {model!r} at {host}: set {key_var} or pass api_key=")
             api_key = "EMPTY"  # local servers usually take any key
         self._key_hint = key_var
-        # The key lives only inside the client; _scrub removes it from any text we emit.
-        self._client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, timeout=self.timeout, max_retries=0,
-                                          http_client=_http_client(self.timeout))
+        # The key lives only in these headers; _scrub removes it from any text we emit. Replies
+        # are asked uncompressed (and counted as they arrive, decompressed if a server compresses
+        # anyway) against max_reply_bytes.
+        self._headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json",
+                         "Accept": "application/json", "Accept-Encoding": "identity",
+                         "User-Agent": "t2i-reason (OpenAI-compatible judge)"}
+        self._session = None  # the aiohttp session, made on the private loop at the first request
         self._loop: _LoopThread | None = None
         self._closed = False
         self._loop_lock = threading.Lock()
         self._semaphore: asyncio.Semaphore | None = None
+        self._check_first = check
+        self._checked = False
+        self._check_lock: asyncio.Lock | None = None
+        self._encoder: concurrent.futures.ThreadPoolExecutor | None = None
+        self._encodings: dict[int, asyncio.Future] = {}
         self._structured_ok = structured_output is not False
+
+    @classmethod
+    def check_options(cls, **options: Any) -> None:
+        """Raise :class:`JudgeError` naming the first option whose value cannot work (a base URL
+        that is not an http(s) URL, a time-out that is not a positive number, an unknown choice),
+        without creating anything: :func:`~t2ireason.judges.validate_judge` calls it."""
+        if options.get("base_url") is not None:
+            check_base_url(options["base_url"])
+        for name, value in options.items():
+            rule = _OPTION_RULES.get(name)
+            if rule is not None and not rule[0](value):
+                raise _BadOption(f"the openai judge's {name} must be {rule[1]}, got {value!r}")
 
     # -- identity ----------------------------------------------------------
 
@@ -328,8 +590,12 @@ class OpenAIJudge(Judge):
         rev = f"@{self.revision}" if self.revision else ""
         return f"OpenAIJudge(openai:{self.model}{rev}{where})"
 
+    @property
+    def _where(self) -> str:
+        return _public_url(self._api_root)
+
     def _scrub(self, text: str) -> str:
-        key = self._client.api_key
+        key = self._headers["Authorization"].removeprefix("Bearer ")
         if key and key != "EMPTY" and len(key) >= 4:
             text = text.replace(key, "***")
         return re.sub(r"\bsk-[A-Za-z0-9_\-]{8,}", "sk-***", text)
@@ -340,37 +606,57 @@ class OpenAIJudge(Judge):
              on_reply: Callable[[int, Reply], None] | None = None) -> list[Reply]:
         """Answer every request, all in flight at once (at most ``max_concurrency``
         on the wire). ``on_reply`` and the progress bar run in the caller's thread
-        as replies arrive, in completion order."""
+        as replies arrive, in completion order.
+
+        Before the judge's first request, the endpoint is checked (see ``check``). Raises
+        :class:`JudgeUnavailable` when the endpoint evidently cannot answer (``on_unavailable``);
+        every reply received before has been given to ``on_reply``."""
         requests = list(requests)
         if not requests:
             return []
         replies: list[Reply | None] = [None] * len(requests)
+        # With callbacks, each reply's index is handed to this thread as it arrives; without,
+        # this thread just waits for the end (a hand-off per reply costs the loop thread a
+        # GIL switch per reply).
+        stream = on_reply is not None or bool(progress)
         done: queue.SimpleQueue = queue.SimpleQueue()
 
         async def run_all():
-            async def one(i: int, req: ChatRequest):
-                done.put((i, await self._ask(req)))
+            await self._ensure_checked()
 
-            await asyncio.gather(*(one(i, r) for i, r in enumerate(requests)))
+            async def one(i: int, req: ChatRequest):
+                replies[i] = await self._ask(req)
+                if stream:
+                    done.put(i)
+
+            tasks = [asyncio.ensure_future(one(i, r)) for i, r in enumerate(requests)]
+            try:
+                await asyncio.gather(*tasks)
+            except BaseException:  # JudgeUnavailable or cancellation: nothing else goes out
+                for task in tasks:
+                    task.cancel()
+                raise
 
         future = self._loop_thread().submit(run_all())
-        future.add_done_callback(lambda _: done.put(None))  # wakes us if run_all died early
-        with progress_bar(len(requests), progress, desc=f"judge {self.model}") as bar:
-            try:
-                for _ in requests:
-                    item = done.get()
-                    if item is None:
-                        break
-                    i, reply = item
-                    replies[i] = reply
-                    if on_reply is not None:
-                        on_reply(i, reply)
-                    bar.update(1)
-            except BaseException:
-                future.cancel()
-                raise
-        future.result()
+        future.add_done_callback(lambda _: done.put(None))  # wakes us when run_all ends, early or not
+        try:
+            if stream:
+                with progress_bar(len(requests), progress, desc=f"judge {self.model}") as bar:
+                    while (i := done.get()) is not None:
+                        if on_reply is not None:
+                            on_reply(i, replies[i])
+                        bar.update(1)
+            future.result()
+        except BaseException:
+            future.cancel()
+            raise
         return replies  # type: ignore[return-value]
+
+    def check(self) -> None:
+        """Make sure the endpoint answers and serves the model, as happens before the first request
+        (unless ``check=False``): raises :class:`JudgeUnavailable` if it cannot be reached or does not
+        answer, :class:`JudgeError` if it refuses the key or does not serve the model."""
+        self._loop_thread().submit(self._ensure_checked(force=True)).result()
 
     def _chat_batch(self, requests: list[ChatRequest]) -> list[Reply]:
         return self.chat(requests)
@@ -387,18 +673,23 @@ class OpenAIJudge(Judge):
         requests = [ChatRequest.simple(q.image, q.question, sampling=one_token, top_logprobs=ANSWER_TOP_LOGPROBS)
                     for q in queries]
         replies = self.chat(requests, progress=progress or False)
+        asked = f"logprobs=true, top_logprobs={ANSWER_TOP_LOGPROBS}"
         failed = [r for r in replies if not r.ok]
         if failed:
-            hint = (" (a model that refuses logprobs, as reasoning models do, cannot give answer probabilities)"
-                    if any("logprob" in (r.error or "").lower() or "HTTP 400" in (r.error or "") for r in failed)
-                    else "")
-            raise JudgeError(f"{len(failed)} of {len(replies)} answer-probability requests to {self.model} "
-                             f"failed; first: {failed[0].error}{hint}")
+            first = failed[0].error or ""
+            refused = "logprob" in first.lower() and first.startswith("HTTP 4")
+            what = (f"; the server refused the log-probabilities asked for ({asked}): a model that does not give "
+                    "them (reasoning models refuse them) cannot give answer probabilities" if refused else "")
+            raise JudgeError(f"{len(failed)} of {len(replies)} answer-probability requests to {self.model} at "
+                             f"{self._where} failed; first: {first}{what}")
         out = []
         for q, r in zip(queries, replies):
             if not r.logprobs:
-                raise JudgeError(f"{self.model} returned no log-probabilities; it cannot give answer "
-                                 "probabilities (reasoning models refuse logprobs)")
+                raise JudgeError(
+                    f"the server at {self._where} answered {self.model}'s one-token request without the "
+                    f"log-probabilities it asked for ({asked}): it ignores those fields, so no answer probability "
+                    "can be read through it (vLLM and OpenAI's API return them; a server that does not needs an "
+                    "option to enable them, or use the hf backend)")
             out.append(answer_logprob(r.logprobs[0].top, q.answer))
         return out
 
@@ -406,15 +697,18 @@ class OpenAIJudge(Judge):
         """Close the HTTP client and stop the private event loop."""
         with self._loop_lock:
             loop, self._loop = self._loop, None
+            encoder, self._encoder = self._encoder, None
             self._closed = True
         if loop is not None:
-            loop.close(self._client.close)
+            loop.close(self._close_session)
+        if encoder is not None:
+            encoder.shutdown(wait=False)
 
     def __del__(self):
         if getattr(self, "_loop", None) is not None:
             self.close()
 
-    # -- one request -------------------------------------------------------
+    # -- on the loop -------------------------------------------------------
 
     def _loop_thread(self) -> _LoopThread:
         with self._loop_lock:
@@ -425,17 +719,77 @@ class OpenAIJudge(Judge):
                 _OPEN.add(self)
             return self._loop
 
-    async def _ask(self, request: ChatRequest) -> Reply:
-        """One request, retried; never raises (but for cancellation)."""
-        import openai
+    async def _ensure_checked(self, force: bool = False) -> None:
+        """The endpoint check, once per judge (again when ``force``), before any request goes out."""
+        if self._checked and not force or not (self._check_first or force):
+            return
+        if self._check_lock is None:  # created on the private loop, the only one using it
+            self._check_lock = asyncio.Lock()
+        async with self._check_lock:
+            if self._checked and not force:
+                return
+            await self._check_endpoint()
+            self._checked = True
 
+    async def _check_endpoint(self) -> None:
+        """Is the model served? ``GET /models`` when the server lists its models; else (no list, or a
+        list without the model: proxies route more than they list) a one-token request."""
+        budget = _Budget(min(self.deadline, _CHECK_DEADLINE))
+        retries = min(self.max_retries, 2)
+        listed: list[str] | None = None
+        try:
+            listing = await self._with_retries(
+                lambda: self._on_the_wire(lambda: self._call("GET", "/models"), budget),
+                budget, max_retries=retries, retry_connect=False)
+            data = listing.get("data") if isinstance(listing, dict) else None
+            if isinstance(data, list):
+                listed = [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
+        except Exception as e:
+            absent = _kind(e) == "malformed" or _kind(e) == "status" and e.status in (404, 405)
+            if not absent:
+                raise self._unusable(e, "listing the served models (GET /models)") from None
+        if listed and (self.model in listed or f"models/{self.model}" in listed):
+            return
+        body = _dumps({"model": self.model, "messages": [{"role": "user", "content": "Reply with OK."}],
+                       "temperature": 0.0, self.max_tokens_param: 1, **self.extra_body})
+        try:
+            await self._with_retries(
+                lambda: self._on_the_wire(lambda: self._call("POST", "/chat/completions", body), budget),
+                budget, max_retries=retries, retry_connect=False)
+        except Exception as e:
+            if _kind(e) == "status" and e.status in (400, 422):
+                return  # it answers, and took the model: only this tiny request displeased it
+            if _kind(e) == "status" and e.status == 404:
+                served = ""
+                if listed:
+                    import difflib
+
+                    close = difflib.get_close_matches(self.model, listed, n=1, cutoff=0.6)
+                    served = (f"; it serves {', '.join(listed[:20])}{' ...' if len(listed) > 20 else ''}"
+                              + (f" (did you mean {close[0]!r}?)" if close else ""))
+                raise JudgeError(f"{self}: the server does not serve a model named {self.model!r}{served} "
+                                 f"({self._describe(e)})") from None
+            raise self._unusable(e, "a one-token test request") from None
+
+    def _unusable(self, exc: BaseException, doing: str) -> JudgeError:
+        """The error for a failed endpoint check: unavailable (nothing answers, or not in time) or not usable."""
+        text = self._describe(exc)
+        if _unavailable(exc) or _kind(exc) == "status" and exc.status >= 500:
+            return JudgeUnavailable(f"{self} cannot answer: {text} (while {doing}); start the server or correct "
+                                    "the URL (check=False skips this check)")
+        return JudgeError(f"{self} cannot be used: {text} (while {doing})")
+
+    async def _ask(self, request: ChatRequest) -> Reply:
+        """One request, retried; a failure becomes the reply's ``error``. Raises only
+        :class:`JudgeUnavailable` (with ``on_unavailable="raise"``) or on cancellation."""
         sampling = self.resolve_sampling(request)
         structured = request.json_schema is not None and self._structured_ok
         try:
+            await self._encode_images(request)
             try:
                 return await self._send(request, sampling, structured)
-            except openai.BadRequestError:
-                if not (structured and self.structured_output == "auto"):
+            except _HTTPStatus as e:
+                if not (e.status == 400 and structured and self.structured_output == "auto"):
                     raise
                 # The server does not take response_format: keep the schema in the prompt only.
                 logger.warning("%s rejected response_format=json_schema; sending requests without it", self)
@@ -444,76 +798,186 @@ class OpenAIJudge(Judge):
         except asyncio.CancelledError:
             raise
         except Exception as e:  # any failure becomes this request's Reply.error
-            return Reply(text="", model=self.model, sampling=sampling.to_dict(), error=self._describe(e))
+            error = self._describe(e)
+            if self.on_unavailable == "raise" and _unavailable(e):
+                raise JudgeUnavailable(
+                    f"{self} cannot answer: {error}. Replies received before are kept; "
+                    "on_unavailable='record' records such failures and goes on") from None
+            return Reply(text="", model=self.model, sampling=sampling.to_dict(), error=error, transient=_transient(e))
+
+    async def _encode_images(self, request: ChatRequest) -> None:
+        """Each image of ``request`` turned into its data URL once, in a worker thread: PNG
+        encoding and base64 never run on the loop, where they would hold up every request in
+        flight; requests about the same image share the work."""
+        fmt, max_pixels = self.image_format, self.max_pixels
+        todo = {id(img): img for img in request.images if img.data_url_bytes(fmt, max_pixels, compute=False) is None}
+        if not todo:
+            return
+        loop = asyncio.get_running_loop()
+        if self._encoder is None:
+            self._encoder = concurrent.futures.ThreadPoolExecutor(
+                max_workers=min(8, os.cpu_count() or 1), thread_name_prefix="t2ireason-encode")
+        futures = []
+        for key, image in todo.items():
+            future = self._encodings.get(key)
+            if future is None:
+                future = loop.run_in_executor(self._encoder, image.data_url_bytes, fmt, max_pixels)
+                self._encodings[key] = future
+                future.add_done_callback(lambda _, key=key: self._encodings.pop(key, None))
+            futures.append(future)
+        await asyncio.gather(*futures)
 
     async def _send(self, request: ChatRequest, sampling: Sampling, structured: bool) -> Reply:
-        """``_attempt``, retried by tenacity after retryable failures (up to ``max_retries`` times).
+        budget = _Budget(self.deadline)
+
+        async def attempt() -> Reply:
+            # The body is built in the slot, so at most max_concurrency bodies exist at once.
+            completion = await self._on_the_wire(
+                lambda: self._call("POST", "/chat/completions", self._request_bytes(request, sampling, structured)),
+                budget)
+            return self._to_reply(completion, sampling, structured)
+
+        return await self._with_retries(attempt, budget)
+
+    async def _on_the_wire(self, call: Callable[[], Awaitable[Any]], budget: _Budget) -> Any:
+        """``call()`` in one of the ``max_concurrency`` slots, its whole time bounded by ``timeout``
+        (and by what is left of the request's deadline)."""
+        if self._semaphore is None:  # created on the private loop, which is the only one using it
+            self._semaphore = asyncio.Semaphore(self.max_concurrency)
+        async with self._semaphore:
+            limit, by_deadline = budget.attempt_limit(self.timeout)
+            started = time.monotonic()
+            try:
+                return await _within(limit, call())
+            except asyncio.TimeoutError:  # noqa: UP041 - not TimeoutError on Python 3.10
+                raise _TimedOut(limit, by_deadline) from None
+            except Exception as e:
+                e.attempt_seconds = time.monotonic() - started  # for the error message
+                raise
+
+    async def _with_retries(self, call: Callable[[], Awaitable[Any]], budget: _Budget, *,
+                            max_retries: int | None = None, retry_connect: bool = True) -> Any:
+        """``call()``, retried by tenacity after retryable failures: at most ``max_retries`` times,
+        never past the request's deadline, and not when the server asks for a wait longer than
+        ``max_retry_after``. The exception that ends it carries ``attempts``, ``elapsed`` and
+        ``stopped`` (why retrying stopped early) for :meth:`_describe`.
 
         The first attempt runs before any retrier exists: nearly every request succeeds at once,
         and building a tenacity retrier per request cost a sixth of the client's CPU time per
         request (perf/README.md). Only a failed request pays for its retries."""
+        max_retries = self.max_retries if max_retries is None else max_retries
+
+        def retryable(exc: BaseException) -> bool:
+            return _retryable(exc) and (retry_connect or _kind(exc) != "connect")
+
         try:
-            return await self._attempt(request, sampling, structured)
+            return await call()
         except Exception as e:
-            if self.max_retries < 1 or not _retryable(e):
+            if max_retries < 1 or not retryable(e):
+                _annotate(e, 1, budget, None)
                 raise
             first = e
         import tenacity
 
+        why: list[str] = []
+
+        def stop(state) -> bool:
+            asked = _retry_after(state.outcome.exception())
+            if asked is not None and asked > self.max_retry_after:
+                why.append(f"the server asked to wait {asked:g} s (Retry-After), more than "
+                           f"max_retry_after={self.max_retry_after:g} s")
+                return True
+            if budget.used() + state.upcoming_sleep >= budget.deadline:
+                why.append(f"the request's deadline of {budget.deadline:g} s "
+                           + ("has passed" if budget.used() >= budget.deadline else "would pass before the next attempt"))
+                return True
+            return state.attempt_number > max_retries
+
         retrying = tenacity.AsyncRetrying(
-            stop=tenacity.stop_after_attempt(self.max_retries + 1),
+            stop=stop,
             wait=lambda state: self._wait(state.outcome.exception(), state.attempt_number),
-            retry=tenacity.retry_if_exception(_retryable),
-            before_sleep=self._log_retry,
+            retry=tenacity.retry_if_exception(retryable),
+            before_sleep=lambda state: self._log_retry(state, max_retries),
             reraise=True,
         )
 
         async def attempts():
             if retrying.statistics["attempt_number"] == 1:  # tenacity's first call replays the failure seen above
                 raise first
-            return await self._attempt(request, sampling, structured)
+            return await call()
 
         try:
             return await retrying(attempts)
         except Exception as e:
-            e.attempts = retrying.statistics.get("attempt_number", 1)  # for the error message
+            _annotate(e, retrying.statistics.get("attempt_number", 1), budget, why[-1] if why else None)
             raise
 
-    def _log_retry(self, state) -> None:
+    def _log_retry(self, state, max_retries: int) -> None:
         logger.warning("%s: %s; retry %d of %d in %.2f s", self, self._describe(state.outcome.exception()),
-                       state.attempt_number, self.max_retries, state.next_action.sleep)
-
-    async def _attempt(self, request: ChatRequest, sampling: Sampling, structured: bool) -> Reply:
-        if self._semaphore is None:  # created on the private loop, which is the only one using it
-            self._semaphore = asyncio.Semaphore(self.max_concurrency)
-        async with self._semaphore:
-            # Built inside the semaphore so image encoding interleaves with requests
-            # on the wire; data URLs are memoised on each image.
-            body = self._request_body(request, sampling, structured)
-            # The body is plain JSON already, and so is the reply we read: post and read them
-            # as such (openai's documented way to call an endpoint with a raw body), skipping
-            # chat.completions.create's re-typing of every message part and of the reply,
-            # which costs more CPU than the HTTP exchange itself.
-            completion = await self._client.post("/chat/completions", body=body, cast_to=object)
-        return self._to_reply(completion, sampling)
+                       state.attempt_number, max_retries, state.next_action.sleep)
 
     def _wait(self, exc: BaseException, attempt: int) -> float:
-        """The server's Retry-After when it gives one, else exponential backoff with full jitter."""
+        """The server's Retry-After when it gives one (up to ``max_retry_after``), else exponential
+        backoff with full jitter."""
         asked = _retry_after(exc)
         if asked is not None:
-            return asked
+            return min(asked, self.max_retry_after)
         return random.uniform(0, min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1)))
 
-    def _describe(self, exc: BaseException) -> str:
-        """A clear, key-free message for a failed request."""
-        import openai
+    async def _call(self, method: str, path: str, body: bytes | None = None) -> Any:
+        """One HTTP exchange with the API: the reply's JSON, or the failure as an exception.
 
-        attempts = getattr(exc, "attempts", 1)
-        tries = f" after {attempts} attempts" if attempts > 1 else ""
-        where = _public_url(self.base_url) or _OPENAI_HOST
-        if isinstance(exc, openai.APIStatusError):
-            msg = exc.message
-            status = exc.status_code
+        aiohttp directly: the body is JSON bytes already and the reply is read as plain JSON, so
+        nothing between needs doing; openai's client (request options, httpx2's request and
+        response models over the same aiohttp transport) cost three to four times the CPU of the
+        exchange itself per request, and that CPU time is what bounds how many requests one
+        event loop keeps in flight (perf/README.md)."""
+        if self._session is None:  # on the private loop, which is the only one using it
+            import aiohttp
+            from yarl import URL
+
+            proxy = _env_proxy(self._api_root)
+            self._session = aiohttp.ClientSession(
+                headers=self._headers, proxy=proxy, proxy_auth=proxy and aiohttp.BasicAuth.from_url(URL(proxy)),
+                connector=aiohttp.TCPConnector(limit=0, ssl=_ssl_context()),  # the semaphore bounds it
+                timeout=aiohttp.ClientTimeout(total=None))  # _on_the_wire bounds every attempt whole
+        async with self._session.request(method, self._api_root + path, data=body) as response:
+            data = await self._read(response)
+            if response.status >= 400:
+                raise _HTTPStatus(response.status, _error_message(data), response.headers)
+        try:
+            return json.loads(data)
+        except ValueError:
+            raise _Malformed(f"not JSON ({data[:200]!r})") from None
+
+    async def _read(self, response) -> bytes:
+        """The reply body, refused once it passes ``max_reply_bytes`` (announced, or as it arrives)."""
+        limit = self.max_reply_bytes
+        length = response.content_length
+        if length is not None and length > limit:
+            raise _ReplyTooLarge(limit, length)
+        if length is not None and response.headers.get("Content-Encoding", "identity") == "identity":
+            return await response.read()  # its size is known and within the limit
+        chunks, received = [], 0
+        async for chunk in response.content.iter_any():  # chunked, or decompressed as it arrives
+            received += len(chunk)
+            if received > limit:
+                raise _ReplyTooLarge(limit)
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def _close_session(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    def _describe(self, exc: BaseException) -> str:
+        """What happened, clearly and without the key: the failure, how many attempts over how long,
+        and why retrying stopped early."""
+        kind = _kind(exc)
+        where = self._where
+        spent = getattr(exc, "attempt_seconds", None)
+        if kind == "status":
+            msg, status = exc.message, exc.status
             if status == 401:
                 msg = f"authentication failed at {where}: check the API key ({self._key_hint} or api_key=): {msg}"
             elif status == 403:
@@ -522,16 +986,27 @@ class OpenAIJudge(Judge):
                 msg = f"not found: model {self.model!r} or endpoint {where}/chat/completions: {msg}"
             elif status == 400:
                 msg = f"bad request (not retried): {msg}"
-            text = f"HTTP {status}{tries}: {msg}"
-        elif isinstance(exc, openai.APITimeoutError) and not _connection_failure(exc):
-            text = f"timed out after {self.timeout:g} s{tries}"
-        elif isinstance(exc, openai.APIConnectionError):
-            cause = exc.__cause__ or exc.__context__
-            text = f"cannot connect to {where}{tries}: {cause or exc}"
-        elif isinstance(exc, (_Malformed, json.JSONDecodeError)):
-            text = f"malformed response{tries}: {exc}"
+            text = f"HTTP {status}: {msg}"
+        elif isinstance(exc, _TimedOut):
+            text = (f"timed out: no complete reply within the {exc.seconds:.3g} s left of the request's deadline"
+                    if exc.by_deadline else f"timed out: no complete reply within {exc.seconds:.3g} s (timeout)")
+        elif kind in ("connect", "connection", "tls"):
+            cause = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            after = f" after {spent:.1f} s" if spent is not None else ""
+            text = {"connect": f"cannot connect to {where}: {cause}",
+                    "tls": f"the certificate of {where} was refused (not retried): {cause}",
+                    "connection": f"connection to {where} failed{after}: {cause}"}[kind]
+        elif kind == "malformed":
+            text = f"malformed response: {exc}"
+        elif kind == "too_large":
+            text = str(exc)
         else:
-            text = f"{type(exc).__name__}{tries}: {exc}"
+            text = f"{type(exc).__name__}: {exc}"
+        attempts = getattr(exc, "attempts", 1)
+        if attempts > 1:
+            text += f" ({attempts} attempts in {getattr(exc, 'elapsed', 0.0):.1f} s)"
+        if getattr(exc, "stopped", None):
+            text += f"; no more retries: {exc.stopped}"
         return self._scrub(text)
 
     # -- translation -------------------------------------------------------
@@ -543,27 +1018,59 @@ class OpenAIJudge(Judge):
                 else {"type": "image_url", "image_url": {"url": p.data_url(self.image_format, self.max_pixels)}}
                 for p in parts]
 
-    def _request_body(self, request: ChatRequest, sampling: Sampling, structured: bool) -> dict[str, Any]:
-        """The chat-completions request body (JSON), ``extra_body`` merged in."""
-        kwargs: dict[str, Any] = {
+    def _request_fields(self, request: ChatRequest, sampling: Sampling, structured: bool) -> dict[str, Any]:
+        """Every field of the request body but ``messages``, ``extra_body`` merged in."""
+        fields: dict[str, Any] = {
             "model": self.model,
-            "messages": [{"role": m.role, "content": self._content(m.content)} for m in request.messages],
             "temperature": sampling.temperature,
             "top_p": sampling.top_p,
             self.max_tokens_param: sampling.max_tokens,
         }
         if sampling.seed is not None:
-            kwargs["seed"] = sampling.seed
+            fields["seed"] = sampling.seed
         if request.top_logprobs:
-            kwargs["logprobs"] = True
-            kwargs["top_logprobs"] = request.top_logprobs
+            fields["logprobs"] = True
+            fields["top_logprobs"] = request.top_logprobs
         if structured:
             name = re.sub(r"[^A-Za-z0-9_-]", "_", str(request.json_schema.get("title", "reply")))[:64]
-            kwargs["response_format"] = {"type": "json_schema",
+            fields["response_format"] = {"type": "json_schema",
                                          "json_schema": {"name": name, "schema": request.json_schema}}
-        return {**kwargs, **self.extra_body}
+        return {**fields, **self.extra_body}
 
-    def _to_reply(self, completion: Any, sampling: Sampling) -> Reply:
+    def _request_body(self, request: ChatRequest, sampling: Sampling, structured: bool) -> dict[str, Any]:
+        """The chat-completions request body as a dict (what :meth:`_request_bytes` writes)."""
+        messages = [{"role": m.role, "content": self._content(m.content)} for m in request.messages]
+        return {"messages": messages, **self._request_fields(request, sampling, structured)}
+
+    def _request_bytes(self, request: ChatRequest, sampling: Sampling, structured: bool) -> bytes:
+        """The request body as JSON bytes. Each image's data URL is spliced in as the bytes memoised
+        on the image (base64 holds nothing JSON escapes): a megabyte-long string is copied once,
+        not scanned by a JSON encoder for every request that carries it."""
+        fields = self._request_fields(request, sampling, structured)
+        if "messages" in fields:  # extra_body's own messages win
+            return _dumps(fields)
+        fmt, max_pixels = self.image_format, self.max_pixels
+        chunks = [b'{"messages":[']
+        for n, m in enumerate(request.messages):
+            if n:
+                chunks.append(b",")
+            if all(isinstance(p, str) for p in m.content):
+                chunks.append(_dumps({"role": m.role, "content": "".join(m.content)}))
+                continue
+            chunks += [b'{"role":', _dumps(m.role), b',"content":[']
+            for k, p in enumerate(m.content):
+                if k:
+                    chunks.append(b",")
+                if isinstance(p, str):
+                    chunks.append(_dumps({"type": "text", "text": p}))
+                else:
+                    chunks += [b'{"type":"image_url","image_url":{"url":"', p.data_url_bytes(fmt, max_pixels), b'"}}']
+            chunks.append(b"]}")
+        rest = _dumps(fields)
+        chunks += [b"],", rest[1:]] if len(rest) > 2 else [b"]}"]
+        return b"".join(chunks)
+
+    def _to_reply(self, completion: Any, sampling: Sampling, structured: bool = False) -> Reply:
         """A Reply from a chat completion as JSON: ``choices[0]`` (message, log-probabilities,
         finish reason), the model that answered and the integer usage counts."""
         try:
@@ -583,5 +1090,25 @@ class OpenAIJudge(Judge):
             usage = {k: v for k, v in (completion.get("usage") or {}).items() if isinstance(v, int)} or None
         except (AttributeError, IndexError, KeyError, TypeError) as e:
             raise _Malformed(f"not a chat completion ({str(completion)[:200]})") from e
-        return Reply(text=text or "", model=completion.get("model") or self.model, sampling=sampling.to_dict(),
+        if structured and text and not self.structured_output_ignored and choice.get("finish_reason") != "length":
+            self._notice_ignored_schema(text)
+        return Reply(text=text or "", model=completion.get("model") or self.model, sampling=_as_dict(sampling),
                      logprobs=logprobs, finish_reason=choice.get("finish_reason"), usage=usage)
+
+    def _notice_ignored_schema(self, text: str) -> None:
+        """A server that honours ``response_format`` replies with JSON; one that answers otherwise
+        ignored it (the schema is then only in the prompt). Said once per judge."""
+        try:
+            json.loads(text)
+        except ValueError:
+            self.structured_output_ignored = True
+            logger.warning("%s: the server ignored response_format (a JSON schema): a complete reply is not JSON "
+                           "(%r); replies are parsed from their text, and re-asked when they do not parse. "
+                           "structured_output=False stops sending it", self, text[:80])
+
+
+def _annotate(exc: BaseException, attempts: int, budget: _Budget, stopped: str | None) -> None:
+    """Note on ``exc`` how the request went, for :meth:`OpenAIJudge._describe`."""
+    exc.attempts = attempts
+    exc.elapsed = budget.used()
+    exc.stopped = stopped

@@ -1,13 +1,18 @@
-"""Judges run in-process by the vLLM offline engine (``pip install 't2i-reason[vllm]'``).
+"""Judges run in-process by the vLLM offline engine (from a checkout of t2i-reason:
+``pip install -e ".[vllm]"``, Linux with a CUDA GPU).
 
     load_judge("vllm:Qwen/Qwen2.5-VL-72B-Instruct", tensor_parallel_size=4, max_model_len=16384)
 
 Requests go to ``LLM.chat`` as OpenAI-format conversations, one
 ``SamplingParams`` per request (sampling, seed, logprobs and, for requests with
 a ``json_schema``, ``structured_outputs=StructuredOutputsParams(json=schema)``).
-Images are passed as PIL images (``{"type": "image_pil", ...}``, resized to the
-judge's pixel budget), which spares a PNG encode and decode per image, with the
-image's content digest as its ``uuid`` so vLLM's multimodal cache can key on it.
+Images are passed as the decoded PIL images themselves (``{"type": "image_pil", ...}``),
+losslessly, with no PNG encode and decode per image, and with the image's content digest
+as its ``uuid`` so vLLM's multimodal cache can key on it. Nothing here resizes them:
+``max_pixels=None`` (the default) hands each image over at its own size, and the model's
+processor applies its own pixel budget as it would for any caller; ``max_pixels=N`` scales
+larger images down (keeping their aspect) first. There is no ``image_format``: no image is
+encoded at all (the HTTP backend's ``image_format`` picks the encoding sent over the wire).
 
 Answer probabilities use the same method as the HTTP backend: a one-token
 greedy reply with ``logprobs=20`` and :func:`~t2ireason.judges.openai_judge.answer_logprob`
@@ -21,7 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from .base import AnswerQuery, ChatRequest, Judge, JudgeError, Reply, Sampling, TokenLogprob
-from .openai_judge import ANSWER_TOP_LOGPROBS, answer_logprob, merge_top
+from .openai_judge import ANSWER_TOP_LOGPROBS, _BadOption, answer_logprob, merge_top
 
 __all__ = ["VLLMJudge"]
 
@@ -33,7 +38,8 @@ class VLLMJudge(Judge):
     ``max_model_len``, ``dtype``, ``gpu_memory_utilization``, ``limit_mm_per_prompt``...).
     ``batch_size`` is how many requests are handed to the engine per call (it
     batches continuously inside); ``structured_output=False`` keeps JSON schemas
-    out of decoding (they stay in the prompt).
+    out of decoding (they stay in the prompt); ``max_pixels`` scales images larger
+    than that many pixels down before they reach the engine (``None``: as they are).
     """
 
     backend = "vllm"
@@ -53,10 +59,9 @@ class VLLMJudge(Judge):
             import vllm
             from vllm.sampling_params import StructuredOutputsParams
         except ImportError as e:
-            raise JudgeError("the vllm backend needs vLLM, which is not installed: "
-                             "pip install 't2i-reason[vllm]' (Linux with a CUDA GPU)") from e
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+            raise JudgeError("the vllm backend needs vLLM, which is not installed: from a checkout of "
+                             "t2i-reason, pip install -e '.[vllm]' (or pip install vllm; Linux with a CUDA GPU)") from e
+        self.check_options(batch_size=batch_size, max_pixels=max_pixels)
         self.model = model
         self.revision = revision
         self.default_sampling = sampling or Sampling()
@@ -68,6 +73,18 @@ class VLLMJudge(Judge):
         if revision is not None:
             engine_kwargs["revision"] = revision
         self._llm = vllm.LLM(model=model, **engine_kwargs)
+
+    @classmethod
+    def check_options(cls, **options: Any) -> None:
+        """Raise :class:`JudgeError` for a ``batch_size`` or ``max_pixels`` that cannot work (the
+        engine's own options are vLLM's to check)."""
+        for name in ("batch_size", "max_pixels"):
+            value = options.get(name, 1)
+            if name == "max_pixels" and value is None:
+                continue
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise _BadOption(f"the vllm judge's {name} must be a whole number >= 1"
+                                 + (" or None" if name == "max_pixels" else "") + f", got {value!r}")
 
     def identity(self) -> dict[str, Any]:
         return {**super().identity(), "max_pixels": self.max_pixels}

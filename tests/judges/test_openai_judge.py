@@ -6,17 +6,19 @@ import io
 import json
 import logging
 import math
+import re
+import threading
 import urllib.request
 
 import pytest
 from PIL import Image
 
-from t2ireason.judges import ChatRequest, JudgeError, Sampling, load_judge
+from t2ireason.judges import ChatRequest, JudgeError, JudgeUnavailable, Sampling, load_judge, validate_judge
 from t2ireason.judges.base import AnswerQuery
-from t2ireason.judges.openai_judge import OpenAIJudge, answer_logprob
-from t2ireason.testing_http import Answer, Fail, Hang, Malformed, serve
+from t2ireason.judges.openai_judge import DEFAULT_MAX_RETRY_AFTER, OpenAIJudge, answer_logprob
+from t2ireason.testing_http import Answer, Disconnect, Drip, Fail, Hang, Huge, Malformed, serve
 
-pytest.importorskip("openai")
+pytest.importorskip("aiohttp")
 
 KEY = "sk-test-SECRET-0123456789abcdef"
 
@@ -185,7 +187,8 @@ def test_500_retried_then_success_and_persistent_500_is_a_reply_error():
     with serve(flaky) as server, _judge(server, max_retries=3) as judge:
         replies = judge.chat([ChatRequest.simple("a"), ChatRequest.simple("doomed"), ChatRequest.simple("b")])
     assert [r.text for r in replies] == ["ok a", "", "ok b"]
-    assert replies[1].error.startswith("HTTP 500 after 4 attempts") and "internal error" in replies[1].error
+    assert replies[1].error.startswith("HTTP 500: ") and "internal error" in replies[1].error
+    assert "(4 attempts in " in replies[1].error and replies[1].transient
     assert sum(r.text == "doomed" for r in server.requests) == 4  # 1 + max_retries
     assert sum(r.text == "a" for r in server.requests) == 3
 
@@ -195,6 +198,7 @@ def test_non_retryable_client_errors_fail_fast():
         [reply] = judge.chat([ChatRequest.simple("q")])
     assert len(server.requests) == 1
     assert reply.error.startswith("HTTP 404: not found: model 'test-model'") and "does not exist" in reply.error
+    assert not reply.transient
 
 
 def test_hung_request_times_out_then_retried():
@@ -202,9 +206,10 @@ def test_hung_request_times_out_then_retried():
         [reply] = judge.chat([ChatRequest.simple("q")])
     assert reply.text == "late but fine" and len(server.requests) == 2
 
-    with serve(Hang(30)) as server, _judge(server, timeout=0.3, max_retries=1) as judge:
+    with serve(Hang(30)) as server, _judge(server, timeout=0.3, max_retries=1, on_unavailable="record") as judge:
         [reply] = judge.chat([ChatRequest.simple("q")])
-    assert reply.error == "timed out after 0.3 s after 2 attempts" and len(server.requests) == 2
+    assert reply.error.startswith("timed out: no complete reply within 0.3 s (timeout) (2 attempts in ")
+    assert reply.transient and len(server.requests) == 2
 
 
 def test_malformed_json_retried_then_recorded():
@@ -214,7 +219,8 @@ def test_malformed_json_retried_then_recorded():
 
     with serve(Malformed('{"unexpected": true}')) as server, _judge(server, max_retries=1) as judge:
         [reply] = judge.chat([ChatRequest.simple("q")])
-    assert not reply.ok and reply.error.startswith("malformed response after 2 attempts")
+    assert not reply.ok and reply.error.startswith("malformed response: ") and "(2 attempts in " in reply.error
+    assert reply.transient
 
 
 def test_refusal_is_a_reply_error_and_not_retried():
@@ -273,10 +279,10 @@ def test_answer_probability_errors():
             judge.answer_probability([AnswerQuery(_image(), "q", answer="Yes indeed")])
         assert server.requests == []
     with serve(Fail(400, "logprobs are not supported with this model")) as server, _judge(server) as judge:
-        with pytest.raises(JudgeError, match="refuses logprobs"):
+        with pytest.raises(JudgeError, match="the server refused the log-probabilities asked for"):
             judge.yes_probability([_image()], ["q"])
     with serve(Answer("Yes", no_logprobs=True)) as server, _judge(server) as judge:
-        with pytest.raises(JudgeError, match="returned no log-probabilities"):
+        with pytest.raises(JudgeError, match="without the log-probabilities it asked for"):
             judge.yes_probability([_image()], ["q"])
     with pytest.raises(JudgeError, match="only its beginning"):
         answer_logprob({"Photo": -0.1, "A": -3.0}, "Photosynthesis")
@@ -286,12 +292,13 @@ def test_answer_probability_errors():
 def test_api_key_never_leaks(caplog):
     echo = Fail(401, f"Incorrect API key provided: {KEY}")
     with caplog.at_level(logging.DEBUG), serve([Fail(500, f"oops {KEY}"), echo]) as server:
-        judge = load_judge(f"openai:test-model@{server.base_url}", api_key=KEY, backoff_base=0.01, backoff_max=0.02)
+        judge = load_judge(f"openai:test-model@{server.base_url}", api_key=KEY, backoff_base=0.01, backoff_max=0.02,
+                           check=False)
         [reply] = judge.chat([ChatRequest.simple("q")])
         judge.close()
     assert isinstance(judge, OpenAIJudge) and judge.base_url == server.base_url
-    assert reply.error.startswith("HTTP 401 after 2 attempts: authentication failed")
-    assert "OPENAI_API_KEY" in reply.error
+    assert reply.error.startswith("HTTP 401: authentication failed") and "(2 attempts in " in reply.error
+    assert "OPENAI_API_KEY" in reply.error and not reply.transient
     for text in (repr(judge), str(judge.identity()), reply.error, str(reply.to_dict()), caplog.text):
         assert KEY not in text
     assert "retry 1 of 6" in caplog.text  # the retry was logged, without the key
@@ -307,23 +314,38 @@ def test_chat_from_inside_a_running_event_loop():
     assert [r.text for r in replies] == ["cba", "zyx"]
 
 
-def test_invalid_arguments():
-    with pytest.raises(ValueError, match="max_concurrency"):
-        OpenAIJudge("m", base_url="http://127.0.0.1:9/v1", max_concurrency=0)
-    with pytest.raises(ValueError, match="structured_output"):
-        OpenAIJudge("m", base_url="http://127.0.0.1:9/v1", structured_output="yes")
+@pytest.mark.parametrize("option, value, message", [
+    ("max_concurrency", 0, "max_concurrency must be a whole number >= 1, got 0"),
+    ("structured_output", "yes", "structured_output must be True, False or 'auto'"),
+    ("timeout", -1, "timeout must be a number of seconds > 0"),
+    ("deadline", float("nan"), "deadline must be a number of seconds > 0"),
+    ("max_reply_bytes", 0, "max_reply_bytes must be a whole number of bytes >= 1"),
+    ("on_unavailable", "ignore", "on_unavailable must be 'raise' or 'record'"),
+    ("image_format", "BMP", "image_format must be None"),
+])
+def test_invalid_arguments_are_named_at_construction_and_by_validate_judge(option, value, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        OpenAIJudge("m", base_url="http://127.0.0.1:9/v1", **{option: value})
+    with pytest.raises(JudgeError, match=re.escape(message)):
+        validate_judge("openai:m@http://127.0.0.1:9/v1", {option: value})
 
 
-def test_connection_refused_is_a_reply_error():
+def _free_port() -> int:
     import socket
 
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    judge = OpenAIJudge("m", base_url=f"http://127.0.0.1:{port}/v1", max_retries=1, backoff_base=0.01)
+        return s.getsockname()[1]
+
+
+def test_connection_refused_is_a_reply_error():
+    port = _free_port()
+    judge = OpenAIJudge("m", base_url=f"http://127.0.0.1:{port}/v1", max_retries=1, backoff_base=0.01, check=False,
+                        on_unavailable="record")
     [reply] = judge.chat([ChatRequest.simple("q")])
     judge.close()
-    assert reply.error.startswith(f"cannot connect to http://127.0.0.1:{port}/v1 after 2 attempts")
+    assert reply.error.startswith(f"cannot connect to http://127.0.0.1:{port}/v1: ")
+    assert "Connect" in reply.error and "(2 attempts in " in reply.error and reply.transient
 
 
 def test_extra_body_is_merged_into_every_request():
@@ -336,24 +358,23 @@ def test_extra_body_is_merged_into_every_request():
     assert server.requests[1].body["top_logprobs"] == 3
 
 
-def test_without_aiohttp_the_default_transport_behaves_the_same(monkeypatch):
-    import openai
+def test_missing_aiohttp_says_how_to_install_from_a_checkout(monkeypatch):
+    import sys
 
-    pytest.importorskip("aiohttp")
-    with OpenAIJudge("m", base_url="http://127.0.0.1:9/v1") as judge:  # aiohttp where installed
-        assert type(judge._client._client).__name__ == "_InstalledAioHttpClient"
-    def missing(**kwargs):
-        raise RuntimeError("To use the aiohttp client you must have installed the package with the `aiohttp` extra")
+    monkeypatch.setitem(sys.modules, "aiohttp", None)  # makes `import aiohttp` fail
+    with pytest.raises(JudgeError, match=r"needs aiohttp: from a checkout of t2i-reason, pip install -e '\.\[openai\]'"):
+        OpenAIJudge("m", base_url="http://127.0.0.1:9/v1")
 
-    monkeypatch.setattr(openai, "DefaultAioHttpClient", missing)
-    with serve([Fail(429, retry_after=0), Hang(30), Answer("fine")]) as server, _judge(server, timeout=0.3) as judge:
-        assert judge._client._client.__class__.__name__ != "_InstalledAioHttpClient"
-        [reply] = judge.chat([ChatRequest.simple(_image(), "q")])
-    assert reply.text == "fine" and len(server.requests) == 3
-    with serve(Hang(30)) as server, _judge(server, timeout=0.3, max_retries=0) as judge:
-        [reply] = judge.chat([ChatRequest.simple("q")])
-    assert reply.error == "timed out after 0.3 s"
-    test_connection_refused_is_a_reply_error()
+
+def test_error_bodies_of_every_shape_are_read(monkeypatch):
+    """OpenAI's {"error": {"message"}}, FastAPI's {"detail"}, plain text: the message is what the server said."""
+    from t2ireason.judges.openai_judge import _error_message
+
+    assert _error_message(b'{"error": {"message": "model overloaded", "code": 503}}') == "model overloaded"
+    assert _error_message(b'{"detail": "Not Found"}') == "Not Found"
+    assert _error_message(b'{"object": "error", "message": "bad image"}') == "bad image"
+    assert _error_message(b"<html>502 Bad Gateway</html>") == "<html>502 Bad Gateway</html>"
+    assert _error_message(b"") == "(empty body)"
 
 
 def test_judges_never_closed_leave_nothing_behind_at_exit(tmp_path):
@@ -390,3 +411,277 @@ def test_closed_judge_says_so():
         judge.close()
         with pytest.raises(JudgeError, match="is closed"):
             judge.chat([ChatRequest.simple("q")])
+
+
+# -- issue 16: the HTTP judge always comes back ------------------------------------
+
+
+@pytest.mark.timeout(60)
+def test_a_retry_after_beyond_the_cap_ends_the_request_at_once():
+    """Retry-After: 3600 was obeyed (six retries: six hours). Beyond max_retry_after the request
+    fails at once, with the wait the server asked for in the error."""
+    assert DEFAULT_MAX_RETRY_AFTER == 60
+    with serve(Fail(429, "quota exceeded", retry_after=3600)) as server, \
+            _judge(server, on_unavailable="record") as judge:
+        [reply] = judge.chat([ChatRequest.simple("q")])
+    assert len(server.requests) == 1 and reply.transient
+    assert reply.error.startswith("HTTP 429: ") and "quota exceeded" in reply.error
+    assert reply.error.endswith("no more retries: the server asked to wait 3600 s (Retry-After), "
+                                "more than max_retry_after=60 s")
+    # a wait within the cap is obeyed (test_429_retry_after_is_honoured); a lower cap refuses it
+    with serve(Fail(429, retry_after=1)) as server, _judge(server, max_retry_after=0.5) as judge:
+        with pytest.raises(JudgeUnavailable, match=r"asked to wait 1 s \(Retry-After\), more than max_retry_after"):
+            judge.chat([ChatRequest.simple("q")])
+    assert len(server.requests) == 1
+
+
+@pytest.mark.timeout(60)
+def test_the_deadline_bounds_a_request_with_all_its_retries_and_waits():
+    with serve(Fail(503, "overloaded", retry_after=0.2)) as server, \
+            _judge(server, max_retries=100, deadline=1, on_unavailable="record") as judge:
+        [reply] = judge.chat([ChatRequest.simple("q")])
+    assert 2 <= len(server.requests) <= 6  # 1 s of 0.2 s waits, not 101 attempts
+    assert reply.error.startswith("HTTP 503: ") and f"({len(server.requests)} attempts in " in reply.error
+    assert "no more retries: the request's deadline of 1 s" in reply.error and reply.transient
+    # the deadline also cuts the attempt that is on the wire when it passes
+    with serve(Hang(30)) as server, _judge(server, timeout=20, deadline=0.5, on_unavailable="record") as judge:
+        [reply] = judge.chat([ChatRequest.simple("q")])
+    assert reply.error == ("timed out: no complete reply within the 0.5 s left of the request's deadline; "
+                           "no more retries: the request's deadline of 0.5 s has passed")
+    assert len(server.requests) == 1
+
+
+@pytest.mark.timeout(60)
+def test_the_timeout_bounds_the_whole_attempt_not_the_gaps_between_reads():
+    """A server dripping a byte every 0.1 s kept a request open far past its timeout: each byte
+    reset the client's read time-out."""
+    with serve(Drip(interval=0.1, count=40)) as server, \
+            _judge(server, timeout=0.5, max_retries=0, on_unavailable="record") as judge:
+        [reply] = judge.chat([ChatRequest.simple("q")])
+    assert not reply.ok and reply.error == "timed out: no complete reply within 0.5 s (timeout)" and reply.transient
+    with serve(Drip(interval=0.1, count=40)) as server, _judge(server, timeout=0.5, max_retries=1) as judge:
+        with pytest.raises(JudgeUnavailable, match=r"no complete reply within 0\.5 s \(timeout\) \(2 attempts in"):
+            judge.chat([ChatRequest.simple("q")])
+    assert len(server.requests) == 2
+    with serve(Drip(interval=0.05, count=4, text="slow but whole")) as server, _judge(server, timeout=5) as judge:
+        [reply] = judge.chat([ChatRequest.simple("q")])
+    assert reply.text == "slow but whole"  # a trickle that ends in time is a reply
+
+
+@pytest.mark.parametrize("declare_length", [False, True])
+def test_a_reply_larger_than_the_limit_is_refused_unread(declare_length):
+    with serve(Huge(5_000_000, declare_length=declare_length)) as server, \
+            _judge(server, max_reply_bytes=1_000_000) as judge:
+        [reply] = judge.chat([ChatRequest.simple("q")])
+    assert reply.text == "" and "over the judge's limit of 1000000 bytes (max_reply_bytes)" in reply.error
+    assert ("announced 5000" in reply.error) is declare_length
+    assert len(server.requests) == 1 and reply.transient  # not retried: it would come back as large
+    with serve(Huge(500_000)) as server, _judge(server, max_reply_bytes=1_000_000) as judge:
+        [reply] = judge.chat([ChatRequest.simple("q")])
+    assert len(reply.text) == 500_000  # under the limit: read as usual
+
+
+@pytest.mark.parametrize("url, message", [
+    ("notaurl", "it has no http:// or https:// scheme"),
+    ("ftp://host/v1", "its scheme is 'ftp'"),
+    ("http://", "it has no host"),
+    ("http://localhost:port/v1", "is not a valid URL"),
+])
+def test_a_base_url_that_cannot_work_is_refused_at_load(url, message):
+    """openai:m@notaurl retried until killed."""
+    with pytest.raises(JudgeError, match=re.escape(message)) as info:
+        load_judge(f"openai:m@{url}")
+    assert "e.g. http://localhost:8000/v1" in str(info.value)
+    with pytest.raises(JudgeError, match=re.escape(message) + r".*what follows the last '@' is the base URL"):
+        validate_judge(f"openai:m@{url}")
+    with pytest.raises(JudgeError, match=re.escape(message)):
+        validate_judge("openai:m", {"base_url": url})
+
+
+def test_a_dropped_connection_is_reported_as_such_with_the_time_it_took():
+    """The aiohttp transport reports a dropped connection as a connect time-out: the message said
+    'timed out after 5 s' when the failure came after 0.2 s."""
+    with serve(Disconnect(delay=0.2)) as server, _judge(server, timeout=5, max_retries=0,
+                                                         on_unavailable="record") as judge:
+        [reply] = judge.chat([ChatRequest.simple("q")])
+    assert reply.error.startswith(f"connection to {server.base_url} failed after 0.")
+    assert "ServerDisconnectedError" in reply.error and "timed out" not in reply.error and reply.transient
+
+
+# -- issue 17: a judge that cannot answer says so at once ----------------------------
+
+
+@pytest.mark.timeout(60)
+def test_nothing_listening_is_one_clear_error_before_any_request():
+    port = _free_port()
+    judge = load_judge(f"openai:m@http://127.0.0.1:{port}/v1")  # building it contacts nothing
+    with pytest.raises(JudgeUnavailable) as info, judge:
+        judge.chat([ChatRequest.simple("q") for _ in range(8)])
+    message = str(info.value)
+    assert f"cannot connect to http://127.0.0.1:{port}/v1" in message and "attempts" not in message  # no retries
+    assert "listing the served models" in message and "check=False skips this check" in message
+
+
+def test_nothing_listening_ends_a_metric_computation_with_the_cause(tmp_path):
+    """evaluate.load("metrics/...", judge="openai:...@<nothing>"): scores=[None] after 100 s of
+    silent retries per image; now the compute raises, naming the endpoint."""
+    from PIL import Image as PILImage
+
+    from t2ireason import load_metric
+
+    port = _free_port()
+    metric = load_metric("vqascore", judge=f"openai:m@http://127.0.0.1:{port}/v1", cache=False)
+    with pytest.raises(JudgeUnavailable, match=f"cannot connect to http://127.0.0.1:{port}/v1"):
+        metric.compute(predictions=[PILImage.new("RGB", (8, 8))], references=["a red square"])
+
+
+def test_the_model_must_be_served():
+    with serve(models=["org/judge-7b", "org/judge-72b"]) as server:
+        with pytest.raises(JudgeError, match=r"does not serve a model named 'org/judge-27b'; it serves org/judge-7b, "
+                                             r"org/judge-72b \(did you mean 'org/judge-7b'\?\)") as info:
+            OpenAIJudge("org/judge-27b", base_url=server.base_url).chat([ChatRequest.simple("q")])
+        assert not isinstance(info.value, JudgeUnavailable)
+        assert server.model_requests == 1 and len(server.requests) == 1  # the list, then one one-token request
+        assert server.requests[0].body["max_tokens"] == 1
+        with OpenAIJudge("org/judge-72b", base_url=server.base_url) as judge:
+            assert [r.text for r in judge.chat([ChatRequest.simple("q"), ChatRequest.simple("r")])] == ["ok", "ok"]
+            judge.chat([ChatRequest.simple("again")])
+        assert server.model_requests == 2 and len(server.requests) == 4  # listed: checked once, no test request
+
+
+def test_a_server_without_a_model_list_is_checked_with_one_tiny_request():
+    with serve(list_models=False) as server, _judge(server) as judge:
+        judge.chat([ChatRequest.simple("q")])
+        judge.chat([ChatRequest.simple("q2")])
+    probe, first, second = server.requests
+    assert probe.body["max_tokens"] == 1 and probe.body["messages"][0]["content"] == "Reply with OK."
+    assert (first.text, second.text) == ("q", "q2")
+    with serve(list_models=False, models=["other"]) as server, _judge(server) as judge:
+        with pytest.raises(JudgeError, match="does not serve a model named 'test-model'"):
+            judge.chat([ChatRequest.simple("q")])
+
+
+def test_a_refused_key_is_one_clear_error_and_check_false_skips_the_check():
+    def auth(r):
+        return Fail(401, "invalid api key")
+
+    with serve(auth, list_models=False) as server, _judge(server) as judge:
+        with pytest.raises(JudgeError, match="authentication failed") as info:
+            judge.chat([ChatRequest.simple("q")])
+    assert not isinstance(info.value, JudgeUnavailable) and len(server.requests) == 1 and KEY not in str(info.value)
+    with serve() as server, _judge(server, check=False) as judge:
+        judge.chat([ChatRequest.simple("q")])
+    assert server.model_requests == 0 and len(server.requests) == 1
+    with serve() as server, _judge(server, check=False) as judge:
+        judge.check()  # on demand
+    assert server.model_requests == 1
+
+
+def test_an_outage_during_a_batch_ends_it_keeping_the_replies_before():
+    down = [Answer("first"), Answer("second"), Fail(503, "server is shutting down")]
+    seen = {}
+    with serve(down) as server, _judge(server, max_concurrency=1, max_retries=2) as judge:
+        with pytest.raises(JudgeUnavailable, match=r"HTTP 503: .*server is shutting down \(3 attempts in .*"
+                                                   r"on_unavailable='record'"):
+            judge.chat([ChatRequest.simple(f"q{i}") for i in range(10)], on_reply=lambda i, r: seen.setdefault(i, r))
+        sent = len(server.requests)
+        with pytest.raises(JudgeUnavailable):  # the loop has run on since: nothing of the ended batch went out
+            judge.chat([ChatRequest.simple("after")])
+        assert {r.text for r in server.requests[sent:]} == {"after"}
+    assert {i: r.text for i, r in seen.items()} == {0: "first", 1: "second"}
+
+    with serve(down) as server, _judge(server, max_concurrency=1, max_retries=2, on_unavailable="record") as judge:
+        replies = judge.chat([ChatRequest.simple(f"q{i}") for i in range(4)])
+    assert [r.text for r in replies[:2]] == ["first", "second"]
+    assert all(r.error.startswith("HTTP 503") and r.transient for r in replies[2:])
+
+
+@pytest.mark.parametrize("status, transient", [(400, False), (401, False), (403, False), (404, False), (422, False),
+                                               (500, True), (502, True), (503, True), (429, True)])
+def test_transient_marks_failures_of_the_server_not_of_the_request(status, transient):
+    with serve([Fail(status, "no")]) as server, _judge(server, max_retries=1, on_unavailable="record") as judge:
+        [reply] = judge.chat([ChatRequest.simple("q")])
+    assert not reply.ok and reply.transient is transient
+    assert len(server.requests) == (2 if transient else 1)
+
+
+def test_a_transport_failure_is_never_asked_again_as_a_question():
+    from t2ireason.parsing import ReplyParseError, ask_structured
+
+    def parse(text):
+        raise ReplyParseError("never reached")
+
+    with serve(Fail(500, "boom")) as server, _judge(server, max_retries=2) as judge:
+        [result] = ask_structured(judge, [ChatRequest.simple("q")], parse, max_reasks=3)
+    assert not result.ok and result.transient and len(result.replies) == 1
+    assert len(server.requests) == 3  # the backend's 1 + 2 retries, no re-ask round
+
+
+def test_a_server_ignoring_logprobs_is_named_as_such():
+    with serve(Answer("Yes", no_logprobs=True)) as server, _judge(server) as judge:
+        with pytest.raises(JudgeError) as info:
+            judge.yes_probability([_image()], ["q"])
+    message = str(info.value)
+    assert f"the server at {server.base_url} answered test-model's one-token request without the " \
+           "log-probabilities it asked for (logprobs=true, top_logprobs=20): it ignores those fields" in message
+    assert "reasoning" not in message
+    with serve(Fail(400, "logprobs are not supported with reasoning models")) as server, _judge(server) as judge:
+        with pytest.raises(JudgeError, match="the server refused the log-probabilities asked for"):
+            judge.yes_probability([_image()], ["q"])
+
+
+def test_a_server_ignoring_response_format_is_noticed(caplog):
+    schema = {"title": "Score", "type": "object", "properties": {"score": {"type": "integer"}}}
+    with caplog.at_level(logging.WARNING), serve('{"score": 7}') as server, _judge(server) as judge:
+        judge.chat([ChatRequest.simple("rate", json_schema=schema)])
+    assert not judge.structured_output_ignored and "ignored response_format" not in caplog.text
+    with caplog.at_level(logging.WARNING), serve("The score is 7.") as server, _judge(server) as judge:
+        replies = judge.chat([ChatRequest.simple("rate", json_schema=schema) for _ in range(3)])
+    assert [r.text for r in replies] == ["The score is 7."] * 3  # still the caller's to parse (and re-ask)
+    assert judge.structured_output_ignored and "response_format" in server.requests[0].body
+    assert caplog.text.count("the server ignored response_format (a JSON schema)") == 1
+
+
+# -- issue 18: images never block the client ------------------------------------------
+
+
+def test_a_file_image_is_sent_as_its_own_bytes_without_decoding_or_encoding(tmp_path, monkeypatch):
+    from t2ireason.images import as_image
+
+    path = tmp_path / "generated.png"
+    _image(size=(64, 48)).save(path, optimize=True)
+    image = as_image(path)
+    saves = []
+    monkeypatch.setattr(Image.Image, "save", lambda *a, **k: saves.append(1))
+    with serve() as server, _judge(server) as judge:
+        judge.chat([ChatRequest.simple(image, f"q{i}") for i in range(4)])
+    assert saves == []
+    urls = {r.image_urls[0] for r in server.requests}
+    assert len(urls) == 1 and base64.b64decode(urls.pop().split(",", 1)[1]) == path.read_bytes()
+
+
+def test_images_are_encoded_off_the_event_loop_once_each(monkeypatch):
+    from t2ireason.images import JudgeImage, as_image
+
+    threads = []
+    original = JudgeImage.encoded
+    monkeypatch.setattr(JudgeImage, "encoded",
+                        lambda self, *a, **k: (threads.append(threading.current_thread().name), original(self, *a, **k))[1])
+    images = [as_image(_image(color=(i, 0, 0))) for i in range(3)]
+    with serve() as server, _judge(server, max_concurrency=4) as judge:
+        judge.chat([ChatRequest.simple(img, f"q{k}") for img in images for k in range(5)])
+    assert len(threads) == 3 and all(t.startswith("t2ireason-encode") for t in threads)
+    assert len({r.image_urls[0] for r in server.requests}) == 3 and len(server.requests) == 15
+
+
+def test_the_body_sent_is_the_request_as_json():
+    """Data URLs are spliced into the body bytes: the server must receive exactly the request."""
+    schema = {"title": "Reply", "type": "object"}
+    req = ChatRequest.simple(_image(), 'Rate "this" \u00e9\n', _image(color=(1, 2, 3)), "and this",
+                             system_prompt="Be strict.", json_schema=schema, top_logprobs=3,
+                             sampling=Sampling(seed=4)).then('{"score": 1}', "Again?")
+    with serve() as server, _judge(server, extra_body={"top_k": 1}) as judge:
+        judge.chat([req])
+        expected = judge._request_body(req, req.sampling, True)
+    assert server.requests[0].body == expected
+    assert expected["messages"][1]["content"][1] == {"type": "text", "text": 'Rate "this" \u00e9\n'}

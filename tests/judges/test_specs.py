@@ -70,3 +70,32 @@ def test_validate_judge_names_what_is_wrong_before_anything_loads(tmp_path):
         validate_judge("openai:m@http://127.0.0.1:1/v1", {"max_concurency": 4})
     validate_judge("openai:m@http://127.0.0.1:1/v1", {"max_concurrency": 4})  # nothing is contacted
     validate_judge(f"hf:{tmp_path}", {"dtype": "float32"})
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"sampling": {"temprature": 0.2}}, r"sampling has no field 'temprature' \(did you mean 'temperature'\?\)"),
+    ({"sampling": {"temperature": "hot"}}, "sampling temperature must be a finite number, got 'hot'"),
+    ({"sampling": {"max_tokens": 1.5}}, "sampling max_tokens must be a whole number, got 1.5"),
+    ({"sampling": {"top_p": float("nan")}}, "sampling top_p must be a finite number, got nan"),
+    ({"sampling": {"temperature": -1}}, "temperature must be >= 0"),
+    ({"sampling": "greedy"}, "sampling must be a dict of temperature, top_p, max_tokens, seed"),
+    ({"timeout": "60"}, "the openai judge's timeout must be a number of seconds > 0, got '60'"),
+    ({"max_retries": -1}, "max_retries must be a whole number >= 0"),
+    ({"base_url": "localhost:8000/v1"}, "is not an http"),
+])
+def test_validate_judge_checks_option_values_before_anything_is_made(kwargs, message):
+    """A wrong-typed sampling value or option was a Python traceback once scoring had begun."""
+    from t2ireason.judges import validate_judge
+
+    with pytest.raises(JudgeError, match=message):
+        validate_judge("openai:m@http://127.0.0.1:1/v1", kwargs)
+
+
+def test_validate_judge_accepts_what_works():
+    from t2ireason.judges import Sampling, validate_judge
+
+    validate_judge("openai:m@https://example.org/v1", {
+        "sampling": {"temperature": 0.1, "max_tokens": 64, "seed": None}, "timeout": 30, "deadline": 120.5,
+        "max_retry_after": 0, "max_reply_bytes": 1 << 20, "on_unavailable": "record", "check": False,
+        "image_format": "jpg", "structured_output": "auto"})
+    validate_judge("openai:gpt-4.1", {"sampling": Sampling(temperature=0.3)})

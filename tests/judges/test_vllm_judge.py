@@ -80,10 +80,36 @@ def fake_vllm(monkeypatch):
     return LLM
 
 
-def test_missing_vllm_names_the_extra(monkeypatch):
+def test_missing_vllm_says_how_to_install_from_a_checkout(monkeypatch):
     monkeypatch.setitem(sys.modules, "vllm", None)  # makes `import vllm` fail
-    with pytest.raises(JudgeError, match=r"pip install 't2i-reason\[vllm\]'"):
+    with pytest.raises(JudgeError, match=r"from a checkout of t2i-reason, pip install -e '\.\[vllm\]'") as info:
         load_judge("vllm:org/model")
+    assert "t2i-reason[vllm]" not in str(info.value)  # no index serves that name
+
+
+def test_images_reach_the_engine_as_they_are_unless_a_budget_is_asked(fake_vllm):
+    """The decoded picture itself, at its own size: no resizing, no encoding, unless max_pixels."""
+    from t2ireason.images import as_image
+
+    image = as_image(Image.new("RGB", (1024, 768), (10, 200, 10)))
+    parts = []
+    for judge in (VLLMJudge("m"), VLLMJudge("m", max_pixels=1024 * 768 // 4)):
+        judge.chat([ChatRequest.simple(image, "q")])
+        [[message]] = judge._llm.calls[0]["messages"]
+        parts += [p for p in message["content"] if p["type"] == "image_pil"]
+    as_is, budget = parts
+    assert as_is["image_pil"] is image.image and as_is["image_pil"].size == (1024, 768)
+    assert budget["image_pil"].size == (512, 384)
+
+
+@pytest.mark.parametrize("option, value", [("batch_size", 0), ("max_pixels", 0), ("batch_size", "8")])
+def test_bad_options_are_named(fake_vllm, option, value):
+    from t2ireason.judges import validate_judge
+
+    with pytest.raises(JudgeError, match=f"vllm judge's {option} must be"):
+        validate_judge("vllm:m", {option: value})
+    with pytest.raises(JudgeError, match=f"vllm judge's {option} must be"):
+        VLLMJudge("m", **{option: value})
 
 
 def test_engine_built_from_spec(fake_vllm):
