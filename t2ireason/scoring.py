@@ -11,7 +11,6 @@ judge with :func:`judge_record`. This module imports nothing heavy.
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -21,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .benchmarks import Benchmark
 
-__all__ = ["JudgeSetting", "judge_setting", "check_setting", "check_options", "check_sampling", "judge_record",
+__all__ = ["JudgeSetting", "judge_setting", "check_setting", "check_options", "judge_record",
            "portable_model", "model_fingerprint"]
 
 
@@ -56,38 +55,10 @@ def judge_setting(bench: Benchmark, preset: str | None = None, judge: Any = None
                         options={**chosen.get("options", {}), **(options or {})})
 
 
-_SAMPLING_FIELDS = {"temperature": (0.0, None), "top_p": (0.0, 1.0), "max_tokens": (1, None), "seed": (None, None)}
-
-
-def check_sampling(value: Any, where: str = "sampling") -> None:
-    """A ``sampling`` value as JSON gives it (an object of temperature, top_p, max_tokens, seed),
-    or a Sampling: a clear ValueError naming what is wrong, never a TypeError from deep inside."""
-    from .judges.base import Sampling
-
-    if value is None or isinstance(value, Sampling):
-        return
-    fields = ", ".join(_SAMPLING_FIELDS)
-    if not isinstance(value, dict):
-        raise ValueError(f"{where} must be an object of {fields}; got {value!r}")
-    for key, v in value.items():
-        if key not in _SAMPLING_FIELDS:
-            from .judges import _did_you_mean
-
-            raise ValueError(f"{where} has no field {key!r}{_did_you_mean(key, _SAMPLING_FIELDS)}; its fields: {fields}")
-        integral = key in ("max_tokens", "seed")
-        if v is None and key == "seed":
-            continue
-        if isinstance(v, bool) or not isinstance(v, int if integral else (int, float)) or not math.isfinite(v):
-            raise ValueError(f"{where}.{key} must be {'a whole number' if integral else 'a finite number'}, got {v!r}")
-        low, high = _SAMPLING_FIELDS[key]
-        if (low is not None and v < low) or (high is not None and v > high) or (key == "top_p" and v == 0):
-            rule = {"temperature": ">= 0", "top_p": "in (0, 1]", "max_tokens": ">= 1"}[key]
-            raise ValueError(f"{where}.{key} must be {rule}, got {v!r}")
-
-
 def check_options(bench: Benchmark, options: dict[str, Any]) -> None:
     """Scoring options the benchmark does not take are a ValueError naming them and the known
     ones: the benchmark's own check runs on zero images, so nothing is asked or created."""
+    from .judges import check_sampling
     from .judges.scripted import ScriptedJudge
 
     check_sampling(options.get("sampling"), "options.sampling")
@@ -106,8 +77,11 @@ def check_setting(bench: Benchmark, setting: JudgeSetting) -> None:
     if setting.judge is None:
         raise ValueError(f"no judge given and the {setting.preset!r} preset of {bench.name} names none: "
                          "pass a judge ('backend:model')")
-    validate_judge(setting.judge, setting.judge_kwargs)
+    from .judges import check_sampling
+
+    # first, so that a bad value is named where the user wrote it (judge_kwargs.sampling...)
     check_sampling(setting.judge_kwargs.get("sampling"), "judge_kwargs.sampling")
+    validate_judge(setting.judge, setting.judge_kwargs)
     check_options(bench, setting.options)
 
 

@@ -16,6 +16,7 @@ from .base import (
     ChatRequest,
     Judge,
     JudgeError,
+    JudgeOptionError,
     JudgeUnavailable,
     Message,
     Reply,
@@ -27,8 +28,8 @@ from .base import (
 )
 
 __all__ = [
-    "VQASCORE_QUESTION", "AnswerQuery", "ChatRequest", "Judge", "JudgeError", "JudgeUnavailable", "Message", "Reply",
-    "Sampling", "TokenLogprob", "assistant", "system", "user", "load_judge", "parse_spec", "validate_judge", "BACKENDS",
+    "VQASCORE_QUESTION", "AnswerQuery", "ChatRequest", "Judge", "JudgeError", "JudgeOptionError", "JudgeUnavailable", "Message", "Reply",
+    "Sampling", "TokenLogprob", "assistant", "system", "user", "load_judge", "parse_spec", "validate_judge", "check_sampling", "BACKENDS",
 ]
 
 #: spec prefix -> "module:class", imported only when used (vllm and openai are optional extras)
@@ -108,7 +109,7 @@ def validate_judge(spec: str | Judge | Any, kwargs: dict[str, Any] | None = None
             raise JudgeError(f"judge model folder {model!r} does not exist" if not folder.exists()
                              else f"judge model {model!r} is a file, not a model folder")
     if "sampling" in kwargs:
-        _check_sampling(kwargs["sampling"])
+        check_sampling(kwargs["sampling"])
     cls = _backend_class(backend)
     accepted = inspect.signature(cls.__init__).parameters
     if not any(p.kind is p.VAR_KEYWORD for p in accepted.values()):
@@ -122,30 +123,33 @@ def validate_judge(spec: str | Judge | Any, kwargs: dict[str, Any] | None = None
         check_options(**{k: v for k, v in kwargs.items() if k != "sampling"})
 
 
-def _check_sampling(sampling: Any) -> None:
-    """A ``sampling`` option (a Sampling, or a dict of its fields as a command line gives it) that works."""
-    import dataclasses
+#: Sampling's fields: (lowest, highest) allowed, and whether a whole number is required
+_SAMPLING_FIELDS = {"temperature": (0.0, None, False), "top_p": (0.0, 1.0, False), "max_tokens": (1, None, True),
+                    "seed": (None, None, True)}
 
-    if sampling is None or isinstance(sampling, Sampling):
+
+def check_sampling(value: Any, where: str = "sampling") -> None:
+    """A ``sampling`` value as JSON gives it (an object of temperature, top_p, max_tokens, seed),
+    or a :class:`Sampling`: a :class:`JudgeOptionError` naming ``where`` and what is wrong, never
+    a TypeError from deep inside."""
+    if value is None or isinstance(value, Sampling):
         return
-    names = [f.name for f in dataclasses.fields(Sampling)]
-    if not isinstance(sampling, dict):
-        raise JudgeError(f"sampling must be a dict of {', '.join(names)} (or a Sampling), got {sampling!r}")
-    for key, value in sampling.items():
-        if key not in names:
-            raise JudgeError(f"sampling has no field {key!r}{_did_you_mean(str(key), names)}; its fields: "
-                             f"{', '.join(names)}")
-        number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        whole = isinstance(value, int) and not isinstance(value, bool)
-        ok = {"temperature": number, "top_p": number, "max_tokens": whole, "seed": value is None or whole}[key]
-        if not ok or (number and not math.isfinite(value)):
-            kind = {"temperature": "a finite number", "top_p": "a finite number", "max_tokens": "a whole number",
-                    "seed": "a whole number or null"}[key]
-            raise JudgeError(f"sampling {key} must be {kind}, got {value!r}")
-    try:
-        Sampling(**sampling)
-    except ValueError as e:
-        raise JudgeError(f"sampling {sampling}: {e}") from None
+    fields = ", ".join(_SAMPLING_FIELDS)
+    if not isinstance(value, dict):
+        raise JudgeOptionError(f"{where} must be an object of {fields} (or a Sampling), got {value!r}")
+    for key, v in value.items():
+        if key not in _SAMPLING_FIELDS:
+            raise JudgeOptionError(f"{where} has no field {key!r}{_did_you_mean(str(key), _SAMPLING_FIELDS)}; "
+                                   f"its fields: {fields}")
+        low, high, whole = _SAMPLING_FIELDS[key]
+        if v is None and key == "seed":
+            continue
+        if isinstance(v, bool) or not isinstance(v, int if whole else (int, float)) or not math.isfinite(v):
+            kind = "a whole number" + (" or null" if key == "seed" else "") if whole else "a finite number"
+            raise JudgeOptionError(f"{where}.{key} must be {kind}, got {v!r}")
+        if (low is not None and v < low) or (high is not None and v > high) or (key == "top_p" and v == 0):
+            rule = {"temperature": ">= 0", "top_p": "in (0, 1]", "max_tokens": ">= 1"}[key]
+            raise JudgeOptionError(f"{where}.{key} must be {rule}, got {v!r}")
 
 
 def load_judge(spec: str | Judge | Any, *, cache: str | None | bool = None, **kwargs: Any) -> Judge:

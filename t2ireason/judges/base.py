@@ -31,6 +31,7 @@ __all__ = [
     "Judge",
     "JudgeError",
     "JudgeUnavailable",
+    "JudgeOptionError",
     "system",
     "user",
     "assistant",
@@ -43,6 +44,11 @@ VQASCORE_QUESTION = 'Does this figure show "{prompt}"? Please answer yes or no.'
 
 class JudgeError(RuntimeError):
     """A judge could not be built or could not answer. Messages never include API keys."""
+
+
+class JudgeOptionError(JudgeError, ValueError):
+    """A judge option (a backend argument, a ``sampling`` field) has a value that cannot work; found
+    before anything is loaded or contacted. A ValueError too: bad input from the caller."""
 
 
 class JudgeUnavailable(JudgeError):

@@ -53,7 +53,17 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..images import JudgeImage
 from ..progress import progress_bar
-from .base import AnswerQuery, ChatRequest, Judge, JudgeError, JudgeUnavailable, Reply, Sampling, TokenLogprob
+from .base import (
+    AnswerQuery,
+    ChatRequest,
+    Judge,
+    JudgeError,
+    JudgeOptionError,
+    JudgeUnavailable,
+    Reply,
+    Sampling,
+    TokenLogprob,
+)
 
 __all__ = ["OpenAIJudge", "answer_logprob", "merge_top", "check_base_url"]
 
@@ -130,10 +140,6 @@ def answer_logprob(top: dict[str, float], answer: str) -> float:
                          "only its beginning); a chat API cannot teacher-force the rest "
                          "(use the hf backend for multi-token answers)")
     return -math.inf
-
-
-class _BadOption(JudgeError, ValueError):
-    """An option of the judge has a value that cannot work."""
 
 
 class _Malformed(Exception):
@@ -385,17 +391,17 @@ def check_base_url(url: Any) -> str:
     (a request to it could only fail, after every retry)."""
     example = "e.g. http://localhost:8000/v1"
     if not isinstance(url, str) or not url.strip():
-        raise _BadOption(f"the judge's base URL must be an http(s) URL ({example}), got {url!r}")
+        raise JudgeOptionError(f"the judge's base URL must be an http(s) URL ({example}), got {url!r}")
     try:
         parts = urlsplit(url.strip())
         parts.port  # noqa: B018 - raises ValueError on a port that is not a number
     except ValueError as e:
-        raise _BadOption(f"the judge's base URL {_public_url_safe(url)!r} is not a valid URL ({e}); {example}") from None
+        raise JudgeOptionError(f"the judge's base URL {_public_url_safe(url)!r} is not a valid URL ({e}); {example}") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         what = f"its scheme is {parts.scheme!r}" if parts.scheme not in ("http", "https", "") else "it has no host"
         if not parts.scheme:
             what = "it has no http:// or https:// scheme"
-        raise _BadOption(f"the judge's base URL {_public_url_safe(url)!r} is not an http(s) URL with a host "
+        raise JudgeOptionError(f"the judge's base URL {_public_url_safe(url)!r} is not an http(s) URL with a host "
                          f"({what}); {example}")
     return url.strip()
 
@@ -577,7 +583,7 @@ class OpenAIJudge(Judge):
         for name, value in options.items():
             rule = _OPTION_RULES.get(name)
             if rule is not None and not rule[0](value):
-                raise _BadOption(f"the openai judge's {name} must be {rule[1]}, got {value!r}")
+                raise JudgeOptionError(f"the openai judge's {name} must be {rule[1]}, got {value!r}")
 
     # -- identity ----------------------------------------------------------
 

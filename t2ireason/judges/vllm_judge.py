@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import AnswerQuery, ChatRequest, Judge, JudgeError, Reply, Sampling, TokenLogprob
-from .openai_judge import ANSWER_TOP_LOGPROBS, _BadOption, answer_logprob, merge_top
+from .base import AnswerQuery, ChatRequest, Judge, JudgeError, JudgeOptionError, Reply, Sampling, TokenLogprob
+from .openai_judge import ANSWER_TOP_LOGPROBS, answer_logprob, merge_top
 
 __all__ = ["VLLMJudge"]
 
@@ -83,7 +83,7 @@ class VLLMJudge(Judge):
             if name == "max_pixels" and value is None:
                 continue
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise _BadOption(f"the vllm judge's {name} must be a whole number >= 1"
+                raise JudgeOptionError(f"the vllm judge's {name} must be a whole number >= 1"
                                  + (" or None" if name == "max_pixels" else "") + f", got {value!r}")
 
     def identity(self) -> dict[str, Any]:

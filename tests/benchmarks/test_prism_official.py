@@ -109,7 +109,7 @@ def test_the_official_preset_sends_the_authors_request_over_http(png):
     """eval_gpt41.py's request, as a real OpenAI-compatible server receives it."""
     preset = BENCH.presets["official"]
     row = BENCH.read_release(BENCH.sample_path()).configs["text_rendering_en"][0]
-    with serve(Answer('{"justification": "Fine.", "score": 8}')) as server:
+    with serve(Answer('{"justification": "Fine.", "score": 8}'), models=["gpt-4.1-2025-04-14"]) as server:
         judge = load_judge(f"openai:gpt-4.1-2025-04-14@{server.base_url}", **preset["judge_kwargs"])
         try:
             [result] = BENCH.score([row], [str(png)], judge, **preset["options"])
@@ -140,7 +140,7 @@ def test_three_tries_on_a_server_error_then_the_judgement_is_skipped(png):
     def behaviour(request):  # the aesthetic request always fails
         return Fail(500) if "hyper-critical" in request.text else Answer('{"justification": "x", "score": 7}')
 
-    with serve(behaviour) as server:
+    with serve(behaviour, models=["gpt-4.1-2025-04-14"]) as server:
         judge = load_judge(f"openai:gpt-4.1-2025-04-14@{server.base_url}",
                            **{**preset["judge_kwargs"], "backoff_base": 0.001, "backoff_max": 0.01})
         try:

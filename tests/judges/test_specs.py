@@ -74,11 +74,11 @@ def test_validate_judge_names_what_is_wrong_before_anything_loads(tmp_path):
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"sampling": {"temprature": 0.2}}, r"sampling has no field 'temprature' \(did you mean 'temperature'\?\)"),
-    ({"sampling": {"temperature": "hot"}}, "sampling temperature must be a finite number, got 'hot'"),
-    ({"sampling": {"max_tokens": 1.5}}, "sampling max_tokens must be a whole number, got 1.5"),
-    ({"sampling": {"top_p": float("nan")}}, "sampling top_p must be a finite number, got nan"),
+    ({"sampling": {"temperature": "hot"}}, "sampling.temperature must be a finite number, got 'hot'"),
+    ({"sampling": {"max_tokens": 1.5}}, "sampling.max_tokens must be a whole number, got 1.5"),
+    ({"sampling": {"top_p": float("nan")}}, "sampling.top_p must be a finite number, got nan"),
     ({"sampling": {"temperature": -1}}, "temperature must be >= 0"),
-    ({"sampling": "greedy"}, "sampling must be a dict of temperature, top_p, max_tokens, seed"),
+    ({"sampling": "greedy"}, "sampling must be an object of temperature, top_p, max_tokens, seed"),
     ({"timeout": "60"}, "the openai judge's timeout must be a number of seconds > 0, got '60'"),
     ({"max_retries": -1}, "max_retries must be a whole number >= 0"),
     ({"base_url": "localhost:8000/v1"}, "is not an http"),
