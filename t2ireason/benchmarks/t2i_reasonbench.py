@@ -373,12 +373,12 @@ def _reasons(reason: Any, n: int) -> list[str | None]:
     if reason is None or reason == "" or reason == []:
         return [None] * n
     if isinstance(reason, list) and len(reason) == n:
-        return [r if isinstance(r, str) else _json_text(r) for r in reason]
+        return [r if isinstance(r, str) else _json_text(r) for r in reason]  # a null item stays None
     if isinstance(reason, list):
-        whole = "\n".join(r if isinstance(r, str) else _json_text(r) for r in reason)
+        whole = "\n".join(r if isinstance(r, str) else _json_text(r) for r in reason if r is not None)
     else:
         whole = reason if isinstance(reason, str) else _json_text(reason)
-    return [whole] * n
+    return [whole or None] * n
 
 
 def parse_group_reply(text: str, n: int, *, first: bool = False) -> tuple[list[float], list[str | None]]:
@@ -1234,6 +1234,9 @@ class _ReleaseReader:
             return lambda kind, detail: self.note(kind, rel, where, detail)
 
         complain_p, complain_e, complain_l = complain_in(prompts_rel), complain_in(eval_rel), complain_in(pipe_rel)
+        for rec, complain in ((p, complain_p), (e, complain_e), (pipe, complain_l)):
+            for key in [k for k, v in (rec or {}).items() if v is None and k != "id"]:
+                complain("null_value", f"{key} is null")
         extra: dict[str, Any] = {}
         base = p if p is not None else {}
         if p is None:
@@ -1247,7 +1250,7 @@ class _ReleaseReader:
             base = {**p, "prompt": e["prompt"]}
         if p is not None and set(p) - set(_PROMPT_KEYS):
             extra["prompts"] = {k: v for k, v in p.items() if k not in _PROMPT_KEYS}
-            complain_p("extra_key", f"key(s) {', '.join(extra['prompts'])} kept in extra")
+            complain_p("extra_key", f"key(s) {_typed(extra['prompts'])} kept in extra")
 
         fields = {f: _text(base.get(f), f, complain_p if p is not None else complain_e)
                   for f in _PROMPT_KEYS if f != "id"}
@@ -1275,7 +1278,7 @@ class _ReleaseReader:
                 leftover["explicit_meaning"] = e["explicit_meaning"]
                 complain_e("explicit_meaning_mismatch", "the evaluation file's explicit_meaning differs; kept in extra")
             if set(leftover) - {"explicit_meaning"}:
-                complain_e("extra_key", f"key(s) {', '.join(k for k in leftover if k != 'explicit_meaning')} kept in extra")
+                complain_e("extra_key", f"key(s) {_typed(leftover, skip='explicit_meaning')} kept in extra")
             if leftover:
                 extra["evaluation"] = leftover
 
@@ -1292,11 +1295,14 @@ class _ReleaseReader:
                 complain_l("non_text_value", f"reason is a {_type(reason)}; kept as a one-item list of its JSON text")
                 reason = [_json_text(reason)]
             elif reason is not None:
+                for j, r in enumerate(reason):
+                    if r is None:
+                        complain_l("null_value", f"reason item {j} is null")
                 reason = [_text(r, f"reason item {j}", complain_l) for j, r in enumerate(reason)]
             reason_prompt = _text(pipe.get("reason_prompt"), "reason_prompt", complain_l)
             if set(pipe) - _PIPE_KEYS:
                 extra["pipeline"] = {k: v for k, v in pipe.items() if k not in _PIPE_KEYS}
-                complain_l("extra_key", f"key(s) {', '.join(extra['pipeline'])} kept in extra")
+                complain_l("extra_key", f"key(s) {_typed(extra['pipeline'])} kept in extra")
 
         row = {"id": ident.id, "name": name, "original_id": ident.original, "dimension": config,
                "prompt": fields["prompt"], "tag": fields["tag"], "idiom": fields["idiom"],
@@ -1325,6 +1331,11 @@ class _ReleaseReader:
                       "a JSON file in a data folder that no dimension reads" if in_data else "not read (not data)")
         if len(others) > shown:
             self.note("other_file", f"{len(others) - shown} more files", None, "not read; not listed one by one")
+
+
+def _typed(values: dict[str, Any], skip: str | None = None) -> str:
+    """Keys with the type of their values, for anomaly details: ``model (text), note (text)``."""
+    return ", ".join(f"{k} ({_type(v)})" for k, v in values.items() if k != skip)
 
 
 def _where(ident: _Id, position: int) -> Any:
@@ -1380,7 +1391,7 @@ def _groups_of(rec: dict[str, Any], spec: Dimension, complain: Callable[[str, st
         for kind, note in notes:
             complain(kind, f"{key}: {note}")
         if extra:
-            complain("non_pair_key", f"{key}: key(s) {', '.join(extra)} kept in the group's extra and sent to the "
+            complain("non_pair_key", f"{key}: key(s) {_typed(extra)} kept in the group's extra and sent to the "
                                      "judge with the group")
         if not pairs:
             complain("no_pairs", f"{key}: no question-criterion pairs")

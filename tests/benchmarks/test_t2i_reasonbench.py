@@ -3,6 +3,7 @@ hand-computed values, re-asks and failures, the text score, and stage-1 criteria
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import re
@@ -609,11 +610,90 @@ def test_describe_failure_skips_the_questions(release):
 
 
 def test_unreadable_image_is_a_failure_not_a_crash(release, tmp_path):
-    rows = [_row(release, "idiom", 1), _row(release, "idiom", 2)]
+    rows = [_row(release, "idiom", 1), _row(release, "idiom", 2), _row(release, "idiom", 3), _row(release, "idiom", 4)]
     scores = {p["question"]: 1 for r in rows for g in r["evaluation"] for p in g["pairs"]}
-    results = BENCH.score(rows, [tmp_path / "missing.png", Image.new("RGB", (8, 8))], ScriptedJudge(answering(scores)))
-    assert results[0].score is None and "image could not be read" in results[0].failure
-    assert results[1].score == pytest.approx(1.0)
+    (tmp_path / "empty.png").write_bytes(b"")
+    buf = io.BytesIO()
+    Image.new("RGB", (8, 8)).save(buf, format="PNG")
+    (tmp_path / "cut.png").write_bytes(buf.getvalue()[:-12])  # no IEND chunk: a torn write
+    judge = ScriptedJudge(answering(scores))
+    results = BENCH.score(rows, [tmp_path / "missing.png", tmp_path / "empty.png", tmp_path / "cut.png",
+                                 Image.new("RGB", (8, 8))], judge)
+    for r in results[:3]:
+        assert r.score is None and r.failure.startswith("image could not be read") and not r.retryable
+    assert results[3].score == pytest.approx(1.0)
+    assert len(judge.requests) == 1 + 2  # only the readable image is described and asked about
+
+
+#: the group turn of the authors' scripts (KaiyueSun98/T2I-ReasonBench, evaluation/Qwen2.5-VL/eval_*.py at
+#: 83a91df3d36b43665bfc5e8166493665cc5a7f8f: the f-string q2/q3/q4, the group dict formatted into it)
+def official_turn(group: dict) -> str:
+    return ("Based on the image and your previous description, answer the following questions: q1, q2, ...\n"
+            "For each question, assign a score of 1, 0.5 or 0 according to the corresponding scoring criteria: c1, c2, ...\n"
+            f"Here are the questions and criteria: {group}\n"
+            "Carefully consider the image and each question before responding, then provide your answer in json format:\n"
+            '{"reason": [your detailed reasoning], "score": [s1,s2, ...]"}')
+
+
+def test_official_template_sends_the_scripts_text_byte_for_byte(release):
+    """Every group of every sample row (irregular keys, rubric objects, shuffled keys included) as the scripts
+    would send it: the release's record loaded with json.load and printed into their f-string."""
+    rows = [r for d in BENCH.configs for r in release.configs[d]]
+    judge = ScriptedJudge(lambda r: "An image." if r.messages[-1].text == "Describe this image."
+                          else '{"reason": [], "score": []}')
+    BENCH.score(rows, [Image.new("RGB", (8, 8))] * len(rows), judge, template="official", max_reasks=0)
+    sent = {(r.metadata["id"], r.messages[2].text) for r in judge.requests if len(r.messages) == 3}
+    expected = set()
+    for dim, spec in DIMENSIONS.items():
+        records = json.loads((BENCH.sample_path() / spec.files()[1]).read_text(encoding="utf-8"))
+        for rec in records:
+            for key, _ in spec.groups:
+                expected.add((f"{dim}-{rec['id']:04d}", official_turn(rec[key])))
+    assert sent == expected
+    describe = judge.requests[0]
+    assert [type(p).__name__ for p in describe.messages[0].content] == ["JudgeImage", "str"]  # image, then text
+
+
+def test_first_or_last_json_of_a_reply(release):
+    rows, images = _one_row(release)  # reason: 3 questions, quality: 1
+    draft_then_final = ('Draft: {"reason": ["a", "b", "c"], "score": [0, 0, 0]}\nOn reflection:\n'
+                        '```json\n{"reason": ["a", "b", "c"], "score": [1, 1, 1]}\n```')
+    replies = ["A boy on a ladder.", draft_then_final, '{"reason": ["q"], "score": [1]}']
+    (last,) = BENCH.score(rows, images, ScriptedJudge(replies))
+    (first,) = BENCH.score(rows, images, ScriptedJudge(replies), reply_json="first")
+    assert last.subscores["reason"] == 1.0 and first.subscores["reason"] == 0.0
+    assert BENCH.presets["official"]["options"]["reply_json"] == "first"
+    with pytest.raises(ValueError, match="reply_json must be one of"):
+        BENCH.score(rows, images, ScriptedJudge(replies), reply_json="middle")
+
+
+@pytest.mark.parametrize("reply", [
+    '{"reason": 5, "score": [1, 0.5, 0]}', '{"reason": true, "score": [1, 0.5, 0]}',
+    '{"reason": 1.5, "score": [1, 0.5, 0]}', '{"reason": null, "score": [1, 0.5, 0]}',
+    '{"reason": [{"q1": "x"}, 2, null], "score": [1, 0.5, 0]}', '{"reason": {"q1": "x"}, "score": ["1", "0.5", "0"]}',
+    '{"reason": ["a"], "score": [1.000000000035, 0.4999999999999, 0]}',
+])
+def test_any_reasoning_shape_is_kept_and_scores_stay_exact(release, reply):
+    """Issue 16: these replies crashed the compute (TypeError) or gave 1.000000000035."""
+    rows, images = _one_row(release)
+    (result,) = BENCH.score(rows, images, ScriptedJudge(["A boy.", reply, '{"reason": ["q"], "score": [1]}']))
+    assert result.failure is None and [q.score for q in result.questions[:3]] == [1.0, 0.5, 0.0]
+    assert result.score == pytest.approx(0.9 * 0.5 + 0.1) and 0 <= result.score <= 1
+    assert all(q.reasoning is None or isinstance(q.reasoning, str) for q in result.questions)
+
+
+@pytest.mark.parametrize("transient, retryable", [(True, True), (False, False)])
+def test_a_failure_from_the_judges_infrastructure_is_retryable(release, transient, retryable):
+    rows, images = _one_row(release)
+    down = Reply(text="", model="s", sampling={}, error="connection refused", transient=transient)
+    (result,) = BENCH.score(rows, images, ScriptedJudge(["A boy.", down, '{"reason": ["q"], "score": [1]}']))
+    assert result.score is None and "connection refused" in result.failure and result.retryable is retryable
+    (described,) = BENCH.score(rows, images, ScriptedJudge([down]))
+    assert described.score is None and described.retryable is retryable
+    # an unusable reply is the judge's answer, not an outage: not retryable
+    (unusable,) = BENCH.score(rows, images, ScriptedJudge(["A boy.", "no idea", '{"reason": ["q"], "score": [1]}']),
+                              max_reasks=0)
+    assert unusable.score is None and not unusable.retryable
 
 
 def test_text_mode_scores_descriptions_without_quality(scored_rows):
