@@ -140,7 +140,7 @@ def test_input_errors_are_clear(rows):
 
 
 def test_presets_name_the_papers_judges():
-    paper, official = BENCH.presets["paper"], BENCH.presets["official"]
+    paper = BENCH.presets["paper"]
     assert paper["judge"] == "openai:gemini-2.5-pro@https://generativelanguage.googleapis.com/v1beta/openai/"
     assert paper["judge_kwargs"]["sampling"].temperature == 0
     assert paper["options"] == {"aggregation": "paper"}
