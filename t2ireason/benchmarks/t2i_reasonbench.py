@@ -46,7 +46,7 @@ from ..results import ImageResult, PaperTable, QuestionResult
 from ..stats import summarize
 from .base import Anomaly, Benchmark, OfficialRelease, Release, ReleaseError
 
-__all__ = ["T2IReasonBench", "BENCHMARK", "DIMENSIONS", "PAPER_WEIGHTS", "OFFICIAL_WEIGHTS", "ROLES",
+__all__ = ["T2IReasonBench", "BENCHMARK", "DIMENSIONS", "PAPER_WEIGHTS", "OFFICIAL_WEIGHTS", "ROLES", "ANOMALY_KINDS",
            "parse_pairs", "group_prompt", "official_group_text", "render_rubric", "parse_group_reply"]
 
 _TEMPLATES = "t2i_reasonbench"
@@ -609,7 +609,7 @@ class T2IReasonBench(Benchmark):
         for config in configs:
             rows = reader.dimension(config)
             if not rows:
-                reader.note("no_rows", f"dimension {config}", None, "no record of this dimension could be read")
+                reader.note("no_rows", DIMENSIONS[config].files()[0], None, "no record of this dimension could be read")
                 continue
             out[config] = rows
             per_role = {role: 0 for role in ROLES}
@@ -932,6 +932,69 @@ class T2IReasonBench(Benchmark):
 
 # -- reading the release -----------------------------------------------------------------------------
 
+#: Every kind of :class:`Anomaly` the reader reports (``build_report.json``), with what it means. Each names
+#: the file and the record (its id, or its position); nothing it describes is lost unless it says so.
+ANOMALY_KINDS = {
+    # files
+    "missing_file": "an expected file is absent: the other files are read without it",
+    "empty_file": "a file holds nothing, or an empty array",
+    "malformed_file": "a file is not valid JSON: every whole record in it is read, the rest quarantined",
+    "malformed_record": "damaged text inside a file: read on from the next whole record",
+    "truncated_file": "a file's array is not closed (the file ends early)",
+    "missing_comma": "two records with no comma between them: both read",
+    "trailing_text": "text after a file's array: quarantined",
+    "json_lines": "records one after another (JSON lines), not one array: all read",
+    "not_an_array": "a file holds one record or an object of records instead of an array: read as records",
+    "byte_order_mark": "a file starts with a UTF-8 byte order mark: skipped",
+    "not_utf8": "a file is not UTF-8: its undecodable bytes are read as U+FFFD",
+    "other_file": "a file that is not data (the authors' scripts, images, docs): not read",
+    "unknown_data_file": "a JSON file in a data folder that no dimension reads: not read",
+    "no_rows": "no record of a dimension could be read: the config is absent",
+    "quarantined": "what cannot be kept in a row, with its raw text as detail",
+    # records and ids
+    "not_a_record": "a record that is not an object: quarantined",
+    "no_id": "a record without id: kept as a row of its own, joined with nothing",
+    "id_as_text": "an integer id written as text: read as the integer",
+    "id_as_float": "an integer id written with decimals: read as the integer",
+    "id_not_integer": "an id that is a plain name but not an integer: its images are named by it",
+    "unsafe_id": "an id that cannot be a file name: its images get a safe name (row: original_id, name)",
+    "duplicate_record": "a record repeated exactly: read once",
+    "duplicate_id": "an id repeated with other contents: each occurrence is a row (name 0001-2...)",
+    "duplicate_key": "a key repeated within one object: the last value keeps it, earlier ones a suffixed key",
+    "no_prompt_record": "questions for an id prompts/ lacks: the row takes the evaluation file's prompt",
+    "no_evaluation_record": "a prompt without questions: kept, unscorable",
+    "no_pipeline_prompt": "a prompt without a rewritten prompt",
+    "orphan_pipeline_prompt": "a rewritten prompt with no prompt to attach to: quarantined",
+    # fields
+    "missing_field": "a field is absent (or its value comes from the other file)",
+    "null_value": "a field is null",
+    "non_text_value": "a text field holds another JSON value: kept as its JSON text",
+    "dict_image_content": "image_content is an object: kept as its JSON text",
+    "reason_as_text": "a rewritten prompt's reason is one text: kept as a one-item list",
+    "extra_key": "keys outside the schema: kept in the row's extra",
+    "prompt_mismatch": "the evaluation file's prompt differs from prompts/: kept as evaluation_prompt",
+    "explicit_meaning_mismatch": "the evaluation file's explicit_meaning differs: kept in extra",
+    "empty_prompt": "a prompt that is empty or only whitespace: kept as it is",
+    "invalid_unicode": "a lone surrogate (a \\ud800 escape) that UTF-8 cannot carry: replaced by U+FFFD",
+    "normalised": "text changed by the strip_whitespace option (off by default)",
+    # question groups
+    "unexpected_group": "a group the dimension does not name: its role read from its key, or unknown (not scored)",
+    "missing_group": "a group of the dimension is absent",
+    "group_not_object": "a group that is not an object of pairs: kept as its raw JSON, no pairs",
+    "no_pairs": "a group without question-criterion pairs",
+    "pair_count": "a group with more pairs than the templates ask for",
+    "irregular_key": "pair keys other than q1/c1 (sci_q1, aq1...), or a criterion matched by number or position",
+    "numbering": "questions not numbered 1..n",
+    "key_order": "keys not in q1, c1, q2, c2 order: pairs read by their numbers",
+    "question_without_criterion": "a question with no criterion: kept with a null criterion",
+    "criterion_without_question": "a criterion with no question: kept in the group's extra, sent to the judge",
+    "non_pair_key": "a group's key that is not a pair (scoring, a rubric object): kept and sent with the group",
+    "structured_criterion": "a criterion that is not text: rendered for the judge, kept as criterion_json",
+    "empty_question": "a question that is null or blank",
+    "empty_criterion": "a criterion that is null or blank",
+}
+
+
 _DATA_FOLDERS = ("prompts", "deepseek_evaluation_qs", "pipeline_prompts")
 
 
@@ -1069,6 +1132,10 @@ def _id_of(rec: dict[str, Any], position: int, kind: str) -> tuple[_Id, tuple[st
         number, note = int(value), ("id_as_text", f"id {value!r} is text; read as {int(value)}")
     if number is not None and -_INT64 <= number < _INT64:
         return _Id(("int", number), number, f"{number:04d}", None if note is None else original), note
+    if number is not None:
+        return _Id(("id", original), None, _safe_name(str(number)), original), \
+            ("id_not_integer", f"id {original} does not fit a 64-bit integer; its images are named "
+                               f"{_safe_name(str(number))!r}")
     text = value if isinstance(value, str) else original
     name = _safe_name(text)
     if name == text:

@@ -14,7 +14,13 @@ import pytest
 from PIL import Image
 
 from t2ireason.benchmarks import ReleaseError, get_benchmark
-from t2ireason.benchmarks.t2i_reasonbench import DIMENSIONS, group_prompt, parse_pairs, render_rubric
+from t2ireason.benchmarks.t2i_reasonbench import (
+    ANOMALY_KINDS,
+    DIMENSIONS,
+    group_prompt,
+    parse_pairs,
+    render_rubric,
+)
 from t2ireason.images import JudgeImage
 from t2ireason.judges.base import Reply
 from t2ireason.judges.scripted import ScriptedJudge
@@ -252,6 +258,7 @@ def _edit(root, rel, fn):
 
 
 def _kinds(release, name=None):
+    assert {a.kind for a in release.anomalies} <= set(ANOMALY_KINDS)  # every kind is documented
     return [(a.kind, a.row) for a in release.anomalies if name is None or a.file.endswith(name)]
 
 
@@ -271,6 +278,14 @@ def test_missing_empty_and_garbage_files_are_read_around_and_reported(copy):
     assert garbage[-1].detail == "<html>Not Found</html>"  # the raw text, whole
     # a file that is there but empty is one anomaly, not one per row
     assert not any(a.kind == "no_pipeline_prompt" for a in rel.anomalies)
+
+
+def test_a_dimension_with_no_files_is_absent_and_said_so(copy):
+    for rel in DIMENSIONS["idiom"].files():
+        (copy / rel).unlink()
+    rel = BENCH.read_release(copy)
+    assert list(rel.configs) == ["textual", "entity", "scientific"]
+    assert [k for k, _ in _kinds(rel, "idiom_interpretation.json")] == ["missing_file", "no_rows"]
 
 
 def test_a_damaged_record_costs_only_itself(copy):

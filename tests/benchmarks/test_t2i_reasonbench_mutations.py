@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from t2ireason.benchmarks import get_benchmark
-from t2ireason.benchmarks.t2i_reasonbench import _Q, DIMENSIONS
+from t2ireason.benchmarks.t2i_reasonbench import _Q, ANOMALY_KINDS, DIMENSIONS
 
 BENCH = get_benchmark("t2i-reasonbench")
 FILES = [rel for spec in DIMENSIONS.values() for rel in spec.files()]
@@ -192,6 +192,7 @@ def _questions_in_files(data: dict, overrides: dict) -> int:
 
 
 def _check_invariants(release, data, overrides):
+    assert {a.kind for a in release.anomalies} <= set(ANOMALY_KINDS)
     # every question of the files is a pair of a row: none dropped
     assert sum(c["pairs"] for c in release.counts.values()) == _questions_in_files(data, overrides)
     assert sum(len(g["pairs"]) for rows in release.configs.values() for r in rows for g in r["evaluation"]) == \
