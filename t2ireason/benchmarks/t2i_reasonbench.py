@@ -1036,7 +1036,7 @@ def _keep_overwritten(items: list[tuple[str, Any]]) -> dict[str, Any]:
 
 _LOADER = json.JSONDecoder(object_pairs_hook=_keep_overwritten)
 _RECORD_START = re.compile(r"[,\[\n][ \t\r\n]*\{")
-_RESYNC_TRIES = 1000
+_RESYNC_TRIES = 100  # bounded: each try may read to the end of the file
 
 
 def _skip_space(text: str, i: int) -> int:
