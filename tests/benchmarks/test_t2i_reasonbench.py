@@ -820,3 +820,12 @@ def test_criteria_generation_failure_is_kept_and_reported():
     assert result.score is None and "no reason, detail, quality questions" in result.failure
     with pytest.raises(ValueError, match=r"records\[0\] lacks \['explicit_meaning'\]"):
         BENCH.generate_criteria([{"id": 1, "prompt": "p"}], "entity", judge)
+
+
+def test_the_modules_examples_run():
+    import doctest
+
+    from t2ireason.benchmarks import t2i_reasonbench
+
+    result = doctest.testmod(t2i_reasonbench)
+    assert result.attempted >= 5 and result.failed == 0

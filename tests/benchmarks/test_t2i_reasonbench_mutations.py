@@ -139,7 +139,8 @@ def _apply(data: dict, overrides: dict, mutation: tuple) -> bool:
     if kind == "retype":
         if not path:
             records[i] = mutation[4]
-        elif isinstance(parent, (dict, list)) and (path[-1] in parent if isinstance(parent, dict) else path[-1] < len(parent)):
+        elif (isinstance(parent, dict) and path[-1] in parent
+              or isinstance(parent, list) and isinstance(path[-1], int) and path[-1] < len(parent)):
             parent[path[-1]] = mutation[4]
         else:
             return False
@@ -246,15 +247,19 @@ def test_added_whitespace_and_unicode_are_kept_byte_for_byte(mutation):
     (row,) = [r for r in release.configs[dim] if r["id"] == rec["id"]]
     section = rel.split("/")[0]
     if len(path) == 1 or section == "pipeline_prompts":
-        field = {"prompt": "evaluation_prompt"}.get(path[0], path[0]) if section == "deepseek_evaluation_qs" else path[0]
-        kept_apart = json.loads(row["extra"] or "{}").get(
-            {"prompts": "prompts", "deepseek_evaluation_qs": "evaluation", "pipeline_prompts": "pipeline"}[section], {})
+        # where a record's field goes in its row: its own field, or the row's extra (keys outside the schema,
+        # and the evaluation file's explicit_meaning, which differs from the prompt's once text is added)
+        own = {"prompts": {f: f for f in ("prompt", "tag", "idiom", "idiom_meaning", "explicit_meaning")},
+               "deepseek_evaluation_qs": {"prompt": "evaluation_prompt", "image_content": "image_content"},
+               "pipeline_prompts": {"reason": "reason", "reason_prompt": "reason_prompt"}}[section]
+        field = own.get(path[0])
         if field == "reason":
             assert new in row["reason"]
-        elif field in row and not (section == "deepseek_evaluation_qs" and field == "explicit_meaning"):
+        elif field:
             assert row[field] == new
-        else:  # kept in extra: a key outside the schema, or the evaluation file's differing explicit_meaning
-            assert kept_apart[path[0]] == new
+        else:
+            part = {"prompts": "prompts", "deepseek_evaluation_qs": "evaluation", "pipeline_prompts": "pipeline"}[section]
+            assert json.loads(row["extra"])[part][path[0]] == new
     else:
         group = next(g for g in row["evaluation"] if g["group"] == path[0])
         texts = [p[part] for p in group["pairs"] for part in ("question", "criterion")]
