@@ -104,7 +104,7 @@ OFFICIAL_WEIGHTS = {
 
 _SCORE_OPTIONS = {"mode", "aggregation", "weights", "max_reasks", "structured_output", "reply_json", "template"}
 _AGGREGATE_OPTIONS = {"confidence", "n_resamples", "seed"}
-_READ_OPTIONS = {"configs", "strip_whitespace"}
+_READ_OPTIONS = {"configs"}
 _MODES = ("image", "text")
 _AGGREGATIONS = ("paper", "official")
 _REPLY_JSON = ("last", "first")
@@ -588,9 +588,8 @@ class T2IReasonBench(Benchmark):
     def read_release(self, source: str | Path, **options: Any) -> Release:
         """Read the official release folder (or a folder holding it one or two levels down).
 
-        Options: ``configs``, the dimensions to read (default all); ``strip_whitespace`` (default
-        False) removes leading and trailing whitespace from every text, each change reported (the
-        release's text is otherwise kept byte for byte).
+        Option ``configs``: the dimensions to read (default all). Text is kept byte for byte (a
+        normalisation is the builder's option, off by default: ``t2ireason build --normalize strip``).
 
         Nothing in the files stops the read: every record is kept with every value the release gives,
         and every irregularity becomes an :class:`Anomaly` naming the file, the id and what was odd;
@@ -604,7 +603,7 @@ class T2IReasonBench(Benchmark):
         bad = [c for c in configs if c not in DIMENSIONS]
         if bad:
             raise ValueError(f"unknown dimension(s) {bad}; known: {', '.join(DIMENSIONS)}")
-        reader = _ReleaseReader(_release_root(Path(source)), strip=bool(options.get("strip_whitespace", False)))
+        reader = _ReleaseReader(_release_root(Path(source)))
         out, counts = {}, {}
         for config in configs:
             rows = reader.dimension(config)
@@ -976,7 +975,6 @@ ANOMALY_KINDS = {
     "explicit_meaning_mismatch": "the evaluation file's explicit_meaning differs: kept in extra",
     "empty_prompt": "a prompt that is empty or only whitespace: kept as it is",
     "invalid_unicode": "a lone surrogate (a \\ud800 escape) that UTF-8 cannot carry: replaced by U+FFFD",
-    "normalised": "text changed by the strip_whitespace option (off by default)",
     # question groups
     "unexpected_group": "a group the dimension does not name: its role read from its key, or unknown (not scored)",
     "missing_group": "a group of the dimension is absent",
@@ -1149,16 +1147,19 @@ def _id_of(rec: dict[str, Any], position: int, kind: str) -> tuple[_Id, tuple[st
 class _ReleaseReader:
     """Reads one release folder, one dimension at a time, collecting every anomaly."""
 
-    def __init__(self, root: Path, strip: bool = False):
-        self.root, self.strip = root, strip
+    def __init__(self, root: Path):
+        self.root = root
         self.anomalies: list[Anomaly] = []
+        self.quarantined: list[tuple[str, Any, str, str]] = []
 
     def note(self, kind: str, file: str, row: Any, detail: str) -> None:
         self.anomalies.append(Anomaly(kind, file, row, detail))
 
-    def quarantine(self, file: str, row: Any, raw: str) -> None:
-        """What cannot be kept in a row: listed with its raw text, the reason in the anomaly before it."""
+    def quarantine(self, file: str, row: Any, raw: str, reason: str) -> None:
+        """What cannot be kept in a row: a ``quarantined`` anomaly with the raw text as its detail (the
+        reason is the anomaly before it), and ``(file, row, reason, raw)`` in :attr:`quarantined`."""
         self.note("quarantined", file, row, raw)
+        self.quarantined.append((file, row, reason, raw))
 
     # -- files ------------------------------------------------------------------------------------
 
@@ -1191,7 +1192,7 @@ class _ReleaseReader:
             for kind, detail in problems:
                 self.note(kind, rel, None, detail)
             for raw in leftovers:
-                self.quarantine(rel, None, raw)
+                self.quarantine(rel, None, raw, "text that is not JSON")
             return top
         if isinstance(top, list):
             records = top
@@ -1204,7 +1205,7 @@ class _ReleaseReader:
             records = list(top.values())
         else:
             self.note("not_an_array", rel, None, f"the file holds a JSON {_type(top)}, not an array of records")
-            self.quarantine(rel, None, _json_text(top) or "null")
+            self.quarantine(rel, None, _json_text(top) or "null", f"a JSON {_type(top)}, not records")
             return []
         if not records:
             self.note("empty_file", rel, None, "the file holds an empty array: no records")
@@ -1220,7 +1221,7 @@ class _ReleaseReader:
         for pos, rec in enumerate(records or []):
             if not isinstance(rec, dict):
                 self.note("not_a_record", rel, f"record {pos}", f"record {pos} is a {_type(rec)}, not an object")
-                self.quarantine(rel, f"record {pos}", _json_text(rec) or "null")
+                self.quarantine(rel, f"record {pos}", _json_text(rec) or "null", f"a {_type(rec)}, not a record")
                 continue
             ident, problem = _id_of(rec, pos, kind)
             where = _where(ident, pos)
@@ -1276,11 +1277,11 @@ class _ReleaseReader:
             for pos, rec, ident in occurrences[n:]:
                 self.note("orphan_pipeline_prompt", pipe_rel, _where(ident, pos),
                           f"no prompt with this id in {prompts_rel} or {eval_rel}: the record is quarantined")
-                self.quarantine(pipe_rel, _where(ident, pos), _json_text(rec))
+                self.quarantine(pipe_rel, _where(ident, pos), _json_text(rec), "no prompt with this id")
         for pos, rec, ident in l_free:
             self.note("orphan_pipeline_prompt", pipe_rel, _where(ident, pos),
                       "a rewritten prompt without an id cannot be attached to a prompt: the record is quarantined")
-            self.quarantine(pipe_rel, _where(ident, pos), _json_text(rec))
+            self.quarantine(pipe_rel, _where(ident, pos), _json_text(rec), "no id to attach it to a prompt")
 
         names: set[str] = set()
         for p, e, pipe, ident, k in units:
@@ -1376,8 +1377,6 @@ class _ReleaseReader:
                "idiom_meaning": fields["idiom_meaning"], "explicit_meaning": fields["explicit_meaning"],
                "image_content": image_content, "evaluation": groups, "evaluation_prompt": evaluation_prompt,
                "reason": reason, "reason_prompt": reason_prompt, "extra": _json_text(extra) if extra else None}
-        if self.strip:
-            _strip_texts(row, complain_e)
         return _valid_unicode(row, complain_e)
 
     def other_files(self) -> None:
@@ -1484,18 +1483,6 @@ def _overwritten_keys(value: Any) -> list[str]:
     return []
 
 
-def _strings(value: Any, path: str):
-    """Every text of a row with where it is, for the normalisation and the Unicode check."""
-    if isinstance(value, str):
-        yield path, value
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            yield from _strings(v, f"{path}.{k}" if path else k)
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            yield from _strings(v, f"{path}[{i}]")
-
-
 def _replace(value: Any, fix: Callable[[str, str], str], path: str = "") -> Any:
     if isinstance(value, str):
         return fix(path, value)
@@ -1504,21 +1491,6 @@ def _replace(value: Any, fix: Callable[[str, str], str], path: str = "") -> Any:
     if isinstance(value, list):
         return [_replace(v, fix, f"{path}[{i}]") for i, v in enumerate(value)]
     return value
-
-
-_JSON_FIELDS = ("extra", "raw", "criterion_json", "original_id")
-
-
-def _strip_texts(row: dict[str, Any], complain: Callable[[str, str], None]) -> None:
-    """The ``strip_whitespace`` normalisation: leading and trailing whitespace removed from every text
-    (not from JSON texts), each change reported."""
-    def fix(path: str, text: str) -> str:
-        if path.split(".")[-1].split("[")[0] in _JSON_FIELDS or text == text.strip():
-            return text
-        complain("normalised", f"{row['name']}: whitespace stripped from {path} ({text!r})")
-        return text.strip()
-
-    row.update(_replace(row, fix))
 
 
 def _valid_unicode(row: dict[str, Any], complain: Callable[[str, str], None]) -> dict[str, Any]:
