@@ -275,8 +275,8 @@ def parse_pairs(group: dict[str, Any], where: str = "") -> tuple[list[dict[str, 
         for part in ("question", "criterion"):
             value = p[part]
             if part == "criterion" and value is not None and not isinstance(value, str):
-                notes.append(("structured_criterion", f"criterion {p['criterion_key']!r} is a "
-                                                      f"{_type(value)}; rendered as text for the judge"))
+                notes.append(("structured_criterion", f"criterion {p['criterion_key']!r} is "
+                                                      f"{_a(value)}; rendered as text for the judge"))
             elif value is None or (isinstance(value, str) and not value.strip()):
                 key = p[f"{part}_key"]
                 if key is not None:
@@ -285,10 +285,16 @@ def parse_pairs(group: dict[str, Any], where: str = "") -> tuple[list[dict[str, 
             else _json_text(p["criterion"])
         p["criterion"] = render_rubric(p["criterion"])
         if p["question"] is not None and not isinstance(p["question"], str):
-            notes.append(("non_text_value", f"question {p['question_key']!r} is a {_type(p['question'])}; "
+            notes.append(("non_text_value", f"question {p['question_key']!r} is {_a(p['question'])}; "
                                             "kept as JSON text"))
             p["question"] = _json_text(p["question"])
     return pairs, extra, notes
+
+
+def _a(value: Any) -> str:
+    """``value``'s JSON type with its article, for messages: "an object", "a list", "null"."""
+    kind = _type(value)
+    return kind if kind == "null" else f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
 
 
 def _type(value: Any) -> str:
@@ -1220,8 +1226,8 @@ class _ReleaseReader:
         seen: dict[Any, dict[str, int]] = defaultdict(dict)
         for pos, rec in enumerate(records or []):
             if not isinstance(rec, dict):
-                self.note("not_a_record", rel, f"record {pos}", f"record {pos} is a {_type(rec)}, not an object")
-                self.quarantine(rel, f"record {pos}", _json_text(rec) or "null", f"a {_type(rec)}, not a record")
+                self.note("not_a_record", rel, f"record {pos}", f"record {pos} is {_a(rec)}, not an object")
+                self.quarantine(rel, f"record {pos}", _json_text(rec) or "null", f"{_a(rec)}, not a record")
                 continue
             ident, problem = _id_of(rec, pos, kind)
             where = _where(ident, pos)
@@ -1360,7 +1366,7 @@ class _ReleaseReader:
                 complain_l("reason_as_text", "reason is a string; kept as a one-item list")
                 reason = [reason]
             elif reason is not None and not isinstance(reason, list):
-                complain_l("non_text_value", f"reason is a {_type(reason)}; kept as a one-item list of its JSON text")
+                complain_l("non_text_value", f"reason is {_a(reason)}; kept as a one-item list of its JSON text")
                 reason = [_json_text(reason)]
             elif reason is not None:
                 for j, r in enumerate(reason):
@@ -1415,7 +1421,7 @@ def _text(value: Any, field: str, complain: Callable[[str, str], None]) -> str |
     """A text field: the release's text byte for byte, or another JSON value as its JSON text (reported)."""
     if value is None or isinstance(value, str):
         return value
-    complain("non_text_value", f"{field} is a {_type(value)}; kept as JSON text")
+    complain("non_text_value", f"{field} is {_a(value)}; kept as JSON text")
     return _json_text(value)
 
 
@@ -1449,7 +1455,7 @@ def _groups_of(rec: dict[str, Any], spec: Dimension, complain: Callable[[str, st
                      + (f"read as the {role} group" if role else "its role is unknown: kept, not scored"))
         raw = _json_text(value) if value is not None else "null"
         if not isinstance(value, dict):
-            complain("group_not_object", f"{key} is a {_type(value)}, not an object of question-criterion pairs; "
+            complain("group_not_object", f"{key} is {_a(value)}, not an object of question-criterion pairs; "
                                          "kept as its raw JSON, with no pairs")
             groups.append({"group": key, "role": role, "pairs": [], "extra": None, "raw": raw})
             continue
