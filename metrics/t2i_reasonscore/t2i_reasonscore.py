@@ -39,18 +39,23 @@ Args:
     weights (compute option): per dimension {"reason": w1, "detail": w2, "quality": w3}.
     max_reasks (compute option): follow-ups for unparsable replies or a wrong number of scores (default 2).
     structured_output (compute option): also send a JSON schema to judges that support it (default False).
+    template (compute option): "paper" (default; Figure 14, the group's pairs and rubrics as readable
+        JSON) or "official" (the authors' scripts' text byte for byte).
+    reply_json (compute option): "last" (default) or "first" JSON object of a reply (the scripts' reading).
 Init keyword arguments (evaluate.load(..., judge=...)):
     judge: a judge spec ("openai:...", "hf:...", "vllm:...") or a judge object; default: the preset's.
     preset: "paper" (default; Gemini-2.5-pro through its OpenAI-compatible endpoint, temperature 0)
-        or "official" (hf:Qwen/Qwen2.5-VL-72B-Instruct, greedy, the official aggregation).
+        or "official" (the authors' scripts: hf:Qwen/Qwen2.5-VL-72B-Instruct with its own generation
+        config and at most 1,000 new tokens, their prompt text, the first JSON of a reply, their aggregation).
     judge_kwargs, cache, progress: see t2ireason.metric.JudgedMetric.
 Returns:
     overall: the mean of the dimension scores (0 to 100); idiom, textual, entity, scientific: each
         dimension's mean score (Table 2's cells).
     dimensions: per dimension, score / reason / detail / quality summaries (mean, se, 95% CIs, n,
         failed), weights and max_score; overall_summary: the overall's se and bootstrap interval.
-    scores: each image's score (0 to 1; None if the judge failed); per_image: every question's
-        score and reasoning, the raw replies, re-asks and failures.
+    scores: each image's score (0 to 1; None if the image could not be read or the judge failed);
+        per_image: every question's score and reasoning, the raw replies, re-asks, failures and
+        whether a failure is retryable (the judge's infrastructure failed).
 Examples (README.md has ones that run offline):
     metric = evaluate.load("metrics/t2i_reasonscore")          # the paper preset: Gemini-2.5-pro
     out = metric.compute(predictions=images, references=rows)  # rows from load_dataset(..., "idiom")

@@ -5,8 +5,14 @@ official GitHub release (``prompts/``, ``deepseek_evaluation_qs/``,
 ``pipeline_prompts/``), the two-stage judge protocol of the paper (Figure 14:
 "Describe this image.", then one turn per question group), T2I-ReasonScore
 (section 4.1, equation 2, with the weights of section 5), the official code's
-aggregation as an option, the text score of Table 4, and stage-1
-question-criterion generation for new prompts (Figures 9 to 12).
+aggregation, prompt and reply reading as options, the text score of Table 4,
+and stage-1 question-criterion generation for new prompts (Figures 9 to 12).
+
+The reader keeps the release as it is: every value whatever its JSON type,
+text byte for byte, every irregular record listed as an :class:`Anomaly`;
+only what cannot be kept in a row at all (a record that is not an object, a
+rewritten prompt with no prompt to attach to, text that is not JSON) is
+``quarantined``: listed with its raw text.
 
 >>> rel = BENCHMARK.read_release(BENCHMARK.sample_path())
 >>> sorted(rel.configs) == sorted(BENCHMARK.configs)
@@ -15,29 +21,33 @@ True
 
 from __future__ import annotations
 
+import codecs
+import hashlib
 import json
 import math
+import os
 import re
 import warnings
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import datasets
 import numpy as np
 
-from ..images import ImageError, as_image
+from ..files import inside
+from ..images import load_images
 from ..judges.base import ChatRequest, Sampling
 from ..parsing import ReplyParseError, ask_structured, extract_json, score_list
 from ..prompts import render
 from ..results import ImageResult, PaperTable, QuestionResult
 from ..stats import summarize
-from .base import Anomaly, Benchmark, Release, ReleaseError
+from .base import Anomaly, Benchmark, OfficialRelease, Release, ReleaseError
 
-__all__ = ["T2IReasonBench", "BENCHMARK", "DIMENSIONS", "PAPER_WEIGHTS", "OFFICIAL_WEIGHTS", "ROLES",
-           "parse_pairs", "group_prompt"]
+__all__ = ["T2IReasonBench", "BENCHMARK", "DIMENSIONS", "PAPER_WEIGHTS", "OFFICIAL_WEIGHTS", "ROLES", "ANOMALY_KINDS",
+           "parse_pairs", "group_prompt", "official_group_text", "render_rubric", "parse_group_reply"]
 
 _TEMPLATES = "t2i_reasonbench"
 ROLES = ("reason", "detail", "quality")
@@ -92,12 +102,15 @@ OFFICIAL_WEIGHTS = {
     "scientific": {"reason": 0.7, "detail": 0.3},
 }
 
-_SCORE_OPTIONS = {"mode", "aggregation", "weights", "max_reasks", "structured_output"}
+_SCORE_OPTIONS = {"mode", "aggregation", "weights", "max_reasks", "structured_output", "reply_json", "template"}
 _AGGREGATE_OPTIONS = {"confidence", "n_resamples", "seed"}
+_READ_OPTIONS = {"configs"}
 _MODES = ("image", "text")
 _AGGREGATIONS = ("paper", "official")
+_REPLY_JSON = ("last", "first")
+_TEMPLATE_CHOICES = ("paper", "official")
 
-_PROMPT_KEYS = {"id", "prompt", "tag", "idiom", "idiom_meaning", "explicit_meaning"}
+_PROMPT_KEYS = ("id", "prompt", "tag", "idiom", "idiom_meaning", "explicit_meaning")
 _EVAL_KEYS = {"id", "prompt", "explicit_meaning", "image_content"}
 _PIPE_KEYS = {"id", "reason", "reason_prompt"}
 
@@ -108,11 +121,90 @@ _CITATION = """@article{sun2025t2ireasonbench,
   year    = {2025}
 }"""
 
+#: The authors' repository at the commit whose evaluation scripts this module was checked against.
+#: Their JSON data could not be fetched here, so no file hash is recorded (the build says so).
+_AUTHORS_REPO = "KaiyueSun98/T2I-ReasonBench"
+_AUTHORS_COMMIT = "83a91df3d36b43665bfc5e8166493665cc5a7f8f"
+_AUTHORS_SCRIPTS = tuple(f"evaluation/Qwen2.5-VL/eval_{d}.py" for d in ("idiom", "textual_image", "entity", "scientific"))
+
+
+def _json_text(value: Any) -> str | None:
+    """``value`` as JSON text, key order kept (lone surrogates escaped, so the text is always valid UTF-8)."""
+    if value is None:
+        return None
+    text = json.dumps(value, ensure_ascii=False)
+    return text if _utf8(text) else json.dumps(value)
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate, which JSON's \ud800 escapes can carry
+        return False
+    return True
+
+
+# -- rubrics: criteria given as text, as objects of score levels, or anything else ---------------------
+
+_LEVEL_KEY = re.compile(r"(?:score[ _-]?)?(1(?:\.0*)?|0?\.50*|0(?:\.0*)?)", re.IGNORECASE)
+_ONE_TEXT_KEYS = {"score", "scores", "criteria", "criterion", "scoring", "rubric"}
+
+
+def _level(key: str) -> float | None:
+    m = _LEVEL_KEY.fullmatch(key.strip())
+    return float(m[1]) if m else None
+
+
+def _joined(parts: list[str]) -> str:
+    """Items on one line: after a sentence's end a space, otherwise a semicolon."""
+    out = ""
+    for part in parts:
+        if out:
+            out += " " if out.rstrip().endswith((".", "!", "?", ")", "。")) else "; "
+        out += part
+    return out
+
+
+def render_rubric(value: Any) -> str | None:
+    """A criterion (or a group's rubric) as readable text for the judge, whatever its JSON shape.
+
+    Text is sent as it is. An object of score levels (keys ``1``/``0.5``/``0`` or
+    ``score_1``/``score_0.5``/``score_0``, in any order) becomes ``"1: ... 0.5: ... 0: ..."``, from the
+    highest level down; an object holding one text under ``score``, ``criteria`` (or ``criterion``,
+    ``scoring``, ``rubric``) is that text; any other object lists ``key: value`` in the release's order; a
+    list joins its items; a number or boolean is its JSON text; ``null`` stays ``None``.
+
+    >>> render_rubric({"0": "No cat.", "score_1": "A cat.", "0.5": "Maybe a cat."})
+    '1: A cat. 0.5: Maybe a cat. 0: No cat.'
+    >>> render_rubric({"criteria": "1 if red, 0.5 if pink, 0 otherwise"})
+    '1 if red, 0.5 if pink, 0 otherwise'
+    >>> render_rubric({"score_1": "all legible", "score_2": "one typo"})
+    'score_1: all legible; score_2: one typo'
+    """
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        if len(value) == 1:
+            (key, inner), = value.items()
+            if key.strip().lower() in _ONE_TEXT_KEYS and isinstance(inner, str):
+                return inner
+        levels = {k: _level(k) for k in value}
+        if value and all(lv is not None for lv in levels.values()):
+            ordered = sorted(value, key=lambda k: -levels[k])
+            return _joined([f"{levels[k]:g}: {render_rubric(value[k]) or ''}".rstrip() for k in ordered])
+        return _joined([f"{k}: {render_rubric(v) if v is not None else 'null'}" for k, v in value.items()])
+    if isinstance(value, list):
+        return _joined([render_rubric(v) if v is not None else "null" for v in value])
+    return json.dumps(value)
+
 
 # -- question-criterion pairs ------------------------------------------------------------------------
 
 _Q = re.compile(r"^(?P<prefix>[a-z_]*?)q(?P<n>\d+)$", re.IGNORECASE)
 _C = re.compile(r"^(?P<prefix>[a-z_]*?)c(?P<n>\d+)$", re.IGNORECASE)
+#: a key repeated within one JSON object: the last value keeps the key (as every JSON reader, and the
+#: authors' scripts, would read it), each earlier value is kept under the key with this suffix
+_OVERWRITTEN = " (overwritten {n})"
 
 
 def _key_parts(pattern: re.Pattern, key: str) -> tuple[str, int] | None:
@@ -120,28 +212,26 @@ def _key_parts(pattern: re.Pattern, key: str) -> tuple[str, int] | None:
     return (m["prefix"].lower(), int(m["n"])) if m else None
 
 
-def parse_pairs(group: dict[str, Any], where: str
-                ) -> tuple[list[dict[str, str]], dict[str, Any], list[tuple[str, str]]]:
-    """The question-criterion pairs of one ``*_evaluation`` dict, in order, with their original keys.
+def parse_pairs(group: dict[str, Any], where: str = "") -> tuple[list[dict[str, Any]], dict[str, Any],
+                                                                 list[tuple[str, str]]]:
+    """The question-criterion pairs of one ``*_evaluation`` object, in question order, with their keys.
 
-    Returns ``(pairs, extra, notes)``: each pair is ``{question_key, question, criterion_key,
-    criterion}``; ``extra`` holds keys that are not part of a pair (e.g. ``scoring``); ``notes``
-    describe irregularities (prefixed keys such as ``sci_q1``/``aq1``, numbering not 1..n, a
-    criterion matched by number or position) as ``(kind, detail)``. A criterion is matched to its question by prefix and
-    number, then by number alone, then as the key that follows the question. Raises
-    :class:`ReleaseError` (naming ``where``) for a question without criterion, a criterion without
-    question, or a value that is not text.
+    Returns ``(pairs, extra, notes)``. Each pair is ``{question_key, question, criterion_key, criterion,
+    criterion_json}``: ``criterion`` is the release's text, or, for a criterion that is not text, its
+    rendering by :func:`render_rubric`, with the release's value as JSON text in ``criterion_json``.
+    ``extra`` holds the keys that are not part of a pair (a ``scoring`` note, a rubric object, a criterion
+    without its question); ``notes`` describe every irregularity as ``(kind, detail)``. A criterion is
+    matched to its question by prefix and number, then by number alone, then as the key that follows the
+    question; a question left without one keeps a ``None`` criterion. Nothing is dropped and nothing
+    raises: ``where`` is kept for callers' messages.
 
-    >>> pairs, extra, notes = parse_pairs({"aq1": "Sharp?", "ac1": "1: yes 0: no", "scoring": "mean"}, "x")
+    >>> pairs, extra, notes = parse_pairs({"aq1": "Sharp?", "ac1": "1: yes 0: no", "scoring": "mean"})
     >>> [(p["question_key"], p["criterion_key"]) for p in pairs], extra
     ([('aq1', 'ac1')], {'scoring': 'mean'})
     """
-    if not isinstance(group, dict):
-        raise ReleaseError(f"{where}: expected a dict of question-criterion pairs, got {type(group).__name__}")
     keys = list(group)
     questions = [k for k in keys if _key_parts(_Q, k)]
     criteria = [k for k in keys if _key_parts(_C, k)]
-    extra = {k: group[k] for k in keys if k not in questions and k not in criteria}
     used: set[str] = set()
     pairs, notes = [], []
     for qk in questions:
@@ -151,36 +241,102 @@ def parse_pairs(group: dict[str, Any], where: str
         if ck is None:
             ck = next((k for k in free if _key_parts(_C, k)[1] == n), None)
             if ck is None:
-                following = keys[keys.index(qk) + 1] if keys.index(qk) + 1 < len(keys) else None
-                ck = following if following in free else None
+                i = keys.index(qk) + 1
+                ck = keys[i] if i < len(keys) and keys[i] in free else None
             if ck is None:
-                raise ReleaseError(f"{where}: question {qk!r} has no criterion")
-            notes.append(("irregular_key", f"question {qk!r} paired with criterion {ck!r}"))
-        used.add(ck)
-        for k in (qk, ck):
-            if not isinstance(group[k], str) or not group[k].strip():
-                raise ReleaseError(f"{where}: {k!r} is {group[k]!r}, not a non-empty text")
-        pairs.append({"question_key": qk, "question": group[qk], "criterion_key": ck, "criterion": group[ck]})
+                notes.append(("question_without_criterion", f"question {qk!r} has no criterion; kept without one"))
+            else:
+                notes.append(("irregular_key", f"question {qk!r} paired with criterion {ck!r}"))
+        if ck is not None:
+            used.add(ck)
+        pairs.append({"question_key": qk, "question": group[qk], "criterion_key": ck,
+                      "criterion": group[ck] if ck is not None else None})
     orphans = [k for k in criteria if k not in used]
-    if orphans:
-        raise ReleaseError(f"{where}: criterion {orphans[0]!r} has no question")
-    irregular = [k for p in pairs for k in (p["question_key"], p["criterion_key"]) if not re.fullmatch(r"[qc]\d+", k)]
+    for k in orphans:
+        notes.append(("criterion_without_question", f"criterion {k!r} has no question; kept in the group's extra"))
+    extra = {k: group[k] for k in keys if k not in questions and k not in used}
+
+    # pairs follow their numbers (a shuffled release keeps its meaning), in order of appearance on a tie
+    order = [keys.index(p["question_key"]) for p in pairs]
+    pairs = [p for _, p in sorted(zip(order, pairs), key=lambda t: (_key_parts(_Q, t[1]["question_key"])[1], t[0]))]
+    expected = [k for p in pairs for k in (p["question_key"], p["criterion_key"]) if k is not None]
+    if [k for k in keys if k in set(expected)] != expected:
+        notes.append(("key_order", f"keys in the order {', '.join(k for k in keys if k in set(expected))}; "
+                                   f"pairs read as {', '.join(expected)}"))
+    irregular = [k for p in pairs for k in (p["question_key"], p["criterion_key"])
+                 if k is not None and not re.fullmatch(r"[qc]\d+", k)]
     if irregular:
         notes.append(("irregular_key", f"irregular key(s) {', '.join(irregular)}"))
     numbers = [_key_parts(_Q, p["question_key"])[1] for p in pairs]
     if numbers != list(range(1, len(numbers) + 1)):
         notes.append(("numbering", f"questions numbered {numbers}, not 1..{len(numbers)}"))
+
+    for p in pairs:
+        for part in ("question", "criterion"):
+            value = p[part]
+            if part == "criterion" and value is not None and not isinstance(value, str):
+                notes.append(("structured_criterion", f"criterion {p['criterion_key']!r} is "
+                                                      f"{_a(value)}; rendered as text for the judge"))
+            elif value is None or (isinstance(value, str) and not value.strip()):
+                key = p[f"{part}_key"]
+                if key is not None:
+                    notes.append((f"empty_{part}", f"{part} {key!r} is {'null' if value is None else 'blank'}"))
+        p["criterion_json"] = None if p["criterion"] is None or isinstance(p["criterion"], str) \
+            else _json_text(p["criterion"])
+        p["criterion"] = render_rubric(p["criterion"])
+        if p["question"] is not None and not isinstance(p["question"], str):
+            notes.append(("non_text_value", f"question {p['question_key']!r} is {_a(p['question'])}; "
+                                            "kept as JSON text"))
+            p["question"] = _json_text(p["question"])
     return pairs, extra, notes
 
 
-def group_prompt(pairs: Sequence[dict[str, str]]) -> str:
+def _a(value: Any) -> str:
+    """``value``'s JSON type with its article, for messages: "an object", "a list", "null"."""
+    kind = _type(value)
+    return kind if kind == "null" else f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
+
+
+def _type(value: Any) -> str:
+    return {dict: "object", list: "list", str: "text", bool: "boolean", int: "number", float: "number",
+            type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def group_prompt(pairs: Sequence[dict[str, Any]], extra: dict[str, Any] | str | None = None) -> str:
     """The ``{..._evaluation_qc}`` slot of Figure 14: the group's pairs as a JSON object, renumbered
-    ``q1, c1, q2, c2 ...`` in order, as the template's wording ("q1, q2, ... c1, c2, ...") expects."""
-    qc: dict[str, str] = {}
+    ``q1, c1, q2, c2 ...`` in order, as the template's wording ("q1, q2, ... c1, c2, ...") expects, then the
+    group's other keys (its ``extra``: a rubric object, a ``scoring`` note) under their own names. Every
+    criterion and rubric reaches the judge as readable text (:func:`render_rubric`), never as escaped JSON.
+    """
+    qc: dict[str, Any] = {}
     for i, p in enumerate(pairs, 1):
         qc[f"q{i}"], qc[f"c{i}"] = p["question"], p["criterion"]
+    if isinstance(extra, str):
+        extra = json.loads(extra)
+    for key, value in (extra or {}).items():
+        name = key if key not in qc else f"{key} (group note)"
+        qc[name] = render_rubric(value)
     return json.dumps(qc, ensure_ascii=False)
 
+
+def official_group_text(group: dict[str, Any]) -> str:
+    """What the authors' scripts put in the prompt for a group: ``str()`` of the release's object, as
+    Python prints a dict (``{'q1': '...', 'c1': '...'}``), keys and values as released, nothing renumbered
+    or rendered. Built from the group's ``raw`` JSON; a row without it (built by generate_criteria) is
+    printed from its pairs and extra keys."""
+    raw = group.get("raw")
+    if raw is not None:
+        return str(json.loads(raw))
+    value: dict[str, Any] = {}
+    for p in group["pairs"]:
+        value[p["question_key"]] = p["question"]
+        if p.get("criterion_key") is not None:
+            value[p["criterion_key"]] = json.loads(p["criterion_json"]) if p.get("criterion_json") else p["criterion"]
+    value.update(json.loads(group["extra"]) if group.get("extra") else {})
+    return str(value)
+
+
+# -- judge replies ---------------------------------------------------------------------------------------
 
 def _reply_schema(n: int) -> dict[str, Any]:
     return {"title": "t2i_reasonbench_scores", "type": "object",
@@ -190,31 +346,76 @@ def _reply_schema(n: int) -> dict[str, Any]:
             "required": ["reason", "score"], "additionalProperties": False}
 
 
-def _group_parser(n: int):
-    """Parse a group reply: ``{"reason": [...], "score": [s1..sn]}`` with each score 1, 0.5 or 0."""
+_DECODER = json.JSONDecoder()
+#: how many ``{`` a "first JSON object" search tries before falling back to the repairing reader
+_FIRST_TRIES = 200
 
-    def parse(text: str) -> tuple[list[float], list[str | None]]:
-        value = extract_json(text, expect=dict)
-        if "score" not in value:
-            raise ReplyParseError('the JSON has no "score" list')
-        scores = score_list(value["score"], n, allowed=ALLOWED_SCORES)
-        reason = value.get("reason")
-        if isinstance(reason, list) and len(reason) == n:
-            reasons = [r if isinstance(r, str) else json.dumps(r, ensure_ascii=False) for r in reason]
-        elif reason:  # one text, or a list not aligned with the questions: keep it whole for each question
-            text_ = reason if isinstance(reason, str) else "\n".join(map(str, reason))
-            reasons = [text_] * n
-        else:
-            reasons = [None] * n
-        return scores, reasons
 
-    return parse
+def _first_object(text: str) -> dict[str, Any]:
+    """The first JSON object of a reply, as the official scripts read it (they take the first
+    ``{...}``): a draft answer followed by a corrected one gives the draft. Where no object decodes,
+    the repairing reader of :func:`extract_json` has the last word."""
+    if not isinstance(text, str):
+        raise ReplyParseError(f"reply is {type(text).__name__}, not text")
+    start = 0
+    for _ in range(_FIRST_TRIES):
+        i = text.find("{", start)
+        if i < 0:
+            break
+        try:
+            value, _end = _DECODER.raw_decode(text, i)
+        except (ValueError, RecursionError):
+            start = i + 1
+            continue
+        if isinstance(value, dict):
+            return value
+        start = i + 1
+    return extract_json(text, expect=dict)
+
+
+def _reasons(reason: Any, n: int) -> list[str | None]:
+    """The judge's reasoning per question, whatever shape it came in: a list of one per question, one
+    text, anything else kept whole (as JSON text) for each question."""
+    if reason is None or reason == "" or reason == []:
+        return [None] * n
+    if isinstance(reason, list) and len(reason) == n:
+        return [r if isinstance(r, str) else _json_text(r) for r in reason]  # a null item stays None
+    if isinstance(reason, list):
+        whole = "\n".join(r if isinstance(r, str) else _json_text(r) for r in reason if r is not None)
+    else:
+        whole = reason if isinstance(reason, str) else _json_text(reason)
+    return [whole or None] * n
+
+
+def parse_group_reply(text: str, n: int, *, first: bool = False) -> tuple[list[float], list[str | None]]:
+    """A group reply ``{"reason": [...], "score": [s1..sn]}`` as ``(scores, reasons)``: exactly ``n``
+    scores, each 1, 0.5 or 0 (numbers or numeric text; a value within rounding of one of them is that
+    value, so a score is never outside [0, 1]). ``first`` reads the reply's first JSON object (the
+    official scripts), else its last (a corrected answer after a draft). Anything else raises
+    :class:`ReplyParseError`, which the caller re-asks or records as a failure.
+
+    >>> parse_group_reply('Draft {"score": [0]} then {"reason": "ok", "score": [1]}', 1)
+    ([1.0], ['ok'])
+    >>> parse_group_reply('Draft {"score": [0]} then {"reason": "ok", "score": [1]}', 1, first=True)
+    ([0.0], [None])
+    """
+    value = _first_object(text) if first else extract_json(text, expect=dict)
+    if "score" not in value:
+        raise ReplyParseError('the JSON has no "score" list')
+    scores = score_list(value["score"], n, allowed=ALLOWED_SCORES)
+    scores = [min(ALLOWED_SCORES, key=lambda a: abs(a - s)) for s in scores]  # exactly 0, 0.5 or 1
+    return scores, _reasons(value.get("reason"), n)
+
+
+def _group_parser(n: int, first: bool = False) -> Callable[[str], tuple[list[float], list[str | None]]]:
+    return lambda text: parse_group_reply(text, n, first=first)
 
 
 def _description(text: str) -> str:
+    """The describe turn's reply, kept as the judge wrote it (it is the next turns' history)."""
     if not text.strip():
         raise ReplyParseError("the description is empty")
-    return text.strip()
+    return text
 
 
 def _as_text(x: Any) -> Any:
@@ -225,8 +426,28 @@ def _as_text(x: Any) -> Any:
     return x
 
 
-def _json_text(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, ensure_ascii=False, sort_keys=False)
+# -- file names made from ids -------------------------------------------------------------------------
+
+_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+#: a folder that does not exist: paths made from ids are checked against it for their shape only
+_IMAGES_ROOT = Path("/t2ireason-images")
+
+
+def _safe_name(text: str) -> str:
+    """A file stem for an id that is not an integer: the id itself when it is a plain name, else a slug
+    of it with a hash of the whole id (different ids never share a name)."""
+    if _SAFE_NAME.fullmatch(text):
+        return text
+    slug = re.sub(r"[^A-Za-z0-9_-]+", "-", text).strip("-_")[:40] or "id"
+    return f"{slug}-{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+
+
+def _stem(row: dict[str, Any]) -> str:
+    """The file stem of a row's images: its ``name``, or the four-digit id of rows built before names."""
+    name = row.get("name")
+    if name:
+        return name
+    return f"{int(row['id']):04d}"
 
 
 # -- the benchmark ----------------------------------------------------------------------------------
@@ -239,6 +460,9 @@ class T2IReasonBench(Benchmark):
     metric = "t2i_reasonscore"
     license = None  # neither the paper nor the release states one: users must say
     citation = _CITATION
+    official_release = OfficialRelease(kind="github", repo=_AUTHORS_REPO, revision=_AUTHORS_COMMIT,
+                                       files={}, scripts=_AUTHORS_SCRIPTS)
+    release_markers = ("prompts/idiom_interpretation.json",)
     description = (
         "T2I-ReasonBench (Sun et al., 2025) tests reasoning-informed text-to-image generation with 800 prompts "
         "in four dimensions of 200 each: Idiom Interpretation (a sentence using an idiom figuratively), Textual "
@@ -259,30 +483,53 @@ class T2IReasonBench(Benchmark):
         "image with w1 S_reason + w2 S_detail (maximum 90)."
     )
     field_docs = {
-        "id": "The prompt's id in its dimension (1 to 200); images are named by it with four digits (0001.png).",
+        "id": "The prompt's id in its dimension (1 to 200), as the release gives it; null when the release's id "
+              "is not an integer (see original_id).",
+        "name": "The file stem of the row's images and the end of its row id: the id with four digits (0001 for "
+                "id 1, as the official layout names images); for an id that is not an integer, the id itself "
+                "when it is a plain name, else a safe name made from it (build_report.json lists each mapping).",
+        "original_id": "The release's id as JSON text when it is not an integer (text, a number with decimals, "
+                       "missing...); else null.",
         "dimension": "idiom, textual, entity or scientific (the config).",
-        "prompt": "The prompt to draw, from prompts/*.json.",
+        "prompt": "The prompt to draw, from prompts/*.json, byte for byte (the evaluation file's prompt when "
+                  "prompts/*.json has no record for the id).",
         "tag": "Subcategory: free text (idiom), image type (textual), entity type (entity), "
                "'discipline: topic' (scientific).",
         "idiom": "The idiom the prompt uses (idiom only).",
         "idiom_meaning": "What the idiom means (idiom only).",
         "explicit_meaning": "The prompt with its implicit entity or outcome made explicit (entity, scientific).",
-        "image_content": "What the image should convey, as written by the stage-1 LLM; the few dict values of "
-                         "the release are kept as JSON text.",
+        "image_content": "What the image should convey, as written by the stage-1 LLM; a value that is not text "
+                         "(the release has objects in a few records) is kept as its JSON text.",
         "evaluation": "The question-criterion groups, in the release's order.",
         "evaluation.group": "The group's key in the release: reason_evaluation (idiom, textual), entity_evaluation, "
-                            "scientific_evaluation, other_details_evaluation (entity, scientific), quality_evaluation.",
-        "evaluation.pairs": "The group's question-criterion pairs, in order.",
+                            "scientific_evaluation, other_details_evaluation (entity, scientific), "
+                            "quality_evaluation, or another key the release uses.",
+        "evaluation.role": "What the group scores: reason, detail or quality (S_reason, S_detail, S_quality); null "
+                           "for a group the reader could not place (kept, reported, not scored).",
+        "evaluation.pairs": "The group's question-criterion pairs, in the order of their numbers.",
         "evaluation.pairs.question_key": "The release's key of the question (q1, or irregular ones such as sci_q1, aq1).",
-        "evaluation.pairs.question": "A question about the image.",
-        "evaluation.pairs.criterion_key": "The release's key of the criterion (c1, sci_c1, ac1...).",
-        "evaluation.pairs.criterion": "What earns a score of 1, 0.5 and 0.",
-        "evaluation.extra": "Keys of the group that are not pairs (e.g. 'scoring'), as JSON; else null.",
+        "evaluation.pairs.question": "A question about the image, byte for byte (a value that is not text is kept "
+                                     "as its JSON text).",
+        "evaluation.pairs.criterion_key": "The release's key of the criterion (c1, sci_c1, ac1...); null for a "
+                                          "question the release gives no criterion.",
+        "evaluation.pairs.criterion": "What earns a score of 1, 0.5 and 0, as the judge reads it: the release's "
+                                      "text byte for byte; for a criterion given as an object of score levels "
+                                      "(1 / 0.5 / 0, score_1 / score_0.5 / score_0 in any order) the text "
+                                      "'1: ... 0.5: ... 0: ...'; for an object holding one text (score, criteria) "
+                                      "that text; for any other object 'key: value; ...'.",
+        "evaluation.pairs.criterion_json": "The criterion as the release gives it, as JSON text, when it is not "
+                                           "text (an object, a list, a number); null for a text criterion.",
+        "evaluation.extra": "The group's keys that are not question-criterion pairs (a 'scoring' note, a rubric "
+                            "object of score_1, score_2... lines, a criterion without its question), as a JSON "
+                            "object; sent to the judge with the group. Null when there are none.",
+        "evaluation.raw": "The whole group as released, as JSON text in the release's key order (what the "
+                          "official scripts print into their prompt).",
         "evaluation_prompt": "The prompt as written in the evaluation file where it differs from prompts/*.json "
                              "(else null); the prompt field is the one used for generation.",
         "reason": "The reasoning of the LLM that rewrote the prompt for the decoupled pipeline (pipeline_prompts).",
         "reason_prompt": "The LLM-rewritten explicit prompt for the decoupled 'reason first, then draw' baseline.",
-        "extra": "Keys of the release records outside the schema, as JSON by source file (else null).",
+        "extra": "Keys of the release records outside the schema, as JSON by source file (prompts, evaluation, "
+                 "pipeline); else null.",
     }
     presets = {
         # Section 4.2: Gemini-2.5-pro is the paper's MLLM evaluator. Temperature 0 for repeatability; a
@@ -290,19 +537,25 @@ class T2IReasonBench(Benchmark):
         "paper": {"judge": "openai:gemini-2.5-pro@https://generativelanguage.googleapis.com/v1beta/openai/",
                   "judge_kwargs": {"sampling": Sampling(temperature=0.0, max_tokens=8192)},
                   "options": {"aggregation": "paper"}},
-        # The official scripts: Qwen2.5-VL-72B-Instruct run locally, greedy decoding, their aggregation.
+        # The authors' scripts (evaluation/Qwen2.5-VL/eval_*.py): Qwen2.5-VL-72B-Instruct loaded with
+        # torch_dtype="auto", device_map="auto", generate(max_new_tokens=1000) with the checkpoint's own
+        # generation config; their prompt text (the group printed as a Python dict), the first JSON object
+        # of a reply, their aggregation.
         "official": {"judge": "hf:Qwen/Qwen2.5-VL-72B-Instruct",
-                     "judge_kwargs": {"sampling": Sampling(temperature=0.0, max_tokens=2048),
-                                      "dtype": "bfloat16", "device_map": "auto"},
-                     "options": {"aggregation": "official"}},
+                     "judge_kwargs": {"generation_config": "model", "sampling": Sampling(max_tokens=1000),
+                                      "dtype": "auto", "device_map": "auto"},
+                     "options": {"aggregation": "official", "template": "official", "reply_json": "first"}},
     }
 
     @property
     def features(self) -> datasets.Features:
         text = datasets.Value("string")
-        pair = {"question_key": text, "question": text, "criterion_key": text, "criterion": text}
+        pair = {"question_key": text, "question": text, "criterion_key": text, "criterion": text,
+                "criterion_json": text}
         return datasets.Features({
-            "id": datasets.Value("int32"),
+            "id": datasets.Value("int64"),
+            "name": text,
+            "original_id": text,
             "dimension": text,
             "prompt": text,
             "tag": text,
@@ -310,7 +563,8 @@ class T2IReasonBench(Benchmark):
             "idiom_meaning": text,
             "explicit_meaning": text,
             "image_content": text,
-            "evaluation": datasets.List({"group": text, "pairs": datasets.List(pair), "extra": text}),
+            "evaluation": datasets.List({"group": text, "role": text, "pairs": datasets.List(pair), "extra": text,
+                                         "raw": text}),
             "evaluation_prompt": text,
             "reason": datasets.List(text),
             "reason_prompt": text,
@@ -318,13 +572,18 @@ class T2IReasonBench(Benchmark):
         })
 
     def row_id(self, row: dict[str, Any]) -> str:
-        """``<dimension>-<id:04d>``: ids restart at 1 in every dimension."""
-        return f"{row['dimension']}-{int(row['id']):04d}"
+        """``<dimension>-<name>`` (``idiom-0001``): ids restart at 1 in every dimension."""
+        return f"{row['dimension']}-{_stem(row)}"
 
     def image_path(self, row: dict[str, Any], sample: int = 0) -> str:
-        """The official layout: ``<dimension>/0001.png`` (``0001_<sample>.png`` for further samples)."""
+        """The official layout: ``<dimension>/0001.png`` (``0001_<sample>.png`` for further samples).
+        Raises :class:`~t2ireason.files.UnsafePath` for a row whose name would leave its folder."""
         suffix = f"_{sample}" if sample else ""
-        return f"{row['dimension']}/{int(row['id']):04d}{suffix}.png"
+        path = PurePosixPath(str(row["dimension"]), f"{_stem(row)}{suffix}.png")
+        inside(_IMAGES_ROOT, *path.parts)
+        if len(path.parts) != 2:
+            raise ValueError(f"row {self.row_id(row)!r}: its image path {str(path)!r} is not <dimension>/<name>.png")
+        return str(path)
 
     def pipeline_prompts(self, rows: Sequence[dict[str, Any]]) -> dict[str, str]:
         """The release's LLM-rewritten prompts by row id (``generate --prompts`` input for Table 3)."""
@@ -333,32 +592,41 @@ class T2IReasonBench(Benchmark):
     # -- the release --------------------------------------------------------------------------------
 
     def read_release(self, source: str | Path, **options: Any) -> Release:
-        """Read the official release folder (or a folder holding it one level down).
+        """Read the official release folder (or a folder holding it one or two levels down).
 
-        Option ``configs``: the dimensions to read (default all). Every pair is kept with its
-        original keys; every irregularity becomes an :class:`Anomaly`. Raises
-        :class:`ReleaseError` naming the file and record for what cannot be read faithfully.
+        Option ``configs``: the dimensions to read (default all). Text is kept byte for byte (a
+        normalisation is the builder's option, off by default: ``t2ireason build --normalize strip``).
+
+        Nothing in the files stops the read: every record is kept with every value the release gives,
+        and every irregularity becomes an :class:`Anomaly` naming the file, the id and what was odd;
+        what cannot be kept in a row is ``quarantined`` with its raw text. Only a source that holds
+        no T2I-ReasonBench folder at all raises :class:`ReleaseError`.
         """
-        unknown = set(options) - {"configs"}
+        unknown = set(options) - _READ_OPTIONS
         if unknown:
-            raise TypeError(f"unknown option(s) {sorted(unknown)}; read_release takes 'configs'")
+            raise TypeError(f"unknown option(s) {sorted(unknown)}; read_release takes {sorted(_READ_OPTIONS)}")
         configs = list(options.get("configs") or self.configs)
         bad = [c for c in configs if c not in DIMENSIONS]
         if bad:
             raise ValueError(f"unknown dimension(s) {bad}; known: {', '.join(DIMENSIONS)}")
-        root = _release_root(Path(source))
-        anomalies: list[Anomaly] = []
+        reader = _ReleaseReader(_release_root(Path(source)))
         out, counts = {}, {}
         for config in configs:
-            rows = _read_dimension(root, config, anomalies)
+            rows = reader.dimension(config)
+            if not rows:
+                reader.note("no_rows", DIMENSIONS[config].files()[0], None, "no record of this dimension could be read")
+                continue
             out[config] = rows
             per_role = {role: 0 for role in ROLES}
             for row in rows:
                 for g in row["evaluation"]:
-                    per_role[DIMENSIONS[config].group_roles[g["group"]]] += len(g["pairs"])
-            counts[config] = {"rows": len(rows), "pairs": sum(per_role.values()),
+                    if g["role"] in per_role:
+                        per_role[g["role"]] += len(g["pairs"])
+            counts[config] = {"rows": len(rows), "pairs": sum(len(g["pairs"]) for r in rows for g in r["evaluation"]),
                               **{f"{role}_pairs": n for role, n in per_role.items()}}
-        return Release(configs=out, anomalies=anomalies, counts=counts, license=self.license, source=str(root))
+        reader.other_files()
+        return Release(configs=out, anomalies=reader.anomalies, counts=counts, license=self.license,
+                       source=str(reader.root))
 
     # -- scoring ------------------------------------------------------------------------------------
 
@@ -371,31 +639,38 @@ class T2IReasonBench(Benchmark):
         turn or the quality group); ``aggregation`` ``"paper"`` (default, T2I-ReasonScore with
         :data:`PAPER_WEIGHTS`) or ``"official"`` (the official scripts' accuracy, quality reported
         apart); ``weights`` (per dimension ``{"reason": w1, "detail": w2, "quality": w3}`` overriding
-        the paper's); ``max_reasks`` (default 2) for replies that do not parse or hold the wrong
-        number of scores; ``structured_output`` (default False: the paper's judge saw the plain
-        template) to also send a JSON schema. Batched: every describe turn in one
-        ``judge.chat`` batch, then every group turn in one batch (plus one per re-ask round).
+        the paper's); ``template`` ``"paper"`` (default: Figure 14 with the group as a JSON object of
+        renumbered pairs and readable rubrics, :func:`group_prompt`) or ``"official"`` (the authors'
+        scripts' text byte for byte, the group printed as they print it, :func:`official_group_text`);
+        ``reply_json`` ``"last"`` (default: the last JSON object of a reply, a corrected answer after a
+        draft) or ``"first"`` (the official scripts' reading); ``max_reasks`` (default 2) for replies
+        that do not parse or hold the wrong number of scores; ``structured_output`` (default False: the
+        paper's judge saw the plain template) to also send a JSON schema. Batched: every describe turn
+        in one ``judge.chat`` batch, then every group turn in one batch (plus one per re-ask round).
+        An image that cannot be read, a reply still unusable after the re-asks or a judge error is that
+        image's counted failure (``retryable`` when the judge's infrastructure failed), never a zero.
         Options of :meth:`aggregate` are accepted and ignored.
         """
         opts = _check_options(options)
         mode, aggregation = opts["mode"], opts["aggregation"]
         if len(rows) != len(images):
             raise ValueError(f"got {len(rows)} rows but {len(images)} {'descriptions' if mode == 'text' else 'images'}")
+        if mode == "text" and opts["template"] == "official":
+            raise ValueError("the official scripts have no text score: use template='paper' with mode='text'")
         results = [self._blank_result(row, i, mode) for i, row in enumerate(rows)]
         # every question is listed in its result from the start, so unanswered ones show as None
         groups = [self._asked_groups(row, mode, result) for row, result in zip(rows, results)]
         label = progress if isinstance(progress, str) else "T2I-ReasonBench"
+        transient = [False] * len(rows)
 
         # Stage II, turn 1 (image mode): one JudgeImage per image, shared by every turn about it.
         bases: list[ChatRequest | None] = [None] * len(rows)
         texts: list[str | None] = [None] * len(rows)
         if mode == "image":
             asks = []
-            for i, image in enumerate(images):
-                try:
-                    img = as_image(image)
-                except ImageError as e:
-                    results[i].failure = f"image could not be read: {e}"
+            for i, img in enumerate(load_images(images)):
+                if isinstance(img, Exception):
+                    results[i].failure = f"image could not be read: {img}"
                     continue
                 results[i].image = results[i].image or img.source
                 asks.append((i, ChatRequest.simple(img, render(_TEMPLATES, "describe"), metadata={"id": results[i].id})))
@@ -409,6 +684,7 @@ class T2IReasonBench(Benchmark):
                     results[i].context["description"] = outcome.value
                 else:
                     results[i].failure = f"describe turn: {outcome.error}"
+                    transient[i] = outcome.transient
         else:
             for i, text in enumerate(images):
                 text = _as_text(text)
@@ -427,14 +703,18 @@ class T2IReasonBench(Benchmark):
             for group in groups[i]:
                 pairs = group["pairs"]
                 schema = _reply_schema(len(pairs)) if opts["structured_output"] else None
-                if mode == "image":
-                    request = bases[i].then(texts[i], render(_TEMPLATES, "image_evaluation", pairs=group_prompt(pairs)),
-                                            json_schema=schema)
-                else:
+                if mode == "text":
                     request = ChatRequest.simple(render(_TEMPLATES, "text_evaluation", description=texts[i],
-                                                        pairs=group_prompt(pairs)),
+                                                        pairs=group_prompt(pairs, group.get("extra"))),
                                                  json_schema=schema, metadata={"id": results[i].id})
-                asks.append((i, group["group"], request, _group_parser(len(pairs))))
+                elif opts["template"] == "official":
+                    request = bases[i].then(texts[i], render(_TEMPLATES, "image_evaluation_official",
+                                                             group=official_group_text(group)), json_schema=schema)
+                else:
+                    request = bases[i].then(texts[i], render(_TEMPLATES, "image_evaluation",
+                                                             pairs=group_prompt(pairs, group.get("extra"))),
+                                            json_schema=schema)
+                asks.append((i, group["group"], request, _group_parser(len(pairs), opts["reply_json"] == "first")))
         answered = ask_structured(judge, [a[2] for a in asks], [a[3] for a in asks], max_reasks=opts["max_reasks"],
                                   progress=f"{label}: questions" if progress else False)
         outcomes: dict[int, dict[str, Any]] = defaultdict(dict)
@@ -442,9 +722,11 @@ class T2IReasonBench(Benchmark):
             outcomes[i][group] = outcome
             results[i].replies.extend(outcome.texts)
             results[i].reasks += outcome.reasks
+            transient[i] = transient[i] or outcome.transient
 
         for i, row in enumerate(rows):
             self._finish(results[i], row, outcomes.get(i, {}), mode, aggregation, opts["weights"])
+            results[i].retryable = results[i].failed and transient[i]
         return results
 
     def _blank_result(self, row: Any, i: int, mode: str) -> ImageResult:
@@ -455,45 +737,61 @@ class T2IReasonBench(Benchmark):
             raise ValueError(f"rows[{i}] lacks field(s) {missing}: is it a T2I-ReasonBench row?")
         if row["dimension"] not in DIMENSIONS:
             raise ValueError(f"rows[{i}] has dimension {row['dimension']!r}; known: {', '.join(DIMENSIONS)}")
-        roles = DIMENSIONS[row["dimension"]].group_roles
+        if row.get("name") is None and not isinstance(row["id"], int):
+            raise ValueError(f"rows[{i}] has id {row['id']!r} and no name: is it a T2I-ReasonBench row?")
         for g in row["evaluation"] or []:
-            if g.get("group") not in roles:
+            if not isinstance(g, dict) or not isinstance(g.get("pairs"), list):
+                raise ValueError(f"rows[{i}] ({self.row_id(row)}) has a question group that is not "
+                                 f"{{group, pairs...}}: {g!r:.80}")
+            if "role" not in g and g.get("group") not in DIMENSIONS[row["dimension"]].group_roles:
                 raise ValueError(f"rows[{i}] ({self.row_id(row)}) has question group {g.get('group')!r}; "
-                                 f"a {row['dimension']} row has {', '.join(roles)}")
+                                 f"a {row['dimension']} row has {', '.join(DIMENSIONS[row['dimension']].group_roles)}")
         context = {k: row.get(k) for k in ("tag", "idiom", "idiom_meaning", "explicit_meaning") if row.get(k)}
         context["mode"] = mode
         return ImageResult(id=self.row_id(row), prompt=self.prompt(row), score=None, config=row["dimension"],
                            context=context)
 
     @staticmethod
-    def _asked_groups(row: dict[str, Any], mode: str, result: ImageResult) -> list[dict[str, Any]]:
-        """The groups to ask about: all of them for an image, all but quality for a text."""
-        roles = DIMENSIONS[row["dimension"]].group_roles
-        groups = [g for g in row["evaluation"] or [] if mode == "image" or roles[g["group"]] != "quality"]
-        for g in groups:
+    def _role(row: dict[str, Any], group: dict[str, Any]) -> str | None:
+        """A group's role: the row's own (rows built by this reader), else from its key (older rows)."""
+        if "role" in group:
+            return group["role"] if group["role"] in ROLES else None
+        return DIMENSIONS[row["dimension"]].group_roles.get(group.get("group"))
+
+    def _asked_groups(self, row: dict[str, Any], mode: str, result: ImageResult) -> list[dict[str, Any]]:
+        """The groups to ask about: all of them for an image, all but quality for a text; a group whose
+        role is unknown is not asked (the build reported it) and is named in the result's context."""
+        asked = []
+        for g in row["evaluation"] or []:
+            role = self._role(row, g)
+            if role is None:
+                result.context.setdefault("unscored_groups", []).append(g.get("group"))
+                continue
+            if mode == "text" and role == "quality":
+                continue
             for p in g["pairs"]:
                 result.questions.append(QuestionResult(question=p["question"], score=None, criterion=p["criterion"],
-                                                       group=roles[g["group"]], id=f"{g['group']}.{p['question_key']}"))
-        return [g for g in groups if g["pairs"]]
+                                                       group=role, id=f"{g['group']}.{p['question_key']}"))
+            if g["pairs"]:
+                asked.append(g)
+        return asked
 
-    @staticmethod
-    def _finish(result: ImageResult, row: dict[str, Any], outcomes: dict[str, Any], mode: str,
+    def _finish(self, result: ImageResult, row: dict[str, Any], outcomes: dict[str, Any], mode: str,
                 aggregation: str, weights: dict[str, dict[str, float]]) -> None:
         """Fill in question scores, group means and the image score; record what failed."""
         dim = row["dimension"]
-        roles = DIMENSIONS[dim].group_roles
         failures = [result.failure] if result.failure else []
         by_role: dict[str, list[float | None]] = defaultdict(list)
         for g in row["evaluation"] or []:
-            role = roles[g["group"]]
-            if mode == "text" and role == "quality":
+            role = self._role(row, g)
+            if role is None or (mode == "text" and role == "quality"):
                 continue
             if not g["pairs"]:
                 failures.append(f"group {g['group']} has no question-criterion pairs")
                 by_role[role].append(None)
                 continue
             outcome = outcomes.get(g["group"])
-            qs = [q for q in result.questions if q.id.startswith(g["group"] + ".")]
+            qs = [q for q in result.questions if q.id.startswith(f"{g['group']}.")]
             if outcome is None:
                 by_role[role].extend([None] * len(qs))
             elif outcome.ok:
@@ -505,7 +803,7 @@ class T2IReasonBench(Benchmark):
                 failures.append(f"group {g['group']}: {outcome.error}")
                 by_role[role].extend([None] * len(qs))
         # a group's score is the mean of its questions (eq. 1); None if any question failed
-        result.subscores = {role: (None if not v or any(s is None for s in v) else math.fsum(v) / len(v))
+        result.subscores = {role: (None if not v or any(s is None for s in v) else _unit(math.fsum(v) / len(v)))
                             for role, v in by_role.items()}
         if aggregation == "paper":
             w = weights[dim]
@@ -518,7 +816,9 @@ class T2IReasonBench(Benchmark):
         if absent:
             failures.append(f"no {', '.join(absent)} questions for a {dim} row")
         if not absent and all(result.subscores[r] is not None for r in needed):
-            result.score = math.fsum(wt * result.subscores[r] for r, wt in needed.items())
+            # within [0, sum of the weights] whatever rounding does
+            result.score = min(max(math.fsum(wt * result.subscores[r] for r, wt in needed.items()), 0.0),
+                               math.fsum(needed.values()))
         if failures:
             result.failure = "; ".join(dict.fromkeys(failures))
         result.context.update(aggregation=aggregation, weights=dict(w))
@@ -614,8 +914,9 @@ class T2IReasonBench(Benchmark):
         model = judge.identity().get("model") if hasattr(judge, "identity") else None
         rows, failed = [], []
         for rec, outcome in zip(records, parsed):
-            base = {"id": int(rec["id"]), "dimension": dimension, "prompt": rec["prompt"], "tag": rec.get("tag"),
-                    **{f: rec.get(f) for f in ("idiom", "idiom_meaning", "explicit_meaning")}}
+            ident, _ = _id_of(rec, 0, "prompt")
+            base = {"id": ident.id, "name": ident.name, "original_id": ident.original, "dimension": dimension,
+                    **{f: rec.get(f) for f in _PROMPT_KEYS if f != "id"}}
             if outcome.ok:
                 image_content, groups = outcome.value
                 info = {"criteria": {"model": model, "reasks": outcome.reasks}}
@@ -623,7 +924,8 @@ class T2IReasonBench(Benchmark):
                 failed.append(f"{rec['id']}: {outcome.error}")
                 image_content, groups = None, []
                 info = {"criteria": {"model": model, "failure": outcome.error, "replies": outcome.texts}}
-            rows.append(_row(base, image_content=image_content, evaluation=groups, extra=info))
+            rows.append({**base, "image_content": image_content, "evaluation": groups, "evaluation_prompt": None,
+                         "reason": None, "reason_prompt": None, "extra": _json_text(info)})
         if failed:
             message = f"criteria generation failed for {len(failed)} of {len(records)} {dimension} record(s): " \
                       + "; ".join(failed)
@@ -635,173 +937,582 @@ class T2IReasonBench(Benchmark):
 
 # -- reading the release -----------------------------------------------------------------------------
 
+#: Every kind of :class:`Anomaly` the reader reports (``build_report.json``), with what it means. Each names
+#: the file and the record (its id, or its position); nothing it describes is lost unless it says so.
+ANOMALY_KINDS = {
+    # files
+    "missing_file": "an expected file is absent: the other files are read without it",
+    "empty_file": "a file holds nothing, or an empty array",
+    "malformed_file": "a file is not valid JSON: every whole record in it is read, the rest quarantined",
+    "malformed_record": "damaged text inside a file: read on from the next whole record",
+    "truncated_file": "a file's array is not closed (the file ends early)",
+    "missing_comma": "two records with no comma between them: both read",
+    "trailing_text": "text after a file's array: quarantined",
+    "json_lines": "records one after another (JSON lines), not one array: all read",
+    "not_an_array": "a file holds one record or an object of records instead of an array: read as records",
+    "byte_order_mark": "a file starts with a UTF-8 byte order mark: skipped",
+    "not_utf8": "a file is not UTF-8: its undecodable bytes are read as U+FFFD",
+    "other_file": "a file that is not data (the authors' scripts, images, docs): not read",
+    "unknown_data_file": "a JSON file in a data folder that no dimension reads: not read",
+    "no_rows": "no record of a dimension could be read: the config is absent",
+    "quarantined": "what cannot be kept in a row, with its raw text as detail",
+    # records and ids
+    "not_a_record": "a record that is not an object: quarantined",
+    "no_id": "a record without id: kept as a row of its own, joined with nothing",
+    "id_as_text": "an integer id written as text: read as the integer",
+    "id_as_float": "an integer id written with decimals: read as the integer",
+    "id_not_integer": "an id that is a plain name but not an integer: its images are named by it",
+    "unsafe_id": "an id that cannot be a file name: its images get a safe name (row: original_id, name)",
+    "duplicate_record": "a record repeated exactly: read once",
+    "duplicate_id": "an id repeated with other contents: each occurrence is a row (name 0001-2...)",
+    "duplicate_key": "a key repeated within one object: the last value keeps it, earlier ones a suffixed key",
+    "no_prompt_record": "questions for an id prompts/ lacks: the row takes the evaluation file's prompt",
+    "no_evaluation_record": "a prompt without questions: kept, unscorable",
+    "no_pipeline_prompt": "a prompt without a rewritten prompt",
+    "orphan_pipeline_prompt": "a rewritten prompt with no prompt to attach to: quarantined",
+    # fields
+    "missing_field": "a field is absent (or its value comes from the other file)",
+    "null_value": "a field is null",
+    "non_text_value": "a text field holds another JSON value: kept as its JSON text",
+    "dict_image_content": "image_content is an object: kept as its JSON text",
+    "reason_as_text": "a rewritten prompt's reason is one text: kept as a one-item list",
+    "extra_key": "keys outside the schema: kept in the row's extra",
+    "prompt_mismatch": "the evaluation file's prompt differs from prompts/: kept as evaluation_prompt",
+    "explicit_meaning_mismatch": "the evaluation file's explicit_meaning differs: kept in extra",
+    "empty_prompt": "a prompt that is empty or only whitespace: kept as it is",
+    "invalid_unicode": "a lone surrogate (a \\ud800 escape) that UTF-8 cannot carry: replaced by U+FFFD",
+    # question groups
+    "unexpected_group": "a group the dimension does not name: its role read from its key, or unknown (not scored)",
+    "missing_group": "a group of the dimension is absent",
+    "group_not_object": "a group that is not an object of pairs: kept as its raw JSON, no pairs",
+    "no_pairs": "a group without question-criterion pairs",
+    "pair_count": "a group with more pairs than the templates ask for",
+    "irregular_key": "pair keys other than q1/c1 (sci_q1, aq1...), or a criterion matched by number or position",
+    "numbering": "questions not numbered 1..n",
+    "key_order": "keys not in q1, c1, q2, c2 order: pairs read by their numbers",
+    "question_without_criterion": "a question with no criterion: kept with a null criterion",
+    "criterion_without_question": "a criterion with no question: kept in the group's extra, sent to the judge",
+    "non_pair_key": "a group's key that is not a pair (scoring, a rubric object): kept and sent with the group",
+    "structured_criterion": "a criterion that is not text: rendered for the judge, kept as criterion_json",
+    "empty_question": "a question that is null or blank",
+    "empty_criterion": "a criterion that is null or blank",
+}
+
+
+_DATA_FOLDERS = ("prompts", "deepseek_evaluation_qs", "pipeline_prompts")
+
 
 def _release_root(path: Path) -> Path:
+    """The folder holding the release's data folders: ``path`` itself, or a folder one or two levels down
+    (a checkout inside a folder, an unpacked archive)."""
     if not path.is_dir():
         raise ReleaseError(f"{path}: not a folder; point to the T2I-ReasonBench release (it holds prompts/, "
                            f"deepseek_evaluation_qs/ and pipeline_prompts/)")
-    if (path / "prompts").is_dir():
+
+    def holds(p: Path) -> bool:
+        return any((p / d).is_dir() for d in _DATA_FOLDERS)
+
+    if holds(path):
         return path
-    inner = [p for p in path.iterdir() if p.is_dir() and (p / "prompts").is_dir()]
-    if len(inner) == 1:
-        return inner[0]
-    raise ReleaseError(f"{path}: no prompts/ folder here or one level down; is it the T2I-ReasonBench release?")
+    for depth in ("*", "*/*"):
+        inner = sorted(p for p in path.glob(depth) if p.is_dir() and not p.name.startswith(".") and holds(p))
+        if len(inner) == 1:
+            return inner[0]
+        if len(inner) > 1:
+            raise ReleaseError(f"{path}: several T2I-ReasonBench releases inside ({', '.join(map(str, inner))}); "
+                               "point to one")
+    raise ReleaseError(f"{path}: no prompts/, deepseek_evaluation_qs/ or pipeline_prompts/ folder here or up to "
+                       "two levels down; is it the T2I-ReasonBench release?")
 
 
-def _load_records(root: Path, rel: str) -> list[dict[str, Any]]:
-    path = root / rel
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ReleaseError(f"{rel}: missing file (looked in {root})") from None
-    except json.JSONDecodeError as e:
-        raise ReleaseError(f"{rel}: malformed JSON at line {e.lineno}, column {e.colno}: {e.msg}") from None
-    except UnicodeDecodeError as e:
-        raise ReleaseError(f"{rel}: not UTF-8 text ({e.reason} at byte {e.start})") from None
-    if not isinstance(data, list):
-        raise ReleaseError(f"{rel}: expected a JSON array of records, got {type(data).__name__}")
-    for i, rec in enumerate(data):
-        if not isinstance(rec, dict):
-            raise ReleaseError(f"{rel}, record {i}: expected an object, got {type(rec).__name__}")
-    return data
-
-
-def _record_id(rec: dict[str, Any], rel: str, i: int, anomalies: list[Anomaly]) -> int:
-    value = rec.get("id")
-    if value is None:
-        raise ReleaseError(f"{rel}, record {i}: no 'id'")
-    if isinstance(value, str) and value.strip().isdigit():
-        anomalies.append(Anomaly("id_as_text", rel, value, f"id {value!r} is text; read as {int(value)}"))
-        return int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ReleaseError(f"{rel}, record {i}: id {value!r} is not an integer")
-    return value
-
-
-def _by_id(records: list[dict[str, Any]], rel: str, anomalies: list[Anomaly]) -> dict[int, dict[str, Any]]:
-    out: dict[int, dict[str, Any]] = {}
-    for i, rec in enumerate(records):
-        rid = _record_id(rec, rel, i, anomalies)
-        if rid in out:
-            raise ReleaseError(f"{rel}, record {i}: duplicate id {rid}")
-        out[rid] = rec
+def _keep_overwritten(items: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` keeping every value of a key repeated within one object (see _OVERWRITTEN)."""
+    out: dict[str, Any] = {}
+    for key, value in items:
+        if key in out:
+            n = 1
+            while f"{key}{_OVERWRITTEN.format(n=n)}" in out:
+                n += 1
+            out[f"{key}{_OVERWRITTEN.format(n=n)}"] = out[key]
+        out[key] = value
     return out
 
 
-def _row(base: dict[str, Any], *, image_content: str | None = None, evaluation: list | None = None,
-         evaluation_prompt: str | None = None, reason: list[str] | None = None, reason_prompt: str | None = None,
-         extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A row with every field of the schema, in the schema's order."""
-    return {"id": base["id"], "dimension": base["dimension"], "prompt": base["prompt"], "tag": base.get("tag"),
-            "idiom": base.get("idiom"), "idiom_meaning": base.get("idiom_meaning"),
-            "explicit_meaning": base.get("explicit_meaning"), "image_content": image_content,
-            "evaluation": evaluation or [], "evaluation_prompt": evaluation_prompt, "reason": reason,
-            "reason_prompt": reason_prompt, "extra": _json_text(extra) if extra else None}
+_LOADER = json.JSONDecoder(object_pairs_hook=_keep_overwritten)
+_RECORD_START = re.compile(r"[,\[\n][ \t\r\n]*\{")
+_RESYNC_TRIES = 100  # bounded: each try may read to the end of the file
 
 
-def _groups_of(rec: dict[str, Any], spec: Dimension, where: str, complain) -> list[dict[str, Any]]:
-    """The record's question groups, in the record's order, each pair kept with its keys.
-    ``complain(kind, detail)`` receives the irregularities."""
-    roles = spec.group_roles
-    present = [k for k in rec if k.endswith("_evaluation")]
-    unknown = [k for k in present if k not in roles]
-    if unknown:
-        raise ReleaseError(f"{where}: unknown question group {unknown[0]!r}; expected {', '.join(roles)}")
-    missing = [k for k in roles if k not in rec]
-    if missing:
-        raise ReleaseError(f"{where}: no {missing[0]!r} group")
-    groups = []
-    for key in present:
-        pairs, extra, notes = parse_pairs(rec[key], f"{where}, {key}")
-        if not pairs:
-            raise ReleaseError(f"{where}, {key}: no question-criterion pairs")
-        for kind, note in notes:
-            complain(kind, f"{key}: {note}")
-        if extra:
-            complain("non_pair_key", f"{key}: key(s) {', '.join(extra)} kept in the group's extra")
-        if len(pairs) > 5:
-            complain("pair_count", f"{key}: {len(pairs)} pairs (the templates ask for 1 to 5)")
-        groups.append({"group": key, "pairs": pairs, "extra": _json_text(extra) if extra else None})
-    return groups
+def _skip_space(text: str, i: int) -> int:
+    while i < len(text) and text[i] in " \t\r\n":
+        i += 1
+    return i
 
 
-def _image_content(value: Any, complain) -> str | None:
-    if isinstance(value, str) or value is None:
-        if value is None:
-            complain("missing_field", "no image_content")
+def _next_record(text: str, start: int) -> int | None:
+    """Where the next whole record (an object with an ``id``) starts after damaged text, if anywhere."""
+    for tries, m in enumerate(_RECORD_START.finditer(text, start)):
+        if tries >= _RESYNC_TRIES:
+            return None
+        i = m.end() - 1
+        try:
+            value, _ = _LOADER.raw_decode(text, i)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(value, dict) and "id" in value:
+            return i
+    return None
+
+
+def _salvage(text: str) -> tuple[list[Any], list[tuple[str, str]], list[str]]:
+    """The whole values of a JSON array (or of a sequence of JSON values, one per line) that does not
+    parse as a whole: ``(values, problems, leftovers)``, where leftovers are the raw texts that could not
+    be read. Reads past a damaged record to the next whole one."""
+    values, problems, leftovers = [], [], []
+    i = _skip_space(text, 0)
+    in_array = text.startswith("[", i)
+    i = _skip_space(text, i + 1) if in_array else i
+    closed = False
+    while i < len(text):
+        if in_array and text[i] == "]":
+            closed = True
+            end = _skip_space(text, i + 1)
+            if end < len(text):
+                problems.append(("trailing_text", f"text after the array's end at character {end}"))
+                leftovers.append(text[end:])
+            break
+        try:
+            value, end = _LOADER.raw_decode(text, i)
+        except (ValueError, RecursionError) as e:
+            resume = _next_record(text, i + 1)
+            problems.append(("malformed_record", f"text at character {i} is not JSON ({e}); "
+                             + ("read on from the next record" if resume is not None else "nothing after it read")))
+            leftovers.append(text[i:resume] if resume is not None else text[i:])
+            if resume is None:
+                break
+            i = resume
+            continue
+        values.append(value)
+        i = _skip_space(text, end)
+        if i < len(text) and text[i] == ",":
+            i = _skip_space(text, i + 1)
+        elif in_array and i < len(text) and text[i] != "]":
+            problems.append(("missing_comma", f"no comma after the value ending at character {end}"))
+    if in_array and not closed:
+        problems.append(("truncated_file", "the array is not closed: the file ends early"))
+    if not in_array and len(values) > 1:
+        problems.append(("json_lines", f"{len(values)} JSON values one after another, not one array"))
+    return values, problems, leftovers
+
+
+@dataclass
+class _Id:
+    """How a record's id joins files and names files."""
+
+    key: Any  # the join key; None: a record without an id, never joined
+    id: int | None  # the integer id, when there is one
+    name: str  # the file stem of its images
+    original: str | None  # the release's id as JSON text when it is not an integer
+
+
+_INT64 = 2 ** 63
+
+
+def _id_of(rec: dict[str, Any], position: int, kind: str) -> tuple[_Id, tuple[str, str] | None]:
+    """The id of a record, and the irregularity to report (kind, detail) when it is not a plain integer."""
+    if "id" not in rec or rec["id"] is None:
+        what = "no 'id'" if "id" not in rec else "id null"
+        return _Id(None, None, f"noid-{kind}-{position + 1:04d}", None if "id" not in rec else "null"), \
+            ("no_id", f"record {position} has {what}: kept as its own row, joined with nothing")
+    value = rec["id"]
+    original = _json_text(value)
+    number: int | None = None
+    note = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        number, note = int(value), ("id_as_float", f"id {value!r} is a number with decimals; read as {int(value)}")
+    elif isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+\s*", value):
+        number, note = int(value), ("id_as_text", f"id {value!r} is text; read as {int(value)}")
+    if number is not None and -_INT64 <= number < _INT64:
+        return _Id(("int", number), number, f"{number:04d}", None if note is None else original), note
+    if number is not None:
+        return _Id(("id", original), None, _safe_name(str(number)), original), \
+            ("id_not_integer", f"id {original} does not fit a 64-bit integer; its images are named "
+                               f"{_safe_name(str(number))!r}")
+    text = value if isinstance(value, str) else original
+    name = _safe_name(text)
+    if name == text:
+        return _Id(("id", original), None, name, original), \
+            ("id_not_integer", f"id {value!r} is not an integer; its images are named {name!r}")
+    return _Id(("id", original), None, name, original), \
+        ("unsafe_id", f"id {original} cannot be a file name; its images are named {name!r} (the mapping is kept in "
+                      "the row's original_id and name)")
+
+
+class _ReleaseReader:
+    """Reads one release folder, one dimension at a time, collecting every anomaly."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.anomalies: list[Anomaly] = []
+        self.quarantined: list[tuple[str, Any, str, str]] = []
+
+    def note(self, kind: str, file: str, row: Any, detail: str) -> None:
+        self.anomalies.append(Anomaly(kind, file, row, detail))
+
+    def quarantine(self, file: str, row: Any, raw: str, reason: str) -> None:
+        """What cannot be kept in a row: a ``quarantined`` anomaly with the raw text as its detail (the
+        reason is the anomaly before it), and ``(file, row, reason, raw)`` in :attr:`quarantined`."""
+        self.note("quarantined", file, row, raw)
+        self.quarantined.append((file, row, reason, raw))
+
+    # -- files ------------------------------------------------------------------------------------
+
+    def load(self, rel: str) -> list[Any] | None:
+        """The records of one JSON file (None when the file is missing); damage is reported, and what
+        can be read of a damaged file is read."""
+        path = self.root / rel
+        if not path.is_file():
+            self.note("missing_file", rel, None, f"no such file in {self.root}" if not path.exists()
+                      else "not a file")
+            return None
+        data = path.read_bytes()
+        if data.startswith(codecs.BOM_UTF8):
+            data = data[len(codecs.BOM_UTF8):]
+            self.note("byte_order_mark", rel, None, "the file starts with a UTF-8 byte order mark; skipped")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            text = data.decode("utf-8", "replace")
+            self.note("not_utf8", rel, None, f"not UTF-8 ({e.reason} at byte {e.start}); undecodable bytes read "
+                                             "as U+FFFD")
+        if not text.strip():
+            self.note("empty_file", rel, None, "the file is empty: no records")
+            return []
+        try:
+            top = _LOADER.decode(text)
+        except (ValueError, RecursionError) as e:
+            top, problems, leftovers = _salvage(text)
+            self.note("malformed_file", rel, None, f"not valid JSON ({e}); {len(top)} whole record(s) read from it")
+            for kind, detail in problems:
+                self.note(kind, rel, None, detail)
+            for raw in leftovers:
+                self.quarantine(rel, None, raw, "text that is not JSON")
+            return top
+        if isinstance(top, list):
+            records = top
+        elif isinstance(top, dict) and ("id" in top or "prompt" in top):
+            self.note("not_an_array", rel, None, "the file holds one record, not an array of records")
+            records = [top]
+        elif isinstance(top, dict) and top and all(isinstance(v, dict) for v in top.values()):
+            self.note("not_an_array", rel, None, f"the file holds an object of {len(top)} records keyed by "
+                                                 f"{', '.join(list(map(repr, top))[:3])}...; read as its values")
+            records = list(top.values())
+        else:
+            self.note("not_an_array", rel, None, f"the file holds a JSON {_type(top)}, not an array of records")
+            self.quarantine(rel, None, _json_text(top) or "null", f"a JSON {_type(top)}, not records")
+            return []
+        if not records:
+            self.note("empty_file", rel, None, "the file holds an empty array: no records")
+        return records
+
+    def index(self, rel: str, kind: str, records: list[Any] | None):
+        """Records by join key (each key's occurrences in order, exact repeats dropped and reported),
+        the records without an id, and the order in which keys first appear."""
+        by_key: dict[Any, list[tuple[int, dict, _Id]]] = {}
+        unkeyed: list[tuple[int, dict, _Id]] = []
+        order: list[Any] = []
+        seen: dict[Any, dict[str, int]] = defaultdict(dict)
+        for pos, rec in enumerate(records or []):
+            if not isinstance(rec, dict):
+                self.note("not_a_record", rel, f"record {pos}", f"record {pos} is {_a(rec)}, not an object")
+                self.quarantine(rel, f"record {pos}", _json_text(rec) or "null", f"{_a(rec)}, not a record")
+                continue
+            ident, problem = _id_of(rec, pos, kind)
+            where = _where(ident, pos)
+            if problem:
+                self.note(problem[0], rel, where, problem[1])
+            for key in _overwritten_keys(rec):
+                self.note("duplicate_key", rel, where, f"key {key.split(_MARKER)[0]!r} appears more than once in one "
+                          f"object; the last value keeps the key (as JSON readers read it), an earlier one is {key!r}")
+            if ident.key is None:
+                unkeyed.append((pos, rec, ident))
+                order.append(("pos", kind, pos))
+                continue
+            canonical = json.dumps(rec, sort_keys=True, ensure_ascii=True)
+            if canonical in seen[ident.key]:
+                self.note("duplicate_record", rel, where, f"record {pos} repeats record {seen[ident.key][canonical]} "
+                                                          "exactly; read once")
+                continue
+            seen[ident.key][canonical] = pos
+            if ident.key in by_key:
+                self.note("duplicate_id", rel, where, f"id {ident.original or ident.id} appears again (record {pos}) "
+                                                      "with other contents; kept as a row of its own")
+            else:
+                order.append(ident.key)
+            by_key.setdefault(ident.key, []).append((pos, rec, ident))
+        return by_key, unkeyed, order
+
+    # -- one dimension --------------------------------------------------------------------------------
+
+    def dimension(self, config: str) -> list[dict[str, Any]]:
+        spec = DIMENSIONS[config]
+        prompts_rel, eval_rel, pipe_rel = spec.files()
+        loaded = {rel: self.load(rel) for rel in (prompts_rel, eval_rel, pipe_rel)}
+        p_keys, p_free, p_order = self.index(prompts_rel, "prompt", loaded[prompts_rel])
+        e_keys, e_free, e_order = self.index(eval_rel, "evaluation", loaded[eval_rel])
+        l_keys, l_free, _ = self.index(pipe_rel, "pipeline", loaded[pipe_rel])
+        has = {rel: bool(recs) for rel, recs in loaded.items()}
+
+        rows: list[dict[str, Any]] = []
+        units: list[tuple] = []  # (prompt record, evaluation record, pipeline record, ident, occurrence)
+        for entry in p_order + [k for k in e_order if k not in p_keys]:
+            if isinstance(entry, tuple) and entry[0] == "pos":
+                free = p_free if entry[1] == "prompt" else e_free
+                pos, rec, ident = next(x for x in free if x[0] == entry[2])
+                units.append((rec, None, None, ident, 0) if entry[1] == "prompt" else (None, rec, None, ident, 0))
+                continue
+            ps, es, ls = p_keys.get(entry, []), e_keys.get(entry, []), l_keys.get(entry, [])
+            for k in range(max(len(ps), len(es))):
+                p, e, pipe = (xs[k][1] if k < len(xs) else None for xs in (ps, es, ls))
+                ident = (ps if k < len(ps) else es)[k][2]
+                units.append((p, e, pipe, ident, k))
+        for entry, occurrences in l_keys.items():
+            n = max(len(p_keys.get(entry, [])), len(e_keys.get(entry, [])))
+            for pos, rec, ident in occurrences[n:]:
+                self.note("orphan_pipeline_prompt", pipe_rel, _where(ident, pos),
+                          f"no prompt with this id in {prompts_rel} or {eval_rel}: the record is quarantined")
+                self.quarantine(pipe_rel, _where(ident, pos), _json_text(rec), "no prompt with this id")
+        for pos, rec, ident in l_free:
+            self.note("orphan_pipeline_prompt", pipe_rel, _where(ident, pos),
+                      "a rewritten prompt without an id cannot be attached to a prompt: the record is quarantined")
+            self.quarantine(pipe_rel, _where(ident, pos), _json_text(rec), "no id to attach it to a prompt")
+
+        names: set[str] = set()
+        for p, e, pipe, ident, k in units:
+            name = ident.name if k == 0 else f"{ident.name}-{k + 1}"
+            if name in names:  # an id that is a plain name may equal a made-up one
+                name = f"{name}-{hashlib.sha256(repr((ident.key, k)).encode()).hexdigest()[:8]}"
+            names.add(name)
+            row = self.row(config, spec, p, e, pipe, ident, name, has)
+            rows.append(row)
+        return rows
+
+    def row(self, config: str, spec: Dimension, p: dict | None, e: dict | None, pipe: dict | None, ident: _Id,
+            name: str, has: dict[str, bool]) -> dict[str, Any]:
+        prompts_rel, eval_rel, pipe_rel = spec.files()
+        where = ident.id if ident.id is not None else (ident.original or name)
+
+        def complain_in(rel: str):
+            return lambda kind, detail: self.note(kind, rel, where, detail)
+
+        complain_p, complain_e, complain_l = complain_in(prompts_rel), complain_in(eval_rel), complain_in(pipe_rel)
+        for rec, complain in ((p, complain_p), (e, complain_e), (pipe, complain_l)):
+            for key in [k for k, v in (rec or {}).items() if v is None and k != "id"]:
+                complain("null_value", f"{key} is null")
+        extra: dict[str, Any] = {}
+        base = p if p is not None else {}
+        if p is None:
+            complain_e("no_prompt_record", f"no record with this id in {prompts_rel}: the prompt and fields are "
+                                           f"taken from {eval_rel}")
+            base = {k: e.get(k) for k in _PROMPT_KEYS if k in e}
+        elif e is None and has[eval_rel]:
+            complain_p("no_evaluation_record", f"no record with this id in {eval_rel}: no questions to score it")
+        if p is not None and p.get("prompt") is None and e is not None and e.get("prompt") is not None:
+            complain_p("missing_field", f"no prompt in {prompts_rel}; the prompt of {eval_rel} is used")
+            base = {**p, "prompt": e["prompt"]}
+        if p is not None and set(p) - set(_PROMPT_KEYS):
+            extra["prompts"] = {k: v for k, v in p.items() if k not in _PROMPT_KEYS}
+            complain_p("extra_key", f"key(s) {_typed(extra['prompts'])} kept in extra")
+
+        fields = {f: _text(base.get(f), f, complain_p if p is not None else complain_e)
+                  for f in _PROMPT_KEYS if f != "id"}
+        if fields["prompt"] is None:
+            (complain_p if p is not None else complain_e)("missing_field", "no prompt for this id")
+        elif not fields["prompt"].strip():
+            (complain_p if p is not None else complain_e)("empty_prompt", f"the prompt is {fields['prompt']!r}")
+
+        groups, image_content, evaluation_prompt = [], None, None
+        if e is not None:
+            groups = _groups_of(e, spec, complain_e)
+            if "image_content" not in e:
+                complain_e("missing_field", "no image_content")
+            elif isinstance(e["image_content"], dict):
+                complain_e("dict_image_content", "image_content is an object; kept as JSON text")
+                image_content = _json_text(e["image_content"])
+            else:
+                image_content = _text(e["image_content"], "image_content", complain_e)
+            if p is not None and "prompt" in e and e["prompt"] != base.get("prompt"):
+                evaluation_prompt = _text(e["prompt"], "evaluation prompt", complain_e)
+                complain_e("prompt_mismatch", f"evaluation prompt {e['prompt']!r} differs from {base.get('prompt')!r}")
+            leftover = {k: v for k, v in e.items()
+                        if k not in _EVAL_KEYS and not any(g["group"] == k for g in groups)}
+            if p is not None and "explicit_meaning" in e and e["explicit_meaning"] != p.get("explicit_meaning"):
+                leftover["explicit_meaning"] = e["explicit_meaning"]
+                complain_e("explicit_meaning_mismatch", "the evaluation file's explicit_meaning differs; kept in extra")
+            if set(leftover) - {"explicit_meaning"}:
+                complain_e("extra_key", f"key(s) {_typed(leftover, skip='explicit_meaning')} kept in extra")
+            if leftover:
+                extra["evaluation"] = leftover
+
+        reason = reason_prompt = None
+        if pipe is None:
+            if has[pipe_rel]:
+                complain_l("no_pipeline_prompt", "no rewritten prompt for this id")
+        else:
+            reason = pipe.get("reason")
+            if isinstance(reason, str):
+                complain_l("reason_as_text", "reason is a string; kept as a one-item list")
+                reason = [reason]
+            elif reason is not None and not isinstance(reason, list):
+                complain_l("non_text_value", f"reason is {_a(reason)}; kept as a one-item list of its JSON text")
+                reason = [_json_text(reason)]
+            elif reason is not None:
+                for j, r in enumerate(reason):
+                    if r is None:
+                        complain_l("null_value", f"reason item {j} is null")
+                reason = [_text(r, f"reason item {j}", complain_l) for j, r in enumerate(reason)]
+            reason_prompt = _text(pipe.get("reason_prompt"), "reason_prompt", complain_l)
+            if set(pipe) - _PIPE_KEYS:
+                extra["pipeline"] = {k: v for k, v in pipe.items() if k not in _PIPE_KEYS}
+                complain_l("extra_key", f"key(s) {_typed(extra['pipeline'])} kept in extra")
+
+        row = {"id": ident.id, "name": name, "original_id": ident.original, "dimension": config,
+               "prompt": fields["prompt"], "tag": fields["tag"], "idiom": fields["idiom"],
+               "idiom_meaning": fields["idiom_meaning"], "explicit_meaning": fields["explicit_meaning"],
+               "image_content": image_content, "evaluation": groups, "evaluation_prompt": evaluation_prompt,
+               "reason": reason, "reason_prompt": reason_prompt, "extra": _json_text(extra) if extra else None}
+        return _valid_unicode(row, complain_e)
+
+    def other_files(self) -> None:
+        """Files of the release folder that were not read: JSON in the data folders (data the reader
+        does not know) and everything else (the authors' scripts, images, docs), each reported."""
+        wanted = {rel for c in DIMENSIONS for rel in DIMENSIONS[c].files()}
+        others = []
+        for folder, dirs, files in os.walk(self.root):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            for f in sorted(files):
+                rel = (Path(folder) / f).relative_to(self.root).as_posix()
+                if not f.startswith(".") and rel not in wanted:
+                    others.append(rel)
+        shown = 50
+        for rel in others[:shown]:
+            in_data = rel.split("/")[0] in _DATA_FOLDERS and rel.endswith((".json", ".jsonl"))
+            self.note("unknown_data_file" if in_data else "other_file", rel, None,
+                      "a JSON file in a data folder that no dimension reads" if in_data else "not read (not data)")
+        if len(others) > shown:
+            self.note("other_file", f"{len(others) - shown} more files", None, "not read; not listed one by one")
+
+
+def _typed(values: dict[str, Any], skip: str | None = None) -> str:
+    """Keys with the type of their values, for anomaly details: ``model (text), note (text)``."""
+    return ", ".join(f"{k} ({_type(v)})" for k, v in values.items() if k != skip)
+
+
+def _where(ident: _Id, position: int) -> Any:
+    """How an anomaly names a record: its integer id, else its id as JSON text, else its position."""
+    if ident.id is not None:
+        return ident.id
+    return ident.original if ident.original not in (None, "null") else f"record {position}"
+
+
+def _text(value: Any, field: str, complain: Callable[[str, str], None]) -> str | None:
+    """A text field: the release's text byte for byte, or another JSON value as its JSON text (reported)."""
+    if value is None or isinstance(value, str):
         return value
-    complain("dict_image_content" if isinstance(value, dict) else "non_text_image_content",
-             f"image_content is a {type(value).__name__}; kept as JSON text")
+    complain("non_text_value", f"{field} is {_a(value)}; kept as JSON text")
     return _json_text(value)
 
 
-def _read_dimension(root: Path, config: str, anomalies: list[Anomaly]) -> list[dict[str, Any]]:
-    spec = DIMENSIONS[config]
-    prompts_rel, eval_rel, pipe_rel = spec.files()
-    prompts = _load_records(root, prompts_rel)
-    evals = _by_id(_load_records(root, eval_rel), eval_rel, anomalies)
-    pipes = _by_id(_load_records(root, pipe_rel), pipe_rel, anomalies)
-    rows, seen = [], set()
-    for i, rec in enumerate(prompts):
-        rid = _record_id(rec, prompts_rel, i, anomalies)
-        if rid in seen:
-            raise ReleaseError(f"{prompts_rel}, record {i}: duplicate id {rid}")
-        seen.add(rid)
-        if not isinstance(rec.get("prompt"), str) or not rec["prompt"].strip():
-            raise ReleaseError(f"{prompts_rel}, record {i} (id {rid}): no prompt text")
-        extra: dict[str, Any] = {}
-        if set(rec) - _PROMPT_KEYS:
-            extra["prompts"] = {k: v for k, v in rec.items() if k not in _PROMPT_KEYS}
-            anomalies.append(Anomaly("extra_key", prompts_rel, rid, f"key(s) {', '.join(extra['prompts'])} kept in extra"))
+def _group_role(key: str, spec: Dimension) -> str | None:
+    """The role of a group the dimension does not name, from words in its key (None: unknown)."""
+    k = key.lower()
+    if "quality" in k or "aes" in k:
+        return "quality"
+    if "detail" in k:
+        return "detail"
+    if any(w in k for w in ("reason", "entity", "scien", "sci_")):
+        return "reason"
+    return None
 
-        ev = evals.get(rid)
-        if ev is None:
-            raise ReleaseError(f"{eval_rel}: no record for id {rid} of {prompts_rel}")
 
-        def complain(kind: str, detail: str, _rid=rid) -> None:
-            anomalies.append(Anomaly(kind, eval_rel, _rid, detail))
+def _groups_of(rec: dict[str, Any], spec: Dimension, complain: Callable[[str, str], None]) -> list[dict[str, Any]]:
+    """The record's question groups, in the record's order, each pair kept with its keys, every
+    irregularity passed to ``complain(kind, detail)``. A group is a ``*_evaluation`` key, or any other
+    key holding an object with question keys (q1, sci_q1...)."""
+    groups = []
+    for key, value in rec.items():
+        if key in _EVAL_KEYS:
+            continue
+        named = key.lower().endswith("_evaluation")
+        if not named and not (isinstance(value, dict) and any(_key_parts(_Q, k) for k in value)):
+            continue
+        role = spec.group_roles.get(key)
+        if role is None:
+            role = _group_role(key, spec)
+            complain("unexpected_group", f"group {key!r} is not one of {', '.join(spec.group_roles)}; "
+                     + (f"read as the {role} group" if role else "its role is unknown: kept, not scored"))
+        raw = _json_text(value) if value is not None else "null"
+        if not isinstance(value, dict):
+            complain("group_not_object", f"{key} is {_a(value)}, not an object of question-criterion pairs; "
+                                         "kept as its raw JSON, with no pairs")
+            groups.append({"group": key, "role": role, "pairs": [], "extra": None, "raw": raw})
+            continue
+        pairs, extra, notes = parse_pairs(value, key)
+        for kind, note in notes:
+            complain(kind, f"{key}: {note}")
+        if extra:
+            complain("non_pair_key", f"{key}: key(s) {_typed(extra)} kept in the group's extra and sent to the "
+                                     "judge with the group")
+        if not pairs:
+            complain("no_pairs", f"{key}: no question-criterion pairs")
+        elif len(pairs) > 5:
+            complain("pair_count", f"{key}: {len(pairs)} pairs (the templates ask for 1 to 5)")
+        groups.append({"group": key, "role": role, "pairs": pairs, "extra": _json_text(extra) if extra else None,
+                       "raw": raw})
+    for key, role in spec.groups:
+        if key not in rec and not any(g["role"] == role for g in groups):
+            complain("missing_group", f"no {key!r} group")
+    return groups
 
-        groups = _groups_of(ev, spec, f"{eval_rel}, id {rid}", complain)
-        evaluation_prompt = None
-        if ev.get("prompt") != rec["prompt"]:
-            evaluation_prompt = ev.get("prompt")
-            complain("prompt_mismatch", f"evaluation prompt {evaluation_prompt!r} differs from {rec['prompt']!r}")
-        leftover = {k: v for k, v in ev.items() if k not in _EVAL_KEYS and not k.endswith("_evaluation")}
-        if "explicit_meaning" in ev and ev["explicit_meaning"] != rec.get("explicit_meaning"):
-            leftover["explicit_meaning"] = ev["explicit_meaning"]
-            complain("explicit_meaning_mismatch", "the evaluation file's explicit_meaning differs; kept in extra")
-        elif set(leftover):
-            complain("extra_key", f"key(s) {', '.join(leftover)} kept in extra")
-        if leftover:
-            extra["evaluation"] = leftover
 
-        pipe = pipes.get(rid)
-        reason = reason_prompt = None
-        if pipe is None:
-            anomalies.append(Anomaly("no_pipeline_prompt", pipe_rel, rid, "no rewritten prompt for this id"))
-        else:
-            reason, reason_prompt = pipe.get("reason"), pipe.get("reason_prompt")
-            if isinstance(reason, str):
-                anomalies.append(Anomaly("reason_as_text", pipe_rel, rid, "reason is a string; kept as a one-item list"))
-                reason = [reason]
-            if reason is not None and not (isinstance(reason, list) and all(isinstance(r, str) for r in reason)):
-                raise ReleaseError(f"{pipe_rel}, id {rid}: reason is {type(reason).__name__}, not a list of texts")
-            if reason_prompt is not None and not isinstance(reason_prompt, str):
-                raise ReleaseError(f"{pipe_rel}, id {rid}: reason_prompt is not text")
-            if set(pipe) - _PIPE_KEYS:
-                extra["pipeline"] = {k: v for k, v in pipe.items() if k not in _PIPE_KEYS}
-                anomalies.append(Anomaly("extra_key", pipe_rel, rid,
-                                         f"key(s) {', '.join(extra['pipeline'])} kept in extra"))
-        base = {"id": rid, "dimension": config, **{k: rec.get(k) for k in _PROMPT_KEYS - {"id"}}}
-        rows.append(_row(base, image_content=_image_content(ev.get("image_content"), complain),
-                         evaluation=groups, evaluation_prompt=evaluation_prompt, reason=reason,
-                         reason_prompt=reason_prompt, extra=extra))
-    orphans = sorted(set(evals) - seen)
-    if orphans:
-        raise ReleaseError(f"{eval_rel}: id(s) {orphans} have questions but no prompt in {prompts_rel}")
-    for rid in sorted(set(pipes) - seen):
-        anomalies.append(Anomaly("orphan_pipeline_prompt", pipe_rel, rid, f"no prompt with this id in {prompts_rel}"))
-    return rows
+_MARKER = _OVERWRITTEN.split("{")[0]
+
+
+def _overwritten_keys(value: Any) -> list[str]:
+    """The keys renamed by :func:`_keep_overwritten` anywhere in a record."""
+    if isinstance(value, dict):
+        return [k for k in value if _MARKER in k] + [x for v in value.values() for x in _overwritten_keys(v)]
+    if isinstance(value, list):
+        return [x for v in value for x in _overwritten_keys(v)]
+    return []
+
+
+def _replace(value: Any, fix: Callable[[str, str], str], path: str = "") -> Any:
+    if isinstance(value, str):
+        return fix(path, value)
+    if isinstance(value, dict):
+        return {k: _replace(v, fix, f"{path}.{k}" if path else k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_replace(v, fix, f"{path}[{i}]") for i, v in enumerate(value)]
+    return value
+
+
+def _valid_unicode(row: dict[str, Any], complain: Callable[[str, str], None]) -> dict[str, Any]:
+    """Texts that UTF-8 cannot carry (a lone surrogate from a ``\\ud800`` escape) with U+FFFD in its place,
+    reported: Parquet stores UTF-8 only."""
+    def fix(path: str, text: str) -> str:
+        if _utf8(text):
+            return text
+        complain("invalid_unicode", f"{path} holds a lone surrogate; replaced by U+FFFD")
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+    return _replace(row, fix)
+
+
+def _unit(x: float) -> float:
+    return min(max(x, 0.0), 1.0)
 
 
 # -- stage I reply validation, options, statistics ---------------------------------------------------
@@ -816,10 +1527,7 @@ def _criteria_parser(spec: Dimension):
         if not content:
             raise ReplyParseError('the JSON has no "image_content"')
         problems: list[str] = []
-        try:
-            groups = _groups_of(value, spec, "reply", lambda kind, detail: problems.append(detail))
-        except ReleaseError as e:
-            raise ReplyParseError(str(e).removeprefix("reply, ").removeprefix("reply: ")) from None
+        groups = _groups_of(value, spec, lambda kind, detail: problems.append(detail))
         if problems:
             raise ReplyParseError("; ".join(problems) + " (use keys q1, c1, q2, c2 ... numbered from 1, "
                                   "1 to 5 pairs per group, nothing else in a group)")
@@ -834,11 +1542,15 @@ def _check_options(options: dict[str, Any]) -> dict[str, Any]:
         raise TypeError(f"unknown option(s) {sorted(unknown)}; T2I-ReasonBench takes "
                         f"{sorted(_SCORE_OPTIONS | _AGGREGATE_OPTIONS)}")
     opts = {"mode": "image", "aggregation": "paper", "weights": None, "max_reasks": 2, "structured_output": False,
-            "confidence": 0.95, "n_resamples": 2000, "seed": 0, **options}
+            "reply_json": "last", "template": "paper", "confidence": 0.95, "n_resamples": 2000, "seed": 0, **options}
     if opts["mode"] not in _MODES:
         raise ValueError(f"mode must be one of {_MODES}, got {opts['mode']!r}")
     if opts["aggregation"] not in _AGGREGATIONS:
         raise ValueError(f"aggregation must be one of {_AGGREGATIONS}, got {opts['aggregation']!r}")
+    if opts["reply_json"] not in _REPLY_JSON:
+        raise ValueError(f"reply_json must be one of {_REPLY_JSON}, got {opts['reply_json']!r}")
+    if opts["template"] not in _TEMPLATE_CHOICES:
+        raise ValueError(f"template must be one of {_TEMPLATE_CHOICES}, got {opts['template']!r}")
     weights = {d: dict(w) for d, w in PAPER_WEIGHTS.items()}
     for d, w in (opts["weights"] or {}).items():
         if d not in weights:

@@ -3,6 +3,7 @@ hand-computed values, re-asks and failures, the text score, and stage-1 criteria
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import re
@@ -13,7 +14,13 @@ import pytest
 from PIL import Image
 
 from t2ireason.benchmarks import ReleaseError, get_benchmark
-from t2ireason.benchmarks.t2i_reasonbench import DIMENSIONS, parse_pairs
+from t2ireason.benchmarks.t2i_reasonbench import (
+    ANOMALY_KINDS,
+    DIMENSIONS,
+    group_prompt,
+    parse_pairs,
+    render_rubric,
+)
 from t2ireason.images import JudgeImage
 from t2ireason.judges.base import Reply
 from t2ireason.judges.scripted import ScriptedJudge
@@ -155,14 +162,83 @@ def test_a_full_sized_release_keeps_every_pair(tmp_path):
 def test_parse_pairs_matches_by_key_not_by_position():
     pairs, extra, notes = parse_pairs({"c1": "crit 1", "q1": "quest 1", "q2": "quest 2", "c2": "crit 2"}, "x")
     assert [(p["question"], p["criterion"]) for p in pairs] == [("quest 1", "crit 1"), ("quest 2", "crit 2")]
-    assert extra == {} and notes == []
+    assert extra == {} and [kind for kind, _ in notes] == ["key_order"]
     pairs, _, notes = parse_pairs({"det_q1": "q", "c1": "c"}, "x")
     assert pairs[0]["criterion_key"] == "c1" and notes[0][0] == "irregular_key"
-    with pytest.raises(ReleaseError, match="'q1' is 3"):
-        parse_pairs({"q1": 3, "c1": "c"}, "x")
+    # shuffled numbers: pairs follow their numbers, each with its own criterion
+    pairs, _, _ = parse_pairs({"q2": "second", "c1": "crit 1", "c2": "crit 2", "q1": "first"})
+    assert [(p["question_key"], p["question"], p["criterion"]) for p in pairs] == [
+        ("q1", "first", "crit 1"), ("q2", "second", "crit 2")]
+    # a question that is not text is kept as JSON text, and said so
+    pairs, _, notes = parse_pairs({"q1": 3, "c1": "c"}, "x")
+    assert pairs[0]["question"] == "3" and ("non_text_value", "question 'q1' is a number; kept as JSON text") in notes
 
 
-# -- broken releases ----------------------------------------------------------------------------------
+# -- rubrics of every shape, as the judge reads them ------------------------------------------------------
+
+@pytest.mark.parametrize("criterion, text", [
+    ("1: Yes. 0.5: Partly. 0: No.", "1: Yes. 0.5: Partly. 0: No."),
+    ({"0.5": "Partly.", "1": "Yes.", "0": "No."}, "1: Yes. 0.5: Partly. 0: No."),
+    ({"score_0": "none", "score_1": "all", "score_0.5": "some"}, "1: all; 0.5: some; 0: none"),
+    ({"score": "1 if red, 0.5 if pink, 0 otherwise"}, "1 if red, 0.5 if pink, 0 otherwise"),
+    ({"criteria": "Full marks for a clear tilt."}, "Full marks for a clear tilt."),
+    ({"score_1": "q1 - legible", "score_2": "q2 - tidy"}, "score_1: q1 - legible; score_2: q2 - tidy"),
+    ({"yes": "1", "no": {"0": "absent"}}, "yes: 1; no: 0: absent"),
+    (["1: yes.", "0: no."], "1: yes. 0: no."),
+    (1, "1"),
+    (True, "true"),
+    (None, None),
+])
+def test_every_criterion_shape_is_rendered_as_readable_text(criterion, text):
+    assert render_rubric(criterion) == text
+    pairs, _, _ = parse_pairs({"q1": "Question?", "c1": criterion})
+    assert pairs[0]["criterion"] == text
+    assert pairs[0]["criterion_json"] == (None if criterion is None or isinstance(criterion, str)
+                                          else json.dumps(criterion, ensure_ascii=False))
+    sent = json.loads(group_prompt(pairs))
+    assert sent == {"q1": "Question?", "c1": text}  # readable text, never an escaped JSON object
+
+
+def test_the_sample_keeps_each_rubric_shape_and_the_judge_sees_it(release):
+    idiom3 = _group(_row(release, "idiom", 3), "reason_evaluation")["pairs"]
+    assert idiom3[1]["criterion"] == "1: Clearly studying. 0.5: Books present but not in use. 0: No studying."
+    assert json.loads(idiom3[1]["criterion_json"]) == {"0.5": "Books present but not in use.", "1": "Clearly studying.",
+                                                      "0": "No studying."}
+    assert list(json.loads(idiom3[1]["criterion_json"])) == ["0.5", "1", "0"]  # the release's order, kept
+    assert idiom3[2]["criterion"] == "1: Clearly a kitchen. 0.5: A table of unclear kind. 0: Not a kitchen."
+    assert idiom3[0]["criterion_json"] is None  # text criteria stay text
+    textual4 = _group(_row(release, "textual", 4), "reason_evaluation")["pairs"]
+    assert textual4[0]["criterion"].startswith("1: ") and json.loads(textual4[0]["criterion_json"]).keys() == {"score"}
+    assert json.loads(textual4[1]["criterion_json"]).keys() == {"criteria"}
+
+    # a group whose rubric is under a non-pair key: kept, and sent with the group
+    entity3 = _group(_row(release, "entity", 3), "entity_evaluation")
+    rubric = json.loads(entity3["extra"])["scoring_criteria"]
+    assert list(rubric) == ["score_1", "score_2", "score_3"]
+    sent = json.loads(group_prompt(entity3["pairs"], entity3["extra"]))
+    assert list(sent) == ["q1", "c1", "q2", "c2", "q3", "c3", "scoring_criteria"]
+    assert sent["scoring_criteria"] == " ".join(f"{k}: {v}" for k, v in rubric.items())  # each line ends a sentence
+    assert any(a.kind == "non_pair_key" and a.row == 3 and "scoring_criteria" in a.detail for a in release.anomalies)
+
+    # shuffled keys, a criterion before its question: each question keeps its own criterion
+    sci3 = _group(_row(release, "scientific", 3), "scientific_evaluation")
+    assert [(p["question_key"], p["criterion_key"]) for p in sci3["pairs"]] == [("q1", "c1"), ("q2", "c2"),
+                                                                                ("q3", "c3"), ("q4", "c4")]
+    raw = json.loads(sci3["raw"])
+    assert list(raw) == ["q2", "c2", "q1", "c1", "c4", "q4", "q3", "c3"]  # the release's order, kept
+    assert all(p["question"] == raw[p["question_key"]] and p["criterion"] == raw[p["criterion_key"]] for p in sci3["pairs"])
+    assert any(a.kind == "key_order" and a.row == 3 for a in release.anomalies if "scientific" in a.file)
+    assert any(a.kind == "structured_criterion" and a.row == 3 for a in release.anomalies if "idiom" in a.file)
+
+
+def test_text_is_kept_byte_for_byte(release):
+    question = _group(_row(release, "scientific", 4), "quality_evaluation")["pairs"][1]["question"]
+    assert question == "Is the lighting natural? "  # the trailing space of the release, kept
+    with pytest.raises(TypeError, match="read_release takes"):  # normalising is the builder's option
+        BENCH.read_release(BENCH.sample_path(), strip_whitespace=True)
+
+
+# -- damaged and irregular releases: everything kept, everything reported ------------------------------
 
 @pytest.fixture
 def copy(tmp_path):
@@ -178,54 +254,206 @@ def _edit(root, rel, fn):
     path.write_text(json.dumps(data))
 
 
-def test_missing_file_is_named(copy):
+def _kinds(release, name=None):
+    assert {a.kind for a in release.anomalies} <= set(ANOMALY_KINDS)  # every kind is documented
+    return [(a.kind, a.row) for a in release.anomalies if name is None or a.file.endswith(name)]
+
+
+def test_missing_empty_and_garbage_files_are_read_around_and_reported(copy):
     (copy / "pipeline_prompts/entity_pipeline_prompts.json").unlink()
-    with pytest.raises(ReleaseError, match="pipeline_prompts/entity_pipeline_prompts.json: missing file"):
-        BENCH.read_release(copy)
-    # the other dimensions still read on their own
-    assert BENCH.read_release(copy, configs=["idiom"]).counts["idiom"]["rows"] == 4
+    (copy / "pipeline_prompts/idiom_pipeline_prompts.json").write_text("")
+    (copy / "pipeline_prompts/scientific_pipeline_prompts.json").write_text("[]")
+    (copy / "pipeline_prompts/textual_image_pipeline_prompts.json").write_text("<html>Not Found</html>")
+    rel = BENCH.read_release(copy)
+    assert rel.counts == BENCH.read_release(BENCH.sample_path()).counts  # every pair still there
+    assert all(r["reason_prompt"] is None for rows in rel.configs.values() for r in rows)
+    assert ("missing_file", None) in _kinds(rel, "entity_pipeline_prompts.json")
+    assert ("empty_file", None) in _kinds(rel, "idiom_pipeline_prompts.json")
+    assert ("empty_file", None) in _kinds(rel, "scientific_pipeline_prompts.json")
+    garbage = [a for a in rel.anomalies if a.file.endswith("textual_image_pipeline_prompts.json")]
+    assert [a.kind for a in garbage] == ["malformed_file", "malformed_record", "quarantined"]
+    assert garbage[-1].detail == "<html>Not Found</html>"  # the raw text, whole
+    # a file that is there but empty is one anomaly, not one per row
+    assert not any(a.kind == "no_pipeline_prompt" for a in rel.anomalies)
 
 
-def test_malformed_json_names_file_and_line(copy):
-    (copy / "deepseek_evaluation_qs/evaluation_idiom.json").write_text('[\n  {"id": 1,\n  "prompt": }\n]')
-    with pytest.raises(ReleaseError, match=r"evaluation_idiom.json: malformed JSON at line 3"):
-        BENCH.read_release(copy)
+def test_a_dimension_with_no_files_is_absent_and_said_so(copy):
+    for rel in DIMENSIONS["idiom"].files():
+        (copy / rel).unlink()
+    rel = BENCH.read_release(copy)
+    assert list(rel.configs) == ["textual", "entity", "scientific"]
+    assert [k for k, _ in _kinds(rel, "idiom_interpretation.json")] == ["missing_file", "no_rows"]
 
 
-def test_record_without_id_is_named(copy):
+def test_a_damaged_record_costs_only_itself(copy):
+    path = copy / "deepseek_evaluation_qs/evaluation_idiom.json"
+    text = path.read_text()
+    broken = text.replace('"prompt": "Standing at the edge', '"prompt" "Standing at the edge', 1)  # record 2
+    path.write_text(broken)
+    rel = BENCH.read_release(copy, configs=["idiom"])
+    assert [r["id"] for r in rel.configs["idiom"]] == [1, 2, 3, 4]
+    assert [len(r["evaluation"]) for r in rel.configs["idiom"]] == [2, 0, 2, 2]  # records 1, 3, 4 whole
+    kinds = [a.kind for a in rel.anomalies if a.file.endswith("evaluation_idiom.json")]
+    assert kinds[:3] == ["malformed_file", "malformed_record", "quarantined"]
+    quarantined = next(a for a in rel.anomalies if a.kind == "quarantined")
+    assert '"prompt" "Standing at the edge' in quarantined.detail and quarantined.detail.rstrip().endswith(",")
+    assert ("no_evaluation_record", 2) in _kinds(rel, "idiom_interpretation.json")
+
+
+def test_a_truncated_file_keeps_its_whole_records(copy):
+    path = copy / "deepseek_evaluation_qs/evaluation_entity.json"
+    text = path.read_text()
+    path.write_text(text[: text.index('"id": 3')])  # cut inside the array, after record 2
+    rel = BENCH.read_release(copy, configs=["entity"])
+    assert [len(r["evaluation"]) for r in rel.configs["entity"]] == [3, 3, 0, 0]
+    kinds = [a.kind for a in rel.anomalies if a.file.endswith("evaluation_entity.json")]
+    assert {"malformed_file", "truncated_file", "quarantined"} <= set(kinds)
+
+
+def test_records_without_id_and_unpaired_keys_are_kept(copy):
     _edit(copy, "prompts/scientific_reasoning.json", lambda d: d[2].pop("id"))
-    with pytest.raises(ReleaseError, match=r"prompts/scientific_reasoning.json, record 2: no 'id'"):
-        BENCH.read_release(copy)
+    _edit(copy, "deepseek_evaluation_qs/evaluation_idiom.json", lambda d: d[0]["reason_evaluation"].pop("c2"))
+    _edit(copy, "deepseek_evaluation_qs/evaluation_idiom.json", lambda d: d[1]["reason_evaluation"].pop("q2"))
+    rel = BENCH.read_release(copy, configs=["scientific", "idiom"])
+    sci = rel.configs["scientific"]
+    # the prompt without an id is its own row; the questions of id 3 keep theirs, prompt from the evaluation file
+    assert [(r["id"], r["name"]) for r in sci] == [(1, "0001"), (2, "0002"), (None, "noid-prompt-0003"),
+                                                   (4, "0004"), (3, "0003")]
+    assert sci[2]["prompt"] == "A slice of apple left on a plate for an hour" and sci[2]["evaluation"] == []
+    assert len(sci[4]["evaluation"]) == 3 and sci[4]["reason_prompt"].startswith("An apple slice")
+    assert ("no_id", "record 2") in _kinds(rel, "scientific_reasoning.json")
+    assert ("no_prompt_record", 3) in _kinds(rel, "evaluation_scientific.json")
+    assert rel.counts["scientific"]["pairs"] == 23
+    idiom = rel.configs["idiom"]
+    q2 = _group(idiom[0], "reason_evaluation")["pairs"][1]
+    assert (q2["question_key"], q2["criterion_key"], q2["criterion"]) == ("q2", None, None)
+    assert ("question_without_criterion", 1) in _kinds(rel, "evaluation_idiom.json")
+    orphan = _group(idiom[1], "reason_evaluation")
+    c2 = _group(_row(BENCH.read_release(BENCH.sample_path()), "idiom", 2), "reason_evaluation")["pairs"][1]["criterion"]
+    assert json.loads(orphan["extra"]) == {"c2": c2}
+    assert ("criterion_without_question", 2) in _kinds(rel, "evaluation_idiom.json")
 
 
-@pytest.mark.parametrize("drop, message", [
-    ("c2", r"evaluation_idiom.json, id 1, reason_evaluation: question 'q2' has no criterion"),
-    ("q2", r"evaluation_idiom.json, id 1, reason_evaluation: criterion 'c2' has no question"),
-])
-def test_a_pair_missing_half_is_an_error(copy, drop, message):
-    _edit(copy, "deepseek_evaluation_qs/evaluation_idiom.json", lambda d: d[0]["reason_evaluation"].pop(drop))
-    with pytest.raises(ReleaseError, match=message):
-        BENCH.read_release(copy)
-
-
-def test_other_structural_errors(copy, tmp_path):
-    with pytest.raises(ReleaseError, match="not a folder"):
-        BENCH.read_release(tmp_path / "nowhere")
+def test_irregular_groups_ids_and_duplicates_are_kept(copy):
     _edit(copy, "deepseek_evaluation_qs/evaluation_entity.json",
           lambda d: d[1].update(details_evaluation=d[1].pop("other_details_evaluation")))
-    with pytest.raises(ReleaseError, match="id 2: unknown question group 'details_evaluation'"):
-        BENCH.read_release(copy, configs=["entity"])
-    _edit(copy, "prompts/textual_image_design.json", lambda d: d.append(dict(d[0])))
-    with pytest.raises(ReleaseError, match="textual_image_design.json, record 4: duplicate id 1"):
-        BENCH.read_release(copy, configs=["textual"])
+    _edit(copy, "prompts/textual_image_design.json", lambda d: d.append(dict(d[0])))  # an exact repeat
+    _edit(copy, "prompts/textual_image_design.json", lambda d: d.append({**d[1], "prompt": "Another infographic"}))
     _edit(copy, "deepseek_evaluation_qs/evaluation_scientific.json", lambda d: d.append({**d[0], "id": 99}))
-    with pytest.raises(ReleaseError, match=r"id\(s\) \[99\] have questions but no prompt"):
-        BENCH.read_release(copy, configs=["scientific"])
+    _edit(copy, "pipeline_prompts/scientific_pipeline_prompts.json", lambda d: d.append({**d[0], "id": 77}))
+    rel = BENCH.read_release(copy, configs=["entity", "textual", "scientific"])
+    group = _group(rel.configs["entity"][1], "details_evaluation")
+    assert group["role"] == "detail" and len(group["pairs"]) == 2
+    assert ("unexpected_group", 2) in _kinds(rel, "evaluation_entity.json")
+    textual = rel.configs["textual"]
+    assert [r["name"] for r in textual] == ["0001", "0002", "0002-2", "0003", "0004"]
+    assert textual[2]["prompt"] == "Another infographic" and textual[2]["evaluation"] == []
+    assert {("duplicate_record", 1), ("duplicate_id", 2)} <= set(_kinds(rel, "textual_image_design.json"))
+    sci = rel.configs["scientific"]
+    assert sci[-1]["id"] == 99 and sci[-1]["prompt"] == sci[0]["prompt"] and len(sci[-1]["evaluation"]) == 3
+    assert ("no_prompt_record", 99) in _kinds(rel, "evaluation_scientific.json")
+    assert [k for k in _kinds(rel, "scientific_pipeline_prompts.json") if k[1] == 77] == [
+        ("orphan_pipeline_prompt", 77), ("quarantined", 77)]
+    assert json.loads(next(a.detail for a in rel.anomalies if a.kind == "quarantined" and a.row == 77))["id"] == 77
+
+
+def test_ids_that_cannot_be_file_names_are_mapped_and_never_written_through(copy, tmp_path):
+    from t2ireason.files import UnsafePath
+
+    for rel_path in DIMENSIONS["idiom"].files():
+        _edit(copy, rel_path, lambda d: d[0].update(id="../../outside/x"))
+    _edit(copy, "prompts/idiom_interpretation.json", lambda d: d[1].update(id="2"))
+    _edit(copy, "deepseek_evaluation_qs/evaluation_idiom.json", lambda d: d[1].update(id="2"))
+    rel = BENCH.read_release(copy, configs=["idiom"])
+    row = rel.configs["idiom"][0]
+    assert row["id"] is None and row["original_id"] == '"../../outside/x"'
+    assert re.fullmatch(r"outside-x-[0-9a-f]{8}", row["name"])
+    assert len(row["evaluation"]) == 2 and row["reason_prompt"] is not None  # joined across the three files
+    assert BENCH.image_path(row) == f"idiom/{row['name']}.png" and BENCH.row_id(row) == f"idiom-{row['name']}"
+    unsafe = [a for a in rel.anomalies if a.kind == "unsafe_id"]
+    assert len(unsafe) == 3 and row["name"] in unsafe[0].detail
+    assert rel.configs["idiom"][1]["id"] == 2 and ("id_as_text", 2) in _kinds(rel, "idiom_interpretation.json")
+    # a hostile row given directly never yields a path out of the output folder
+    with pytest.raises(UnsafePath):
+        BENCH.image_path({**row, "name": "../../x"})
+    with pytest.raises(UnsafePath):
+        BENCH.image_path({**row, "dimension": "../.."})
+    # and the build keeps the mapping
+    from t2ireason import build
+
+    out = tmp_path / "hub"
+    build.build_dataset(BENCH, copy, out, license="cc-by-4.0", options={"configs": ["idiom"]})
+    loaded = datasets.load_dataset(str(out), "idiom", split="test")
+    assert (loaded[0]["name"], loaded[0]["original_id"]) == (row["name"], '"../../outside/x"')
+    report = json.loads((out / "build_report.json").read_text())
+    assert sum(a["kind"] == "unsafe_id" for a in report["anomalies"]) == 3
+
+
+def test_a_checkout_with_scripts_and_other_files(tmp_path):
+    root = tmp_path / "T2I-ReasonBench-main"
+    shutil.copytree(BENCH.sample_path(), root)
+    (root / "evaluation/Qwen2.5-VL").mkdir(parents=True)
+    (root / "evaluation/Qwen2.5-VL/eval_idiom.py").write_text("print('the authors score here')\n")
+    (root / "prompts/notes.json").write_text('{"draft": true}')
+    (root / ".git").mkdir()
+    (root / ".git/HEAD").write_text("ref: refs/heads/main\n")
+    rel = BENCH.read_release(tmp_path)  # one folder up: found
+    assert rel.counts == BENCH.read_release(BENCH.sample_path()).counts
+    others = {(a.kind, a.file) for a in rel.anomalies if a.kind in ("other_file", "unknown_data_file")}
+    assert others == {("other_file", "README.md"), ("other_file", "evaluation/Qwen2.5-VL/eval_idiom.py"),
+                      ("unknown_data_file", "prompts/notes.json")}
+
+
+def test_values_of_any_type_fit_the_schema_and_build(copy, tmp_path):
+    def odd(d):
+        d[0]["image_content"] = ["a", {"b": 1}]
+        d[0]["reason_evaluation"]["q1"] = {"text": "Is it a dinner?"}
+        d[0]["reason_evaluation"]["c1"] = [1, 0.5, 0]
+        d[1]["reason_evaluation"] = "Ask whether the boy climbs down."
+        d[2]["prompt"] = 42
+        d[3]["quality_evaluation"]["scoring"] = {"mean": True, "weights": [1, 2]}
+    _edit(copy, "deepseek_evaluation_qs/evaluation_idiom.json", odd)
+    _edit(copy, "prompts/idiom_interpretation.json", lambda d: d[3].update(tag=["family", 3], prompt=None))
+    _edit(copy, "pipeline_prompts/idiom_pipeline_prompts.json", lambda d: d[0].update(reason={"why": "x"}))
+    rel = BENCH.read_release(copy, configs=["idiom"])
+    rows = rel.configs["idiom"]
+    assert json.loads(rows[0]["image_content"]) == ["a", {"b": 1}]
+    assert rows[0]["evaluation"][0]["pairs"][0]["question"] == '{"text": "Is it a dinner?"}'
+    assert rows[0]["evaluation"][0]["pairs"][0]["criterion"] == "1; 0.5; 0"
+    assert rows[1]["evaluation"][0]["pairs"] == [] and json.loads(rows[1]["evaluation"][0]["raw"]).startswith("Ask")
+    assert rows[2]["evaluation_prompt"] == "42"
+    assert rows[3]["tag"] == '["family", 3]' and rows[3]["prompt"].startswith("Nobody at the family meeting")
+    assert rows[0]["reason"] == ['{"why": "x"}']
+    kinds = {k for k, _ in _kinds(rel)}
+    assert {"non_text_value", "group_not_object", "structured_criterion", "missing_field"} <= kinds
+    from t2ireason import build
+
+    build.build_dataset(BENCH, copy, tmp_path / "hub", license="cc-by-4.0", options={"configs": ["idiom"]})
+    loaded = datasets.load_dataset(str(tmp_path / "hub"), "idiom", split="test")
+    assert loaded.to_list() == datasets.Dataset.from_list(rows, features=BENCH.features).to_list()
+
+
+def test_not_a_release_is_a_clear_error(tmp_path):
+    with pytest.raises(ReleaseError, match="not a folder"):
+        BENCH.read_release(tmp_path / "nowhere")
+    with pytest.raises(ReleaseError, match="no prompts/, deepseek_evaluation_qs/ or pipeline_prompts/ folder"):
+        BENCH.read_release(tmp_path)
 
 
 def test_release_one_level_down_is_found(tmp_path):
     shutil.copytree(BENCH.sample_path(), tmp_path / "T2I-ReasonBench-main")
     assert BENCH.read_release(tmp_path).counts["entity"]["pairs"] == 19
+
+
+def test_official_release_is_pinned():
+    official = BENCH.official_release
+    assert (official.kind, official.repo) == ("github", "KaiyueSun98/T2I-ReasonBench")
+    assert re.fullmatch(r"[0-9a-f]{40}", official.revision)
+    assert official.files == {}  # the JSON data could not be fetched to hash: the build reports it unverified
+    assert set(official.scripts) == {f"evaluation/Qwen2.5-VL/eval_{d}.py"
+                                     for d in ("idiom", "textual_image", "entity", "scientific")}
+    assert BENCH.release_markers == ("prompts/idiom_interpretation.json",)
+    assert (BENCH.sample_path() / BENCH.release_markers[0]).is_file()
 
 
 # -- scoring --------------------------------------------------------------------------------------------
@@ -394,11 +622,90 @@ def test_describe_failure_skips_the_questions(release):
 
 
 def test_unreadable_image_is_a_failure_not_a_crash(release, tmp_path):
-    rows = [_row(release, "idiom", 1), _row(release, "idiom", 2)]
+    rows = [_row(release, "idiom", 1), _row(release, "idiom", 2), _row(release, "idiom", 3), _row(release, "idiom", 4)]
     scores = {p["question"]: 1 for r in rows for g in r["evaluation"] for p in g["pairs"]}
-    results = BENCH.score(rows, [tmp_path / "missing.png", Image.new("RGB", (8, 8))], ScriptedJudge(answering(scores)))
-    assert results[0].score is None and "image could not be read" in results[0].failure
-    assert results[1].score == pytest.approx(1.0)
+    (tmp_path / "empty.png").write_bytes(b"")
+    buf = io.BytesIO()
+    Image.new("RGB", (8, 8)).save(buf, format="PNG")
+    (tmp_path / "cut.png").write_bytes(buf.getvalue()[:-12])  # no IEND chunk: a torn write
+    judge = ScriptedJudge(answering(scores))
+    results = BENCH.score(rows, [tmp_path / "missing.png", tmp_path / "empty.png", tmp_path / "cut.png",
+                                 Image.new("RGB", (8, 8))], judge)
+    for r in results[:3]:
+        assert r.score is None and r.failure.startswith("image could not be read") and not r.retryable
+    assert results[3].score == pytest.approx(1.0)
+    assert len(judge.requests) == 1 + 2  # only the readable image is described and asked about
+
+
+#: the group turn of the authors' scripts (KaiyueSun98/T2I-ReasonBench, evaluation/Qwen2.5-VL/eval_*.py at
+#: 83a91df3d36b43665bfc5e8166493665cc5a7f8f: the f-string q2/q3/q4, the group dict formatted into it)
+def official_turn(group: dict) -> str:
+    return ("Based on the image and your previous description, answer the following questions: q1, q2, ...\n"
+            "For each question, assign a score of 1, 0.5 or 0 according to the corresponding scoring criteria: c1, c2, ...\n"
+            f"Here are the questions and criteria: {group}\n"
+            "Carefully consider the image and each question before responding, then provide your answer in json format:\n"
+            '{"reason": [your detailed reasoning], "score": [s1,s2, ...]"}')
+
+
+def test_official_template_sends_the_scripts_text_byte_for_byte(release):
+    """Every group of every sample row (irregular keys, rubric objects, shuffled keys included) as the scripts
+    would send it: the release's record loaded with json.load and printed into their f-string."""
+    rows = [r for d in BENCH.configs for r in release.configs[d]]
+    judge = ScriptedJudge(lambda r: "An image." if r.messages[-1].text == "Describe this image."
+                          else '{"reason": [], "score": []}')
+    BENCH.score(rows, [Image.new("RGB", (8, 8))] * len(rows), judge, template="official", max_reasks=0)
+    sent = {(r.metadata["id"], r.messages[2].text) for r in judge.requests if len(r.messages) == 3}
+    expected = set()
+    for dim, spec in DIMENSIONS.items():
+        records = json.loads((BENCH.sample_path() / spec.files()[1]).read_text(encoding="utf-8"))
+        for rec in records:
+            for key, _ in spec.groups:
+                expected.add((f"{dim}-{rec['id']:04d}", official_turn(rec[key])))
+    assert sent == expected
+    describe = judge.requests[0]
+    assert [type(p).__name__ for p in describe.messages[0].content] == ["JudgeImage", "str"]  # image, then text
+
+
+def test_first_or_last_json_of_a_reply(release):
+    rows, images = _one_row(release)  # reason: 3 questions, quality: 1
+    draft_then_final = ('Draft: {"reason": ["a", "b", "c"], "score": [0, 0, 0]}\nOn reflection:\n'
+                        '```json\n{"reason": ["a", "b", "c"], "score": [1, 1, 1]}\n```')
+    replies = ["A boy on a ladder.", draft_then_final, '{"reason": ["q"], "score": [1]}']
+    (last,) = BENCH.score(rows, images, ScriptedJudge(replies))
+    (first,) = BENCH.score(rows, images, ScriptedJudge(replies), reply_json="first")
+    assert last.subscores["reason"] == 1.0 and first.subscores["reason"] == 0.0
+    assert BENCH.presets["official"]["options"]["reply_json"] == "first"
+    with pytest.raises(ValueError, match="reply_json must be one of"):
+        BENCH.score(rows, images, ScriptedJudge(replies), reply_json="middle")
+
+
+@pytest.mark.parametrize("reply", [
+    '{"reason": 5, "score": [1, 0.5, 0]}', '{"reason": true, "score": [1, 0.5, 0]}',
+    '{"reason": 1.5, "score": [1, 0.5, 0]}', '{"reason": null, "score": [1, 0.5, 0]}',
+    '{"reason": [{"q1": "x"}, 2, null], "score": [1, 0.5, 0]}', '{"reason": {"q1": "x"}, "score": ["1", "0.5", "0"]}',
+    '{"reason": ["a"], "score": [1.000000000035, 0.4999999999999, 0]}',
+])
+def test_any_reasoning_shape_is_kept_and_scores_stay_exact(release, reply):
+    """Issue 16: these replies crashed the compute (TypeError) or gave 1.000000000035."""
+    rows, images = _one_row(release)
+    (result,) = BENCH.score(rows, images, ScriptedJudge(["A boy.", reply, '{"reason": ["q"], "score": [1]}']))
+    assert result.failure is None and [q.score for q in result.questions[:3]] == [1.0, 0.5, 0.0]
+    assert result.score == pytest.approx(0.9 * 0.5 + 0.1) and 0 <= result.score <= 1
+    assert all(q.reasoning is None or isinstance(q.reasoning, str) for q in result.questions)
+
+
+@pytest.mark.parametrize("transient, retryable", [(True, True), (False, False)])
+def test_a_failure_from_the_judges_infrastructure_is_retryable(release, transient, retryable):
+    rows, images = _one_row(release)
+    down = Reply(text="", model="s", sampling={}, error="connection refused", transient=transient)
+    (result,) = BENCH.score(rows, images, ScriptedJudge(["A boy.", down, '{"reason": ["q"], "score": [1]}']))
+    assert result.score is None and "connection refused" in result.failure and result.retryable is retryable
+    (described,) = BENCH.score(rows, images, ScriptedJudge([down]))
+    assert described.score is None and described.retryable is retryable
+    # an unusable reply is the judge's answer, not an outage: not retryable
+    (unusable,) = BENCH.score(rows, images, ScriptedJudge(["A boy.", "no idea", '{"reason": ["q"], "score": [1]}']),
+                              max_reasks=0)
+    assert unusable.score is None and not unusable.retryable
 
 
 def test_text_mode_scores_descriptions_without_quality(scored_rows):
@@ -420,13 +727,19 @@ def test_text_mode_scores_descriptions_without_quality(scored_rows):
 
 
 def test_bad_rows_and_options_are_clear_errors(release, scored_rows):
-    rows, images, _ = scored_rows
+    rows, images, scores = scored_rows
     with pytest.raises(ValueError, match="got 4 rows but 3 images"):
         BENCH.score(rows, images[:3], ScriptedJudge([]))
     with pytest.raises(ValueError, match=r"rows\[0\] lacks field\(s\) \['dimension'\]"):
         BENCH.score([{"id": 1, "prompt": "p", "evaluation": []}], images[:1], ScriptedJudge([]))
+    # rows built before groups carried their role: a group the dimension does not have is an error
+    old_style = {**rows[0], "dimension": "entity",
+                 "evaluation": [{k: v for k, v in g.items() if k != "role"} for g in rows[0]["evaluation"]]}
     with pytest.raises(ValueError, match="has question group 'reason_evaluation'; a entity row"):
-        BENCH.score([{**rows[0], "dimension": "entity"}], images[:1], ScriptedJudge([]))
+        BENCH.score([old_style], images[:1], ScriptedJudge([]))
+    # a row of this reader carries its groups' roles: an idiom row labelled entity lacks the detail group
+    (result,) = BENCH.score([{**rows[0], "dimension": "entity"}], images[:1], ScriptedJudge(answering(scores)))
+    assert result.score is None and "no detail questions for a entity row" in result.failure
     with pytest.raises(TypeError, match="unknown option"):
         BENCH.score(rows, images, ScriptedJudge([]), temperature=0)
     with pytest.raises(ValueError, match="mode must be one of"):
@@ -504,3 +817,12 @@ def test_criteria_generation_failure_is_kept_and_reported():
     assert result.score is None and "no reason, detail, quality questions" in result.failure
     with pytest.raises(ValueError, match=r"records\[0\] lacks \['explicit_meaning'\]"):
         BENCH.generate_criteria([{"id": 1, "prompt": "p"}], "entity", judge)
+
+
+def test_the_modules_examples_run():
+    import doctest
+
+    from t2ireason.benchmarks import t2i_reasonbench
+
+    result = doctest.testmod(t2i_reasonbench)
+    assert result.attempted >= 5 and result.failed == 0
