@@ -12,6 +12,7 @@ environment (``make test`` runs them in ``.venv-vision``) and are skipped where 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -22,7 +23,7 @@ import torch
 from t2ireason import testing
 from t2ireason.images import as_image
 from t2ireason.judges import ChatRequest, JudgeError, Sampling, load_judge
-from t2ireason.testing_families import FAMILIES, build_family
+from t2ireason.testing_families import FAMILIES, TEMPLATE_SHA256, TEMPLATES, build_family
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -92,9 +93,22 @@ def _reference_yes(judge, family, image, question):
     return logits.softmax(-1)[token].item()
 
 
+def test_fixture_templates_are_the_published_texts():
+    """The templates are data: a fixture edited by mistake no longer matches the copies it was verified
+    against. Qwen3-VL-8B-Instruct's hash is the one an independent project pins for the template embedded
+    in Qwen/Qwen3-VL-8B-Instruct-GGUF (zhongkaifu/TensorSharp, 5292 bytes)."""
+    assert set(TEMPLATES) == set(TEMPLATE_SHA256) == {n.removesuffix("-bos") for n in FAMILIES}
+    for name, text in TEMPLATES.items():
+        assert hashlib.sha256(text.encode()).hexdigest() == TEMPLATE_SHA256[name], name
+    assert len(TEMPLATES["qwen3-vl"].encode()) == 5292
+    assert TEMPLATE_SHA256["qwen3-vl"] == "3636d0f0bd6bef02654cdffdc447b79cb2cef8ab02cc75267345946291a489e4"
+
+
 @pytest.mark.parametrize("name", _params())
 def test_prompt_is_encoded_as_the_family_publishes_it(name, root):
     family, judge = FAMILIES[name], family_judge(name, root)
+    # the folder carries the published template, byte for byte, through save_pretrained/from_pretrained
+    assert judge.processor.chat_template == TEMPLATES[name.removesuffix("-bos")]
     conversation = judge._conversation(ChatRequest.simple(_image(0), "Is it red?").messages)
     closing, _ = judge.answer_context()
     [text] = judge._render([conversation])
@@ -102,8 +116,12 @@ def test_prompt_is_encoded_as_the_family_publishes_it(name, root):
     ids = judge._encode([text + closing], [conversation])["input_ids"][0].tolist()
     # what the model reads last (PaliGemma's processor appends the newline itself)
     assert judge.tokenizer.decode(ids, skip_special_tokens=False).endswith(family.answer_after)
-    bos = judge.tokenizer.bos_token_id
-    if family.adds_bos:  # exactly one BOS, whether the template writes it or the tokenizer adds it
+    tok, bos = judge.tokenizer, judge.tokenizer.bos_token_id
+    assert (bos is not None and tok("Yes").input_ids[:1] == [bos]) == family.adds_bos  # the tokenizer as published
+    assert text.startswith(tok.bos_token or "\0") == family.writes_bos  # the template as published
+    if family.adds_bos or family.writes_bos or name == "paligemma":
+        # exactly one BOS, first, whether the template writes it, the tokenizer adds it or both do
+        # (PaliGemma's processor puts it after the image tokens)
         assert ids.count(bos) == 1 and (ids[0] == bos or name == "paligemma")
     else:
         assert bos is None or bos not in ids
