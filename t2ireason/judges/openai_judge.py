@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
+import contextvars
 import email.utils
 import functools
 import json
@@ -66,6 +67,12 @@ from .base import (
 )
 
 __all__ = ["OpenAIJudge", "answer_logprob", "merge_top", "check_base_url"]
+
+
+# The batch a request belongs to: once one of its requests finds the endpoint unavailable, the
+# batch has ended and a request of it that gets a slot afterwards must not go out (the slot is
+# handed to the next waiter before the failing request's batch is cancelled).
+_BATCH_ENDED: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVar("t2ireason_batch_ended", default=None)
 
 logger = logging.getLogger(__name__)
 
@@ -629,6 +636,7 @@ class OpenAIJudge(Judge):
 
         async def run_all():
             await self._ensure_checked()
+            _BATCH_ENDED.set([False])  # tasks created below copy this context, so they share the flag
 
             async def one(i: int, req: ChatRequest):
                 replies[i] = await self._ask(req)
@@ -806,6 +814,8 @@ class OpenAIJudge(Judge):
         except Exception as e:  # any failure becomes this request's Reply.error
             error = self._describe(e)
             if self.on_unavailable == "raise" and _unavailable(e):
+                if (ended := _BATCH_ENDED.get()) is not None:
+                    ended[0] = True
                 raise JudgeUnavailable(
                     f"{self} cannot answer: {error}. Replies received before are kept; "
                     "on_unavailable='record' records such failures and goes on") from None
@@ -851,6 +861,8 @@ class OpenAIJudge(Judge):
         if self._semaphore is None:  # created on the private loop, which is the only one using it
             self._semaphore = asyncio.Semaphore(self.max_concurrency)
         async with self._semaphore:
+            if (ended := _BATCH_ENDED.get()) is not None and ended[0]:
+                raise asyncio.CancelledError  # its batch ended while it waited for the slot
             limit, by_deadline = budget.attempt_limit(self.timeout)
             started = time.monotonic()
             try:
