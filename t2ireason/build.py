@@ -13,7 +13,8 @@ authors' repository at the pinned revision and checked against the recorded hash
 - ``eval.yaml``: the Hub's benchmark registration, for benchmarks scored by a metric;
 - ``build_report.json``: where the release came from, rows and counts per config, every
   anomaly met (file, row, what), the quarantine (records that could not be kept at all, with
-  their raw text), the files that were not read, ids renamed to safe file names.
+  their raw text), the files that were not read (the authors' scripts named as such), ids renamed
+  to safe file names.
 
 A record-level surprise never stops a build: irregular records are kept and reported, only
 what cannot be kept at all is quarantined. ``strict=True`` (``--strict``) turns anomalies and
@@ -48,6 +49,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .benchmarks import Anomaly, Benchmark, Quarantined, ReleaseError, get_benchmark, is_safe_name, safe_name
+from .benchmarks.base import unread_files
+from .files import UnsafePath
 
 __all__ = ["BuildError", "BuildReport", "build_dataset", "publish", "render_template", "size_category",
            "describe_features", "SPLIT", "NORMALIZATIONS"]
@@ -88,6 +91,8 @@ class BuildReport:
     quarantine: list[dict[str, Any]] = field(default_factory=list)
     #: files of the release the reader did not read (the authors' scripts, images, notes...)
     ignored_files: list[str] = field(default_factory=list)
+    #: those of the ignored files that are the authors' own scripts (``Benchmark.official_release.scripts``)
+    authors_scripts: list[str] = field(default_factory=list)
     #: ids that could not be file names, and the safe names they were given: {config, row, field, original, safe}
     renamed: list[dict[str, Any]] = field(default_factory=list)
     #: the text normalisation applied, if any: {"applied": [...], "values_changed": n}
@@ -131,9 +136,13 @@ class BuildReport:
         if self.normalization.get("applied"):
             lines.append(f"  text normalised ({', '.join(self.normalization['applied'])}): "
                          f"{self.normalization['values_changed']} value(s) changed")
-        if self.ignored_files:
-            shown = ", ".join(self.ignored_files[:6]) + (" ..." if len(self.ignored_files) > 6 else "")
-            lines.append(f"  {len(self.ignored_files)} file(s) of the release not read (not data): {shown}")
+        if self.authors_scripts:
+            lines.append(f"  the authors' scripts, not read: {', '.join(self.authors_scripts)}")
+        others = [f for f in self.ignored_files if f not in self.authors_scripts]
+        if others:
+            shown = ", ".join(others[:6]) + (" ..." if len(others) > 6 else "")
+            lines.append(f"  {len(others)} {'other ' if self.authors_scripts else ''}file(s) of the release "
+                         f"not read (not data): {shown}")
         if self.undocumented_fields:
             lines.append(f"  fields without a description: {', '.join(self.undocumented_fields)}")
         return "\n".join(lines)
@@ -298,6 +307,8 @@ def _path_problem(bench: Benchmark, row: dict[str, Any]) -> str | None:
     """Why the image path made from ``row`` would not be a file inside the output folder (None: it would)."""
     try:
         path = bench.image_path(row)
+    except UnsafePath as e:  # the benchmark's own check refused it
+        return str(e)
     except Exception:  # a row without the fields an image path needs: nothing is written from it
         return None
     if path.startswith(("/", "\\")) or not all(is_safe_name(p) for p in re.split(r"[/\\]", path)):
@@ -364,16 +375,14 @@ def _safe_paths(bench: Benchmark, configs: dict[str, list[Any]], mode: str, anom
     return renamed
 
 
-def _ignored_files(root: Path, files_read: set[str] | None) -> list[str]:
-    """The files under ``root`` (hidden ones aside) that the reader did not read."""
+def _ignored_files(bench: Benchmark, root: Path, files_read: set[str] | None) -> tuple[list[str], list[str]]:
+    """The files under ``root`` (hidden ones aside) that the reader did not read, and those of them
+    that are the authors' scripts."""
     if files_read is None or not root.is_dir():
-        return []
-    out = []
-    for p in sorted(root.rglob("*")):
-        rel = p.relative_to(root).as_posix()
-        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts) and rel not in files_read:
-            out.append(rel)
-    return out
+        return [], []
+    ignored = unread_files(root, files_read)
+    scripts = set(bench.official_release.scripts) if bench.official_release else set()
+    return ignored, [f for f in ignored if f in scripts]
 
 
 # ---------------------------------------------------------------------------------------------- build
@@ -449,11 +458,12 @@ def build_dataset(benchmark: Benchmark | str, source: str | os.PathLike | None, 
             raise BuildError(f"--strict: the release has {len(anomalies)} anomalies and {len(quarantine)} "
                              f"quarantined record(s) (first: {first}); build without --strict to keep and report them")
         given = str(source) if source is not None else src.given
+        ignored, scripts = _ignored_files(bench, src.root, release.files_read)
         report = BuildReport(
             benchmark=bench.name, source=given, out=str(out), license=chosen_license, configs={},
             anomalies=[a.to_dict() for a in anomalies], absent_configs=[c for c in bench.configs if c not in built],
             source_info=src.to_dict(), quarantine=[q.to_dict() for q in quarantine],
-            ignored_files=_ignored_files(src.root, release.files_read), renamed=renamed,
+            ignored_files=ignored, authors_scripts=scripts, renamed=renamed,
             normalization={"applied": list(normalize), "values_changed": changed} if normalize else {},
             strict=strict)
 
@@ -536,7 +546,8 @@ def _card(bench: Benchmark, report: BuildReport, infos: dict[str, datasets.Datas
         repo_id=repo_id or f"<namespace>/{bench.name}", default_config=default,
         configs=[{"name": n, "rows": c["rows"], "counts": c} for n, c in report.configs.items()],
         count_columns=count_columns, schemas=schemas, anomalies=anomalies, has_eval_yaml=has_eval_yaml,
-        quarantined=len(report.quarantine), renamed=len(report.renamed), normalization=report.normalization,
+        quarantined=len(report.quarantine), ignored=len(report.ignored_files), authors_scripts=report.authors_scripts,
+        renamed=len(report.renamed), normalization=report.normalization,
         verification=(info.get("verification") or {}).get("note", ""), source=source, card_license=report.license)
     DatasetCard(text)  # the Hub's own parser must accept what we push
     return text

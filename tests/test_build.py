@@ -12,7 +12,7 @@ from huggingface_hub import DatasetCard, DatasetCardData
 from PIL import Image
 
 from t2ireason import build
-from t2ireason.benchmarks import Anomaly, Benchmark, Release, ReleaseError
+from t2ireason.benchmarks import Anomaly, Benchmark, OfficialRelease, Release, ReleaseError
 from t2ireason.files import inside
 
 FEATURES = datasets.Features({
@@ -236,6 +236,50 @@ def test_ids_that_cannot_be_file_names_are_mapped_or_refused(toy_release, tmp_pa
     refused = build.build_dataset(Toy(), toy_release, tmp_path / "refused", unsafe_ids="refuse")
     assert refused.renamed == [] and refused.configs["alpha"]["rows"] == 4
     assert [q["row"] for q in refused.quarantine] == [bad_id]
+
+
+def test_files_not_read_are_listed_with_the_authors_scripts_named(toy_release, tmp_path):
+    class WithScripts(Toy):
+        official_release = OfficialRelease("github", "toy/toy-bench", "0" * 40, scripts=("eval/score.py",))
+
+        def read_release(self, source, **options):
+            release = super().read_release(source, **options)
+            release.files_read = {"alpha.json", "beta.json", "red.png"}
+            return release
+
+    (toy_release / "eval").mkdir()
+    (toy_release / "eval" / "score.py").write_text("print('how the authors score')\n")
+    (toy_release / "NOTES.txt").write_text("notes\n")
+    (toy_release / ".git").mkdir()
+    (toy_release / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    out = tmp_path / "out"
+    report = build.build_dataset(WithScripts(), toy_release, out)
+    assert report.ignored_files == ["NOTES.txt", "eval/score.py"]  # hidden folders are not looked into
+    assert report.authors_scripts == ["eval/score.py"]
+    saved = json.loads((out / "build_report.json").read_text())
+    assert (saved["ignored_files"], saved["authors_scripts"]) == (report.ignored_files, report.authors_scripts)
+    assert "the authors' scripts, not read: eval/score.py" in report.summary()
+    assert "1 other file(s) of the release not read (not data): NOTES.txt" in report.summary()
+    card = " ".join((out / "README.md").read_text().split())
+    assert "2 file(s) of the release are not data and were not read, among them the authors' own scripts " \
+           "(`eval/score.py`)" in card
+    plain = build.build_dataset(Toy(), toy_release, tmp_path / "plain")  # a reader that does not say what it read
+    assert plain.ignored_files == plain.authors_scripts == []
+
+
+def test_an_image_path_the_benchmark_refuses_is_never_written_through(toy_release, tmp_path):
+    from t2ireason.files import UnsafePath
+
+    class Checked(Toy):
+        def image_path(self, row, sample=0):
+            if row["id"] == "a2":
+                raise UnsafePath(f"id {row['id']!r} would leave the folder")
+            return super().image_path(row, sample)
+
+    report = build.build_dataset(Checked(), toy_release, tmp_path / "out")
+    assert report.configs["alpha"]["rows"] == 4
+    [lost] = report.quarantine
+    assert lost["row"] == "a2" and "would leave the folder" in lost["reason"] and json.loads(lost["raw"])["id"] == "a2"
 
 
 def test_default_config_and_language_in_the_card(toy_release, tmp_path):

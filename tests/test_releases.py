@@ -94,6 +94,9 @@ def test_archives_of_the_repository(tmp_path, reference, kind):
     assert report.source_info["kind"] == "archive" and report.source == str(archive)
     assert rows_of(tmp_path / "out") == reference
     assert sorted(report.ignored_files) == ["README.md", "evaluation.py"]
+    assert report.authors_scripts == ["evaluation.py"]  # one of R2I-Bench's official_release.scripts
+    assert "the authors' scripts, not read: evaluation.py" in report.summary()
+    assert "1 other file(s) of the release not read (not data): README.md" in report.summary()
     assert any("unpacked the archive" in n for n in report.source_info["notes"])
     assert not Path(report.source_info["root"]).exists()  # the temporary folder is gone
 

@@ -10,6 +10,7 @@ generators and reports all read it.
 from __future__ import annotations
 
 import hashlib
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -98,9 +99,11 @@ class Release:
 
 def safe_name(value: str) -> str:
     """A file-name-safe stand-in for ``value`` (an id that cannot be a file name: ``../x``,
-    ``a/b``, control characters, too long): its readable part with every unsafe character
-    replaced, plus a short hash of the original so that two ids never map to one name."""
-    readable = "".join("_" if c in "/\\" or not c.isprintable() else c for c in value).strip(". ")[:80]
+    ``a/b``, control characters, too long): its readable part (at most 80 bytes) with every unsafe
+    character replaced, plus a short hash of the original so that two ids never map to one name.
+    Always :func:`is_safe_name`, with room for a suffix and an extension."""
+    readable = "".join("_" if c in "/\\" or not c.isprintable() else c for c in value).strip(". ")
+    readable = readable.encode("utf-8")[:80].decode("utf-8", "ignore")  # unprintable surrogates are gone
     return f"{readable or 'id'}-{hashlib.sha256(value.encode('utf-8', 'surrogatepass')).hexdigest()[:10]}"
 
 
@@ -109,6 +112,19 @@ def is_safe_name(part: str) -> bool:
     leading dot, so neither ``.`` nor ``..``), no separator, no control character, at most 200 bytes."""
     return (bool(part) and not part.startswith(".") and "/" not in part and "\\" not in part
             and all(c.isprintable() or c == " " for c in part) and len(part.encode("utf-8", "surrogatepass")) <= 200)
+
+
+def unread_files(root: Path, files_read: set[str], under: str = "") -> list[str]:
+    """The files under ``root`` (or its folder ``under``) that are not in ``files_read``, as sorted
+    posix paths relative to ``root``; hidden files and folders (``.git``...) are not looked into."""
+    out = []
+    for folder, dirs, files in os.walk(root / under if under else root):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in files:
+            rel = (Path(folder) / name).relative_to(root).as_posix()
+            if not name.startswith(".") and rel not in files_read:
+                out.append(rel)
+    return sorted(out)
 
 
 class Benchmark(ABC):

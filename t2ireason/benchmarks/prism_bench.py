@@ -47,7 +47,7 @@ from ..parsing import ReplyParseError, as_score, ask_structured, extract_json
 from ..prompts import verbatim
 from ..results import ImageResult, PaperTable, QuestionResult
 from ..stats import summarize
-from .base import Anomaly, Benchmark, OfficialRelease, Release, ReleaseError
+from .base import Anomaly, Benchmark, OfficialRelease, Quarantined, Release, ReleaseError, unread_files
 
 __all__ = ["BENCHMARK", "PrismBench", "TRACKS", "LANGUAGES", "SYSTEM_PROMPT", "PROTOCOLS", "parse_judgement",
            "judge_requests", "template", "clean_and_parse_json", "official_judgement", "Judgement"]
@@ -161,44 +161,49 @@ class PrismBench(Benchmark):
     # -- the release ---------------------------------------------------------------------------
 
     def read_release(self, source: str | Path, *, subset_field: str = "subset", **options: Any) -> Release:
-        """Read ``captions/{en,zh}/<track>.jsonl`` under ``source``: a checkout of the authors'
-        repository (or one folder above it, as an unpacked archive is), or its ``captions`` folder.
+        """Read ``captions/{en,zh}/<track>.jsonl`` of ``source``: the root of the authors' repository
+        (``t2ireason build`` finds it in a checkout or an archive), or its ``captions`` folder.
 
         Text is kept byte for byte (a prompt may end with a space). Nothing irregular stops the
         build: a line that is a JSON string is kept as the prompt; a prompt that is a number or a
         boolean is kept as its JSON text; a line that cannot be read, is not an object, or has no
-        usable ``prompt`` is quarantined with its raw text; empty prompts, duplicate keys, repeated
-        prompts, unknown subsets, empty, missing and extra files are kept and reported. A line's
+        usable ``prompt`` goes to the release's quarantine with its raw text; empty prompts,
+        duplicate keys, repeated prompts, unknown subsets, empty and missing track files, and files
+        under ``captions/`` that are not track files are kept and reported. A line's
         ``subset_field`` key, when it names a subset, fills ``subset``; other keys go to ``extra``.
         """
         if options:
             raise TypeError(f"unknown option(s) {sorted(options)} for reading {self.pretty_name}")
         source = Path(source)
-        root, top = _captions_root(source)
-        if root is None:
-            raise ReleaseError(f"no captions/en or captions/zh folder under {source}: is it the PRISM-Bench release?")
+        prefix = _captions_prefix(source)
         configs: dict[str, list[dict[str, Any]]] = {c: [] for c in self.configs}
-        quarantined: dict[str, int] = {}
         anomalies: list[Anomaly] = []
+        quarantine: list[Quarantined] = []
+        files_read: set[str] = set()
         for lang in LANGUAGES:
             for track in TRACKS:
-                path = root / lang / f"{track}.jsonl"
+                rel = f"{prefix}{lang}/{track}.jsonl"
                 where = f"captions/{lang}/{track}.jsonl"
-                if not path.is_file():
+                if not (source / rel).is_file():
                     anomalies.append(Anomaly("missing_file", where, None, "track file absent"))
                     continue
-                rows, lost = _read_track(path.read_bytes(), where, track, lang, subset_field, anomalies)
-                if lost:
-                    quarantined[config_name(track, lang)] = lost
+                files_read.add(rel)
+                rows = _read_track((source / rel).read_bytes(), where, track, lang, subset_field, anomalies, quarantine)
                 for row in rows:
                     for c in ("all", lang, config_name(track, lang)):
                         configs[c].append(row)
-        anomalies += _other_files(root, top)
-        counts = {c: {"rows": len(rows), **{f"subset:{s}": sum(r["subset"] == s for r in rows) for s in SUBSETS},
-                      **({"quarantined": quarantined[c]} if c in quarantined else {})}
+        for rel in unread_files(source, files_read, prefix):  # a stray file under captions/ may be data missed
+            anomalies.append(Anomaly("unknown_file", f"captions/{rel[len(prefix):]}", None,
+                                     "not a PRISM-Bench track file: not read"))
+        lost = Counter(q.file for q in quarantine)
+        counts = {c: {"rows": len(rows), **{f"subset:{s}": sum(r["subset"] == s for r in rows) for s in SUBSETS}}
                   for c, rows in configs.items()}
+        for lang in LANGUAGES:
+            for track in TRACKS:
+                if lost[f"captions/{lang}/{track}.jsonl"]:
+                    counts[config_name(track, lang)]["quarantined"] = lost[f"captions/{lang}/{track}.jsonl"]
         return Release(configs={c: r for c, r in configs.items() if r}, anomalies=anomalies, counts=counts,
-                       source=str(source))
+                       source=str(source), quarantine=quarantine, files_read=files_read)
 
     # -- scoring -----------------------------------------------------------------------------------
 
@@ -307,57 +312,22 @@ class PrismBench(Benchmark):
 
 # -- reading the release ---------------------------------------------------------------------------
 
-def _captions_root(source: Path) -> tuple[Path | None, Path | None]:
-    """(the folder holding en/ and zh/, the repository folder above it if any), looking in
-    ``source``, its ``captions`` folder, and one folder deeper (an unpacked archive's top folder)."""
-    def root_of(folder: Path) -> tuple[Path | None, Path | None]:
-        if (folder / "captions").is_dir() and any((folder / "captions" / lang).is_dir() for lang in LANGUAGES):
-            return folder / "captions", folder
-        if any((folder / lang).is_dir() for lang in LANGUAGES):
-            return folder, None
-        return None, None
-
-    found = root_of(source)
-    if found[0] is None and source.is_dir():
-        deeper = [root_of(p) for p in sorted(source.iterdir()) if p.is_dir() and not p.name.startswith(".")]
-        deeper = [d for d in deeper if d[1] is not None]  # a repository layout (captions/...) one level down
-        if len(deeper) == 1:
-            found = deeper[0]
-    return found
+def _captions_prefix(source: Path) -> str:
+    """Where the track files are under ``source``: ``"captions/"`` at the repository's root, ``""`` in
+    the ``captions`` folder itself."""
+    if (source / "captions").is_dir() and any((source / "captions" / lang).is_dir() for lang in LANGUAGES):
+        return "captions/"
+    if any((source / lang).is_dir() for lang in LANGUAGES):
+        return ""
+    raise ReleaseError(f"no captions/en or captions/zh folder in {source}: pass the root of the PRISM-Bench "
+                       "release (the folder holding captions/) or its captions folder; `t2ireason build "
+                       "prism-bench --source` finds the root in a checkout or an archive one or two folders deeper")
 
 
-def _other_files(root: Path, top: Path | None) -> list[Anomaly]:
-    """Everything in the release that is not a track file, each reported: stray files under
-    ``captions/``, and (in a checkout) every other entry of the repository, the authors'
-    evaluation scripts named as such. Hidden entries (``.git``...) are left out."""
-    out = []
-    tracks = {(lang, f"{t}.jsonl") for lang in LANGUAGES for t in TRACKS}
-    for p in sorted(root.rglob("*")):
-        rel = p.relative_to(root)
-        if p.is_file() and not any(part.startswith(".") for part in rel.parts) and \
-                (len(rel.parts) != 2 or tuple(rel.parts) not in tracks):
-            out.append(Anomaly("unknown_file", f"captions/{rel.as_posix()}", None, "not a PRISM-Bench track file"))
-    if top is not None:
-        for p in sorted(top.iterdir()):
-            if p.name.startswith(".") or p.name == "captions":
-                continue
-            if p.is_dir():
-                files = sorted(f.relative_to(top).as_posix() for f in p.rglob("*") if f.is_file()
-                               and not any(part.startswith(".") for part in f.relative_to(top).parts))
-                scripts = [f for f in files if f in AUTHORS_SCRIPTS]
-                what = "the authors' evaluation scripts " + ", ".join(scripts) if scripts else "not data"
-                listed = ", ".join(files[:10]) + (f" and {len(files) - 10} more" if len(files) > 10 else "")
-                out.append(Anomaly("other_file", f"{p.name}/", None,
-                                   f"{len(files)} file(s), {what}; not read ({listed or 'empty'})"))
-            else:
-                out.append(Anomaly("other_file", p.name, None, "not data; not read"))
-    return out
-
-
-def _read_track(data: bytes, where: str, track: str, lang: str, subset_field: str,
-                anomalies: list[Anomaly]) -> tuple[list[dict[str, Any]], int]:
-    """The rows of one track file, and how many lines were quarantined. Lines are split on ``\\n``
-    only (JSON Lines): a prompt may hold any other line separator (U+2028...)."""
+def _read_track(data: bytes, where: str, track: str, lang: str, subset_field: str, anomalies: list[Anomaly],
+                quarantine: list[Quarantined]) -> list[dict[str, Any]]:
+    """The rows of one track file; lines that cannot be kept go to ``quarantine``. Lines are split on
+    ``\\n`` only (JSON Lines): a prompt may hold any other line separator (U+2028...)."""
     rows: list[dict[str, Any]] = []
     seen: dict[str, int] = {}  # prompt -> its first image index
     quarantined = 0
@@ -373,7 +343,7 @@ def _read_track(data: bytes, where: str, track: str, lang: str, subset_field: st
         except _Quarantined as e:
             quarantined += 1
             text = raw.decode("utf-8", errors="backslashreplace")
-            anomalies.append(Anomaly("quarantined", where, n, f"{e}; image index {index} left empty; raw: {text}"))
+            quarantine.append(Quarantined(where, n, f"{e}; image index {index} left empty", text))
             continue
         prompt = record["prompt"]
         if not prompt.strip():
@@ -399,7 +369,7 @@ def _read_track(data: bytes, where: str, track: str, lang: str, subset_field: st
     if not rows:
         anomalies.append(Anomaly("empty_file", where, None,
                                  "no prompts" + (f" ({quarantined} line(s) quarantined)" if quarantined else "")))
-    return rows, quarantined
+    return rows
 
 
 class _Quarantined(Exception):

@@ -57,8 +57,9 @@ def test_sample_covers_every_config(sample):
     assert len(sample.configs["all"]) == len(sample.configs["en"]) + len(sample.configs["zh"]) == 29
     assert all(2 <= len(sample.configs[f"{t}_{lang}"]) <= 3 for t in TRACKS for lang in ("en", "zh"))
     assert sample.counts["imagination_en"] == {"rows": 2, "subset:representative": 1, "subset:curated": 1}
-    # the sample's own README sits beside captions/, as the authors' README does: reported, not read
-    assert [(a.kind, a.file) for a in sample.anomalies] == [("other_file", "README.md")] and sample.license is None
+    # the sample's own README sits beside captions/, as the authors' README does: not read (the builder lists it)
+    assert sample.anomalies == [] and sample.quarantine == [] and sample.license is None
+    assert sample.files_read == {f"captions/{lang}/{t}.jsonl" for lang in ("en", "zh") for t in TRACKS}
 
 
 def test_rows(sample):
@@ -90,6 +91,7 @@ def test_reads_the_captions_folder_itself_and_reports_gaps(release_copy):
     assert [(a.kind, a.file, a.row) for a in rel.anomalies] == [
         ("unknown_subset", "captions/en/entity.jsonl", 1), ("missing_file", "captions/zh/style.jsonl", None),
         ("unknown_file", "captions/en/notes.jsonl", None)]
+    assert "en/entity.jsonl" in rel.files_read and "en/notes.jsonl" not in rel.files_read  # relative to the source
 
 
 def test_text_is_kept_byte_for_byte(release_copy):
@@ -121,41 +123,61 @@ def test_text_is_kept_byte_for_byte(release_copy):
     ("\n\n  \n", [], ["empty_file"]),
 ])
 def test_irregular_lines_are_kept_or_quarantined_never_abort(release_copy, content, rows, kinds):
+    """``kinds``: what the file's lines give, in order: "quarantined" for a line in the quarantine, else
+    the kind of its anomaly."""
     path = release_copy / "captions/en/style.jsonl"
-    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    data = content if isinstance(content, bytes) else content.encode()
+    path.write_bytes(data)
     rel = BENCH.read_release(release_copy)
     assert [r["prompt"] for r in rel.configs.get("style_en", [])] == rows
     found = [a for a in rel.anomalies if a.file == "captions/en/style.jsonl"]
-    assert [a.kind for a in found] == kinds
-    for a in found:
-        if a.kind == "quarantined":  # the raw text is in the report: nothing is lost
-            assert "raw: " in a.detail and a.row is not None
+    lost = [q for q in rel.quarantine if q.file == "captions/en/style.jsonl"]
+    assert [a.kind for a in found] == [k for k in kinds if k != "quarantined"]
+    assert len(lost) == kinds.count("quarantined") == len(rel.quarantine)
+    lines = data.split(b"\n")
+    for q in lost:  # the raw line is in the report: nothing is lost (bytes that are not UTF-8 as \\x escapes)
+        assert q.raw == lines[q.row - 1].decode("utf-8", "backslashreplace")
+        assert "image index" in q.reason
     assert rel.counts.get("style_en", {}).get("quarantined", 0) == kinds.count("quarantined")
     assert len(rel.configs["imagination_en"]) == 2  # the other files are read as usual
 
 
 def test_quarantined_lines_keep_the_other_image_numbers(release_copy):
     (release_copy / "captions/en/style.jsonl").write_text('{"prompt": "a"}\nnot json\n{"prompt": "c"}\n')
-    rows = BENCH.read_release(release_copy).configs["style_en"]
+    rel = BENCH.read_release(release_copy)
+    rows = rel.configs["style_en"]
     assert [(r["id"], r["index"]) for r in rows] == [("style_en_0", 0), ("style_en_2", 2)]
     assert [BENCH.image_path(r) for r in rows] == ["en/style/0.png", "en/style/2.png"]
+    [lost] = rel.quarantine
+    assert (lost.file, lost.row, lost.raw) == ("captions/en/style.jsonl", 2, "not json")
+    assert lost.reason.startswith("not JSON (") and lost.reason.endswith("; image index 1 left empty")
 
 
 def test_a_checkout_as_users_get_it(release_copy, tmp_path):
     """The authors' repository: captions/, the evaluation scripts, a README, a .git folder; as a
-    checkout, and one folder deeper as an unpacked archive."""
+    checkout, and one folder deeper as an unpacked archive (found by the builder)."""
+    from t2ireason import build
+
     (release_copy / "evaluation").mkdir()
     for script in ("eval_gpt41.py", "eval_qwen25.py"):
         (release_copy / "evaluation" / script).write_text("print('the authors script')\n")
     (release_copy / "LICENSE").write_text("license text\n")
     (release_copy / ".git").mkdir()
     (release_copy / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
-    for source in (release_copy, _archive_layout(release_copy, tmp_path)):
-        rel = BENCH.read_release(source)
-        assert len(rel.configs["all"]) == 29
-        others = {a.file: a.detail for a in rel.anomalies if a.kind == "other_file"}
-        assert set(others) == {"LICENSE", "README.md", "evaluation/"}
-        assert "the authors' evaluation scripts evaluation/eval_gpt41.py, evaluation/eval_qwen25.py" in others["evaluation/"]
+    deeper = _archive_layout(release_copy, tmp_path)
+    for n, source in enumerate((release_copy, deeper)):
+        report = build.build_dataset(BENCH, source, tmp_path / f"out{n}", license="other")
+        assert report.configs["all"]["rows"] == 29 and report.anomalies == [] and report.quarantine == []
+        assert report.ignored_files == ["LICENSE", "README.md", "evaluation/eval_gpt41.py", "evaluation/eval_qwen25.py"]
+        assert report.authors_scripts == ["evaluation/eval_gpt41.py", "evaluation/eval_qwen25.py"]
+        saved = json.loads((tmp_path / f"out{n}" / "build_report.json").read_text())
+        assert saved["authors_scripts"] == report.authors_scripts
+        summary = report.summary()
+        assert "the authors' scripts, not read: evaluation/eval_gpt41.py, evaluation/eval_qwen25.py" in summary
+        assert "2 other file(s) of the release not read (not data): LICENSE, README.md" in summary
+    assert report.source_info["kind"] == "checkout"
+    with pytest.raises(ReleaseError, match="t2ireason build prism-bench --source` finds the root"):
+        BENCH.read_release(deeper)  # the reader reads the root it is given
 
 
 def _archive_layout(repo, tmp_path):

@@ -13,7 +13,7 @@ import datasets
 import pytest
 from PIL import Image
 
-from t2ireason.benchmarks import ReleaseError, get_benchmark
+from t2ireason.benchmarks import ReleaseError, get_benchmark, is_safe_name, safe_name
 from t2ireason.benchmarks.t2i_reasonbench import (
     ANOMALY_KINDS,
     DIMENSIONS,
@@ -271,8 +271,9 @@ def test_missing_empty_and_garbage_files_are_read_around_and_reported(copy):
     assert ("empty_file", None) in _kinds(rel, "idiom_pipeline_prompts.json")
     assert ("empty_file", None) in _kinds(rel, "scientific_pipeline_prompts.json")
     garbage = [a for a in rel.anomalies if a.file.endswith("textual_image_pipeline_prompts.json")]
-    assert [a.kind for a in garbage] == ["malformed_file", "malformed_record", "quarantined"]
-    assert garbage[-1].detail == "<html>Not Found</html>"  # the raw text, whole
+    assert [a.kind for a in garbage] == ["malformed_file", "malformed_record"]
+    assert [(q.file, q.raw) for q in rel.quarantine] == [  # the raw text, whole
+        ("pipeline_prompts/textual_image_pipeline_prompts.json", "<html>Not Found</html>")]
     # a file that is there but empty is one anomaly, not one per row
     assert not any(a.kind == "no_pipeline_prompt" for a in rel.anomalies)
 
@@ -294,9 +295,11 @@ def test_a_damaged_record_costs_only_itself(copy):
     assert [r["id"] for r in rel.configs["idiom"]] == [1, 2, 3, 4]
     assert [len(r["evaluation"]) for r in rel.configs["idiom"]] == [2, 0, 2, 2]  # records 1, 3, 4 whole
     kinds = [a.kind for a in rel.anomalies if a.file.endswith("evaluation_idiom.json")]
-    assert kinds[:3] == ["malformed_file", "malformed_record", "quarantined"]
-    quarantined = next(a for a in rel.anomalies if a.kind == "quarantined")
-    assert '"prompt" "Standing at the edge' in quarantined.detail and quarantined.detail.rstrip().endswith(",")
+    assert kinds[:2] == ["malformed_file", "malformed_record"]
+    [quarantined] = rel.quarantine
+    assert quarantined.file == "deepseek_evaluation_qs/evaluation_idiom.json"
+    assert quarantined.raw in broken  # the damaged record, as released
+    assert '"prompt" "Standing at the edge' in quarantined.raw and quarantined.raw.rstrip().endswith(",")
     assert ("no_evaluation_record", 2) in _kinds(rel, "idiom_interpretation.json")
 
 
@@ -307,7 +310,9 @@ def test_a_truncated_file_keeps_its_whole_records(copy):
     rel = BENCH.read_release(copy, configs=["entity"])
     assert [len(r["evaluation"]) for r in rel.configs["entity"]] == [3, 3, 0, 0]
     kinds = [a.kind for a in rel.anomalies if a.file.endswith("evaluation_entity.json")]
-    assert {"malformed_file", "truncated_file", "quarantined"} <= set(kinds)
+    assert {"malformed_file", "truncated_file"} <= set(kinds)
+    assert [q.file for q in rel.quarantine] == ["deepseek_evaluation_qs/evaluation_entity.json"]
+    assert rel.quarantine[0].raw in text and '"id": 2' not in rel.quarantine[0].raw  # the cut record, not record 2
 
 
 def test_records_without_id_and_unpaired_keys_are_kept(copy):
@@ -353,8 +358,12 @@ def test_irregular_groups_ids_and_duplicates_are_kept(copy):
     assert sci[-1]["id"] == 99 and sci[-1]["prompt"] == sci[0]["prompt"] and len(sci[-1]["evaluation"]) == 3
     assert ("no_prompt_record", 99) in _kinds(rel, "evaluation_scientific.json")
     assert [k for k in _kinds(rel, "scientific_pipeline_prompts.json") if k[1] == 77] == [
-        ("orphan_pipeline_prompt", 77), ("quarantined", 77)]
-    assert json.loads(next(a.detail for a in rel.anomalies if a.kind == "quarantined" and a.row == 77))["id"] == 77
+        ("orphan_pipeline_prompt", 77)]
+    [orphan] = rel.quarantine
+    assert (orphan.file, orphan.row, orphan.reason) == ("pipeline_prompts/scientific_pipeline_prompts.json", 77,
+                                                        "no prompt with this id")
+    pipeline = json.loads((copy / "pipeline_prompts/scientific_pipeline_prompts.json").read_text())
+    assert json.loads(orphan.raw) == pipeline[-1]  # the record whole
 
 
 def test_ids_that_cannot_be_file_names_are_mapped_and_never_written_through(copy, tmp_path):
@@ -367,7 +376,7 @@ def test_ids_that_cannot_be_file_names_are_mapped_and_never_written_through(copy
     rel = BENCH.read_release(copy, configs=["idiom"])
     row = rel.configs["idiom"][0]
     assert row["id"] is None and row["original_id"] == '"../../outside/x"'
-    assert re.fullmatch(r"outside-x-[0-9a-f]{8}", row["name"])
+    assert row["name"] == safe_name("../../outside/x") and is_safe_name(row["name"])  # the generic mapping
     assert len(row["evaluation"]) == 2 and row["reason_prompt"] is not None  # joined across the three files
     assert BENCH.image_path(row) == f"idiom/{row['name']}.png" and BENCH.row_id(row) == f"idiom-{row['name']}"
     unsafe = [a for a in rel.anomalies if a.kind == "unsafe_id"]
@@ -386,22 +395,31 @@ def test_ids_that_cannot_be_file_names_are_mapped_and_never_written_through(copy
     loaded = datasets.load_dataset(str(out), "idiom", split="test")
     assert (loaded[0]["name"], loaded[0]["original_id"]) == (row["name"], '"../../outside/x"')
     report = json.loads((out / "build_report.json").read_text())
-    assert sum(a["kind"] == "unsafe_id" for a in report["anomalies"]) == 3
+    assert sum(a["kind"] == "unsafe_id" for a in report["anomalies"]) == 3  # the reader's, one per file
+    assert report["renamed"] == []  # the reader owns the mapping: the builder has nothing left to rename
 
 
 def test_a_checkout_with_scripts_and_other_files(tmp_path):
-    root = tmp_path / "T2I-ReasonBench-main"
+    from t2ireason import build
+
+    root = tmp_path / "clone" / "T2I-ReasonBench-main"
     shutil.copytree(BENCH.sample_path(), root)
     (root / "evaluation/Qwen2.5-VL").mkdir(parents=True)
     (root / "evaluation/Qwen2.5-VL/eval_idiom.py").write_text("print('the authors score here')\n")
     (root / "prompts/notes.json").write_text('{"draft": true}')
     (root / ".git").mkdir()
     (root / ".git/HEAD").write_text("ref: refs/heads/main\n")
-    rel = BENCH.read_release(tmp_path)  # one folder up: found
+    rel = BENCH.read_release(root)
     assert rel.counts == BENCH.read_release(BENCH.sample_path()).counts
-    others = {(a.kind, a.file) for a in rel.anomalies if a.kind in ("other_file", "unknown_data_file")}
-    assert others == {("other_file", "README.md"), ("other_file", "evaluation/Qwen2.5-VL/eval_idiom.py"),
-                      ("unknown_data_file", "prompts/notes.json")}
+    assert rel.files_read == {f for spec in DIMENSIONS.values() for f in spec.files()}
+    # a JSON in a data folder may be data the reader misses: an anomaly; the rest is the builder's to list
+    assert [(a.kind, a.file) for a in rel.anomalies if a.kind == "unknown_data_file"] == [
+        ("unknown_data_file", "prompts/notes.json")]
+    report = build.build_dataset(BENCH, tmp_path / "clone", tmp_path / "out", license="cc-by-4.0")  # root found
+    assert report.source_info["kind"] == "checkout" and report.configs["entity"]["pairs"] == 19
+    assert report.ignored_files == ["README.md", "evaluation/Qwen2.5-VL/eval_idiom.py", "prompts/notes.json"]
+    assert report.authors_scripts == ["evaluation/Qwen2.5-VL/eval_idiom.py"]  # named as such, .git not looked into
+    assert "the authors' scripts, not read: evaluation/Qwen2.5-VL/eval_idiom.py" in report.summary()
 
 
 def test_values_of_any_type_fit_the_schema_and_build(copy, tmp_path):
@@ -440,9 +458,10 @@ def test_not_a_release_is_a_clear_error(tmp_path):
         BENCH.read_release(tmp_path)
 
 
-def test_release_one_level_down_is_found(tmp_path):
+def test_a_folder_above_the_release_is_for_the_builder_to_search(tmp_path):
     shutil.copytree(BENCH.sample_path(), tmp_path / "T2I-ReasonBench-main")
-    assert BENCH.read_release(tmp_path).counts["entity"]["pairs"] == 19
+    with pytest.raises(ReleaseError, match="pass the release's root, or build it with `t2ireason build"):
+        BENCH.read_release(tmp_path)
 
 
 def test_official_release_is_pinned():

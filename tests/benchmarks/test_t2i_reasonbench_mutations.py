@@ -1,8 +1,8 @@
 """Property-based tests of the T2I-ReasonBench reader: the shipped sample release, mutated by hypothesis
 (values change type, keys are renamed or renumbered, whitespace and unicode are added, records are
 duplicated, files are emptied or turned to garbage), is read without a crash, every question of the
-files reaches a row, the rows fit the dataset's schema, and each mutation is reported or, for added
-whitespace and unicode, kept byte for byte."""
+files reaches a row, what cannot be a row is in the quarantine with its raw text, the rows fit the
+dataset's schema, and each mutation is reported or, for added whitespace and unicode, kept byte for byte."""
 
 from __future__ import annotations
 
@@ -206,18 +206,27 @@ def _check_invariants(release, data, overrides):
         assert len(set(names)) == len(names)
         for r in rows:
             assert BENCH.image_path(r) == f"{config}/{r['name']}.png"
-    # a file that could not be read is said so
+    # a file that could not be read is said so, and what it holds is in the quarantine with its raw text
     for rel, text in overrides.items():
         assert any(a.file == rel for a in release.anomalies)
         if text.strip() and text.strip() != "[]":
-            assert any(a.kind == "quarantined" and a.file == rel for a in release.anomalies)
+            lost = [q.raw for q in release.quarantine if q.file == rel]
+            assert lost and all(raw in text for raw in lost), (rel, text, lost)
+    # a record that is not an object is in the quarantine, whole
+    quarantined = {(q.file, q.row, q.raw) for q in release.quarantine}
+    for rel in set(FILES) - set(overrides):
+        for pos, rec in enumerate(data[rel]):
+            if not isinstance(rec, dict):
+                assert (rel, f"record {pos}", json.dumps(rec, ensure_ascii=False)) in quarantined
 
 
 BASELINE = _read(SAMPLE, {})
 
 
 def _anomalies(release, rel):
-    return Counter((a.kind, a.row, a.detail) for a in release.anomalies if a.file == rel)
+    """What is reported of one file: its anomalies and its quarantined records."""
+    return Counter([(a.kind, a.row, a.detail) for a in release.anomalies if a.file == rel]
+                   + [("quarantine", q.row, q.reason, q.raw) for q in release.quarantine if q.file == rel])
 
 
 @FAST
