@@ -7,6 +7,8 @@ same ``from_pretrained`` paths a user's real model takes:
 - :func:`build_tiny_clip`: a CLIP model, tokenizer and image processor (CLIPScore);
 - :func:`build_tiny_vlm`: a LLaVA-layout vision-language judge whose tokenizer
   makes ``▁Yes`` and ``▁No`` single tokens (VQAScore, chat judging);
+  :func:`build_vlm` builds the same layout at another :class:`VLMShape`, such as
+  :data:`BASE_VLM` (about 60M parameters, 224 px images, for ``perf/``, not tests);
 - :func:`build_tiny_sd`: a Stable Diffusion pipeline making 64x64 images in 2 steps;
 - :func:`build_all`: all three in one folder, reused when already built.
 
@@ -17,9 +19,11 @@ exercise code paths, never to check a score's value against a paper.
 from __future__ import annotations
 
 import json
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
-__all__ = ["build_tiny_clip", "build_tiny_vlm", "build_tiny_sd", "build_all", "tiny_judge_kwargs", "SEED", "VLM_CHAT_TEMPLATE"]
+__all__ = ["build_tiny_clip", "build_tiny_vlm", "build_vlm", "vlm_parameters", "VLMShape", "TINY_VLM", "BASE_VLM",
+           "build_tiny_sd", "build_all", "tiny_judge_kwargs", "SEED", "VLM_CHAT_TEMPLATE"]
 
 #: every build starts from this torch seed, so the same call gives the same weights
 SEED = 0
@@ -66,10 +70,10 @@ def _clip_tokenizer(model_max_length: int = 16):
     return CLIPTokenizer(vocab=vocab, merges=merges, model_max_length=model_max_length)
 
 
-def _clip_image_processor():
+def _clip_image_processor(size: int = 32):
     from transformers import CLIPImageProcessorPil as CLIPImageProcessor  # PIL backend: no torchvision needed
 
-    return CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
+    return CLIPImageProcessor(size={"shortest_edge": size}, crop_size={"height": size, "width": size})
 
 
 def _clip_text_config(tokenizer, projection_dim: int):
@@ -83,14 +87,49 @@ def _clip_text_config(tokenizer, projection_dim: int):
     )
 
 
-def _clip_vision_config(projection_dim: int = 16):
+@dataclass(frozen=True)
+class VLMShape:
+    """Widths and depths of a LLaVA-layout judge (:func:`build_vlm`): a CLIP vision tower
+    seeing ``image_size`` px squares in ``patch_size`` px patches, and a Llama language model."""
+
+    image_size: int = 32
+    patch_size: int = 8
+    vision_hidden: int = 32
+    vision_intermediate: int = 64
+    vision_layers: int = 2
+    vision_heads: int = 4
+    text_hidden: int = 32
+    text_intermediate: int = 64
+    text_layers: int = 2
+    text_heads: int = 4
+    text_kv_heads: int = 2
+    max_positions: int = 512
+
+    @property
+    def image_tokens(self) -> int:
+        """Image tokens per image in the prompt (LLaVA's "default" strategy drops CLIP's class token)."""
+        return (self.image_size // self.patch_size) ** 2
+
+
+#: The tests' judge: about 68k parameters, 16 image tokens of a 32 px image.
+TINY_VLM = VLMShape()
+#: A judge of realistic proportions for ``perf/``: about 60M parameters, a CLIP tower of 8 layers
+#: (width 512) on 224 px images in 14 px patches (256 image tokens, as LLaVA at 224 px) and a Llama
+#: of 10 layers (width 512). Its random weights take about 240 MB in float32.
+BASE_VLM = VLMShape(image_size=224, patch_size=14, vision_hidden=512, vision_intermediate=2048, vision_layers=8,
+                    vision_heads=8, text_hidden=512, text_intermediate=1536, text_layers=10, text_heads=8,
+                    text_kv_heads=8, max_positions=2048)
+
+
+def _clip_vision_config(projection_dim: int = 16, shape: VLMShape = TINY_VLM):
     from transformers import CLIPVisionConfig
 
-    return CLIPVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-                            image_size=32, patch_size=8, projection_dim=projection_dim)
+    return CLIPVisionConfig(hidden_size=shape.vision_hidden, intermediate_size=shape.vision_intermediate,
+                            num_hidden_layers=shape.vision_layers, num_attention_heads=shape.vision_heads,
+                            image_size=shape.image_size, patch_size=shape.patch_size, projection_dim=projection_dim)
 
 
-def _done(path: Path, kind: str) -> bool:
+def _done(path: Path, kind: str, **expected) -> bool:
     marker = path / _MARKER
     if not marker.is_file():
         return False
@@ -98,7 +137,8 @@ def _done(path: Path, kind: str) -> bool:
         info = json.loads(marker.read_text())
     except ValueError:
         return False
-    return info.get("kind") == kind and info.get("version") == _VERSION
+    return info.get("kind") == kind and info.get("version") == _VERSION and all(
+        info.get(key) == value for key, value in expected.items())
 
 
 def _mark(path: Path, kind: str, **extra) -> Path:
@@ -146,39 +186,64 @@ def _vlm_tokenizer():
     return tokenizer
 
 
-def build_tiny_vlm(path: str | Path) -> Path:
-    """A ~60k-parameter LLaVA judge (2-layer CLIP vision tower, 2-layer Llama of
-    width 32) with a ``LlavaProcessor`` and a chat template, saved to ``path``.
-    Loads with ``AutoModelForImageTextToText`` and ``AutoProcessor``."""
-    from transformers import LlamaConfig, LlavaConfig, LlavaForConditionalGeneration, LlavaProcessor
+def _vlm_parts(shape: VLMShape):
+    """The tokenizer, ``LlavaProcessor`` and ``LlavaConfig`` of a LLaVA-layout judge of ``shape``."""
+    from transformers import LlamaConfig, LlavaConfig, LlavaProcessor
 
-    path = Path(path)
-    if _done(path, "vlm"):
-        return path
-    _seed()
     tokenizer = _vlm_tokenizer()
-    image_token_id = tokenizer.convert_tokens_to_ids("<image>")
-    image_processor = _clip_image_processor()
-    processor = LlavaProcessor(image_processor=image_processor, tokenizer=tokenizer, patch_size=8,
-                               vision_feature_select_strategy="default", num_additional_image_tokens=1,
-                               image_token="<image>", chat_template=VLM_CHAT_TEMPLATE)
+    processor = LlavaProcessor(image_processor=_clip_image_processor(shape.image_size), tokenizer=tokenizer,
+                               patch_size=shape.patch_size, vision_feature_select_strategy="default",
+                               num_additional_image_tokens=1, image_token="<image>", chat_template=VLM_CHAT_TEMPLATE)
     text_config = LlamaConfig(
-        vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+        vocab_size=len(tokenizer), hidden_size=shape.text_hidden, intermediate_size=shape.text_intermediate,
+        num_hidden_layers=shape.text_layers, num_attention_heads=shape.text_heads,
+        num_key_value_heads=shape.text_kv_heads, max_position_embeddings=shape.max_positions,
         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
     )
     config = LlavaConfig(
-        vision_config=_clip_vision_config().to_dict(), text_config=text_config.to_dict(),
-        image_token_index=image_token_id, image_seq_length=(32 // 8) ** 2,
+        vision_config=_clip_vision_config(shape=shape).to_dict(), text_config=text_config.to_dict(),
+        image_token_index=tokenizer.convert_tokens_to_ids("<image>"), image_seq_length=shape.image_tokens,
         vision_feature_select_strategy="default", vision_feature_layer=-2, pad_token_id=tokenizer.pad_token_id,
     )
+    return tokenizer, processor, config
+
+
+def vlm_parameters(shape: VLMShape = BASE_VLM) -> int:
+    """The parameter count of :func:`build_vlm`'s model of ``shape``, without allocating its weights."""
+    import torch
+    from transformers import LlavaForConditionalGeneration
+
+    with torch.device("meta"):
+        model = LlavaForConditionalGeneration(_vlm_parts(shape)[2])
+    return sum(p.numel() for p in model.parameters())
+
+
+def build_vlm(path: str | Path, shape: VLMShape = TINY_VLM) -> Path:
+    """A LLaVA judge of ``shape`` (CLIP vision tower, Llama language model, random weights in
+    float32) with a ``LlavaProcessor`` and a chat template, saved to ``path``. Loads with
+    ``AutoModelForImageTextToText`` and ``AutoProcessor``, or as a judge ``hf:<path>``.
+    Reuses ``path`` if a model of the same shape was built there."""
+    from transformers import LlavaForConditionalGeneration
+
+    path = Path(path)
+    if _done(path, "vlm", shape=asdict(shape)):
+        return path
+    _seed()
+    tokenizer, processor, config = _vlm_parts(shape)
     model = LlavaForConditionalGeneration(config).eval()
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.save_pretrained(path)
     processor.save_pretrained(path)
-    return _mark(path, "vlm", yes_token_id=tokenizer.convert_tokens_to_ids("▁Yes"),
-                 no_token_id=tokenizer.convert_tokens_to_ids("▁No"))
+    return _mark(path, "vlm", shape=asdict(shape), parameters=sum(p.numel() for p in model.parameters()),
+                 yes_token_id=tokenizer.convert_tokens_to_ids("▁Yes"), no_token_id=tokenizer.convert_tokens_to_ids("▁No"))
+
+
+def build_tiny_vlm(path: str | Path) -> Path:
+    """A ~68k-parameter LLaVA judge (2-layer CLIP vision tower, 2-layer Llama of
+    width 32; :data:`TINY_VLM`) with a ``LlavaProcessor`` and a chat template, saved
+    to ``path``. Loads with ``AutoModelForImageTextToText`` and ``AutoProcessor``."""
+    return build_vlm(path, TINY_VLM)
 
 
 def tiny_judge_kwargs(path: str | Path) -> dict:

@@ -96,3 +96,43 @@ def test_sd_pipeline_reloads_and_is_seeded(tiny_models):
     a, b, c = draw(0), draw(0), draw(1)
     assert a.shape == (64, 64, 3)
     assert np.array_equal(a, b) and not np.array_equal(a, c)
+
+
+def test_vlm_of_another_shape_counts_its_parameters_and_judges(tmp_path):
+    """build_vlm at LLaVA's 224 px geometry (14 px patches, 256 image tokens) with tiny widths:
+    the parameter count vlm_parameters computes without weights is the built model's, and the
+    folder loads as a judge through hf: and answers P("Yes")."""
+    from dataclasses import replace
+
+    from t2ireason.judges import load_judge
+
+    shape = replace(testing.TINY_VLM, image_size=224, patch_size=14)
+    folder = testing.build_vlm(tmp_path / "vlm", shape)
+    marker = json.loads((folder / "t2ireason_tiny.json").read_text())
+    assert marker["parameters"] == testing.vlm_parameters(shape) > testing.vlm_parameters(testing.TINY_VLM)
+    judge = load_judge(f"hf:{folder}", device="cpu", batch_size=2)
+    assert sum(p.numel() for p in judge.hf_model.parameters()) == marker["parameters"]
+    enc = judge.processor.apply_chat_template(
+        [[{"role": "user", "content": [{"type": "image", "image": Image.new("RGB", (300, 200), "red")},
+                                       {"type": "text", "text": "Red?"}]}]],
+        add_generation_prompt=True, tokenize=True, return_dict=True, return_tensors="pt")
+    assert enc["pixel_values"].shape[-2:] == (224, 224)
+    assert (enc["input_ids"] == judge.hf_model.config.image_token_id).sum().item() == shape.image_tokens == 256
+    images = [Image.new("RGB", (64, 48), c) for c in ("red", "blue")]
+    probs = judge.yes_probability(images, ["Is it red?", "Is it a blue square?"])
+    assert all(0 < p < 1 for p in probs) and probs[0] != probs[1]
+    alone = load_judge(f"hf:{folder}", device="cpu", batch_size=1).yes_probability(images, ["Is it red?", "Is it a blue square?"])
+    assert np.allclose(probs, alone, rtol=1e-4, atol=1e-6)
+    # reused for the same shape, rebuilt for another one
+    weights = folder / "model.safetensors"
+    before = weights.stat().st_mtime_ns
+    assert testing.build_vlm(folder, shape) == folder and weights.stat().st_mtime_ns == before
+    testing.build_vlm(folder, testing.TINY_VLM)
+    assert json.loads((folder / "config.json").read_text())["image_seq_length"] == 16
+
+
+def test_base_vlm_is_of_realistic_size():
+    """perf/'s batching_speedup_60m judge (built there, not here: 240 MB of weights): at least
+    50M parameters and LLaVA's 256 image tokens at 224 px, counted without allocating weights."""
+    assert testing.vlm_parameters(testing.BASE_VLM) >= 50_000_000
+    assert testing.BASE_VLM.image_tokens == 256 and testing.BASE_VLM.image_size == 224
