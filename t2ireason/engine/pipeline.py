@@ -155,11 +155,14 @@ class EngineResult:
         return all(s.complete for s in self.stages)
 
 
-def stage_summary(name: str, logs: Path, failures: dict[int, str] | None = None) -> StageSummary:
+def stage_summary(name: str, logs: Path, failures: dict[int, str] | None = None,
+                  tasks: int | None = None) -> StageSummary:
     """A stage's summary from its datatrove logging folder: the completion markers, and the statistics
-    each completed task saved (``stats/NNNNN.json``), summed."""
+    each completed task saved (``stats/NNNNN.json``), summed. ``tasks``: how many it has (default: as
+    its executor last recorded)."""
     executor = logs / "executor.json"
-    tasks = json.loads(executor.read_text()).get("world_size", 0) if executor.is_file() else 0
+    if tasks is None:
+        tasks = json.loads(executor.read_text()).get("world_size", 0) if executor.is_file() else 0
     done = [int(p.name) for p in (logs / "completions").glob("[0-9]*")] if (logs / "completions").is_dir() else []
     done = [r for r in done if r < tasks]
     stats: dict[str, float] = {}
@@ -296,7 +299,7 @@ def run_engine(work: str | Path, sources: Sources, config: EngineConfig | None =
         except StageIncomplete:
             pass  # the summary says which stage, and why
     for name, folder, ex in zip(names, folders, chain):
-        result.stages.append(stage_summary(name, folder, getattr(ex, "failures", None)))
+        result.stages.append(stage_summary(name, folder, getattr(ex, "failures", None), tasks=ex.world_size))
     for summary in result.stages:  # a mistake in the run's set-up, the same in every task: say it
         for why in summary.failures.values():
             if why.startswith("EngineError: "):
