@@ -151,6 +151,9 @@ class StageInferenceRunner(InferenceRunner):
         self._threads = ThreadPoolExecutor(max_workers=self.config.max_concurrent_documents,
                                            thread_name_prefix=f"{self.stage.name}-record")
         try:
-            return super().run(data, rank, world_size)
+            super().run(data, rank, world_size)
         finally:
             self._threads.shutdown(wait=False, cancel_futures=True)
+            # the writer is not a step of the pipeline: what it counted goes into this step's statistics
+            for key, metric in self.output_writer.stats.stats.items():
+                self.stats.stats[key] += metric

@@ -140,12 +140,15 @@ def reply(request) -> str:
 
 class Replies:
     """:func:`reply` as a picklable callable for worker processes: optionally sleeping ``delay`` seconds per
-    request (a model's cost) and noting the answering process's pid in the file ``pids``."""
+    request (a model's cost) and noting the answering process's pid in the file ``pids``; both only for the
+    requests of ``stage`` when it is given."""
 
-    def __init__(self, delay: float = 0.0, pids: str | None = None):
-        self.delay, self.pids = delay, pids
+    def __init__(self, delay: float = 0.0, pids: str | None = None, stage: str | None = None):
+        self.delay, self.pids, self.stage = delay, pids, stage
 
     def __call__(self, request) -> str:
+        if self.stage is not None and request.metadata["stage"] != self.stage:
+            return reply(request)
         if self.pids:
             with open(self.pids, "a") as f:
                 f.write(f"{os.getpid()}\n")
