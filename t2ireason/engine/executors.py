@@ -263,9 +263,12 @@ def default_env_command() -> str:
     return f'export PATH="{Path(sys.executable).parent}:$PATH"'
 
 
-def slurm_executor(slurm: Slurm, pipeline: list, *, tasks: int, logging_dir: Path, job_name: str, gpu: bool,
+def slurm_executor(slurm: Slurm, pipeline: list, *, tasks: int, logging_dir: Path, stage: str, gpu: bool,
                    depends: SlurmPipelineExecutor | None) -> SlurmPipelineExecutor:
-    logs = Path(slurm.logs) / job_name if slurm.logs else logging_dir / "slurm"
+    """datatrove's Slurm executor for one stage: job ``<job_name>-<stage>``, Slurm's output files in
+    ``<logs>/<stage>`` (default: ``slurm`` in the stage's logging folder)."""
+    logs = Path(slurm.logs) / stage if slurm.logs else logging_dir / "slurm"
+    job_name = f"{slurm.job_name}-{stage}"
     return SlurmPipelineExecutor(
         pipeline, tasks=tasks, time=slurm.time, partition=slurm.partition, cpus_per_task=slurm.cpus_per_task,
         mem_per_cpu_gb=slurm.mem_per_cpu_gb, gpus_per_task=slurm.gpus_per_task if gpu else 0,
@@ -296,5 +299,6 @@ def record_jobs(root: Path, executors: list[SlurmPipelineExecutor]) -> list[str]
     from ..files import atomic_write_json
 
     jobs = [str(e.job_id) for e in executors if e.job_id not in (None, -1)]
-    atomic_write_json(root / SLURM_JOBS, {"jobs": jobs})
+    if jobs:  # nothing submitted: the jobs listed before have ended (checked before submitting)
+        atomic_write_json(root / SLURM_JOBS, {"jobs": jobs})
     return jobs

@@ -327,8 +327,7 @@ def _stage_pipeline(stage: Stage, work: Workdir, config: EngineConfig, models: M
 def _executor(executor: Local | Slurm, pipeline: list, tasks: int, logs: Path, name: str, *, gpu: bool,
               depends: Any, progress: bool):
     if isinstance(executor, Slurm):
-        return slurm_executor(executor, pipeline, tasks=tasks, logging_dir=logs,
-                              job_name=f"{executor.job_name}-{name}", gpu=gpu, depends=depends)
+        return slurm_executor(executor, pipeline, tasks=tasks, logging_dir=logs, stage=name, gpu=gpu, depends=depends)
     return LocalExecutor(pipeline, tasks=tasks, workers=min(executor.workers, tasks), logging_dir=str(logs),
                          depends=depends, start_method=executor.start_method,
                          gpus=(executor.gpus if executor.gpus is not None else visible_gpus()) if gpu else (),

@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 STATE = Path(os.environ.get("FAKE_SLURM_STATE", "/tmp/fake-slurm"))
@@ -42,9 +43,14 @@ def _satisfied(dependency: str | None) -> bool:
     return True
 
 
-def _run_task(script: Path, env: dict, preempt: tuple[str, str, Path] | None) -> tuple[int, bool]:
-    """Run one array task; returns (exit code, whether it was pre-empted)."""
-    proc = subprocess.Popen(["bash", str(script)], env=env, start_new_session=True)
+def _run_task(script: Path, env: dict, preempt: tuple[str, str, Path] | None, output: str) -> tuple[int, bool]:
+    """Run one array task, its output into ``output`` (``#SBATCH --output`` with %A and %a filled in);
+    returns (exit code, whether it was pre-empted)."""
+    log = Path(output.replace("%A", env["SLURM_ARRAY_JOB_ID"]).replace("%a", env["SLURM_ARRAY_TASK_ID"]))
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("a") as out:
+        proc = subprocess.Popen(["bash", str(script)], env=env, start_new_session=True, stdout=out,
+                                stderr=subprocess.STDOUT)
     if preempt is None:
         return proc.wait(), False
     watched = preempt[2]
@@ -81,19 +87,22 @@ def sbatch(args: list[str]) -> int:
         env.update(kv.split("=", 1) for kv in export.split(",") if "=" in kv)
         preempt = os.environ.get("FAKE_SLURM_PREEMPT")
         target = preempt.split(":", 2) if preempt else None
-        ok = True
-        for index in range(first, last + 1):
-            attempts = []
+        output = options.get("output", str(STATE / "slurm-%A_%a.out"))
+
+        def run(index: int) -> list:
+            task_env = {**env, "SLURM_ARRAY_TASK_ID": str(index)}
             hit = target and target[0] in (options.get("job-name") or "") and int(target[1]) == index
-            code, preempted = _run_task(saved, {**env, "SLURM_ARRAY_TASK_ID": str(index)},
-                                        (target[0], target[1], Path(target[2])) if hit else None)
-            attempts.append("PREEMPTED" if preempted else code)
+            code, preempted = _run_task(saved, task_env, (target[0], target[1], Path(target[2])) if hit else None,
+                                        output)
+            attempts = ["PREEMPTED" if preempted else code]
             if preempted and "requeue" in options:
-                code, _ = _run_task(saved, {**env, "SLURM_ARRAY_TASK_ID": str(index), "SLURM_RESTART_COUNT": "1"},
-                                    None)
+                code, _ = _run_task(saved, {**task_env, "SLURM_RESTART_COUNT": "1"}, None, output)
                 attempts.append(code)
-            record["tasks"][str(index)] = attempts
-            ok &= code == 0
+            return attempts
+
+        with ThreadPoolExecutor(max_workers=last - first + 1) as pool:  # the array's tasks run at once
+            record["tasks"] = dict(zip(map(str, range(first, last + 1)), pool.map(run, range(first, last + 1))))
+        ok = all(attempts[-1] == 0 for attempts in record["tasks"].values())
         record["state"] = "COMPLETED" if ok else "FAILED"
     with (STATE / "jobs.jsonl").open("a") as f:
         f.write(json.dumps(record) + "\n")
