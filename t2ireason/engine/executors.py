@@ -9,10 +9,13 @@ Either way a stage's tasks are independent: a slow task holds up no other, a fai
 stays incomplete (no completion marker) while the others finish, and the next stage starts only once
 every task of its predecessor has completed. Running the same command again runs the incomplete tasks.
 
-datatrove's local executor is used as it is but for what :class:`LocalExecutor` changes: its process
-pool waits forever for the result of a worker that was killed (out of memory, ``kill -9``) and stops
-every task on the first failure; here each task's outcome is collected on its own, a dead worker's
-task is reported incomplete, and a worker process keeps one GPU for its life.
+datatrove's local executor runs each task as it is (``_run_for_rank``: the task's log, its statistics,
+its completion marker); :class:`LocalExecutor` only replaces its process pool. datatrove's
+``multiprocessing.Pool`` waits forever for the result of a worker that was killed (out of memory,
+``kill -9``), can deadlock when a worker dies holding the pool's queue lock, stops every task on the
+first failure, and is started anew for each stage (each stage loading its models again). Here one
+:class:`WorkerPool` serves every stage of the run, each worker with its own pipe and its own GPU; a
+task's failure or its worker's death is reported for that task alone while the others go on.
 """
 
 from __future__ import annotations
@@ -22,7 +25,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Sequence
 from copy import deepcopy
 from dataclasses import dataclass, field
@@ -108,38 +110,22 @@ def quiet_logs(level: str = "WARNING") -> None:
 
 # -- local ---------------------------------------------------------------------------------------------------
 
-_slot: int | None = None  # this worker process's slot (hence GPU) for its whole life
-
-
-def _take_slot(slots, gpus: list[str]) -> None:
-    """Pool initializer: one slot per worker process; its GPU, where there are GPUs, before CUDA starts."""
-    global _slot
-    _slot = slots.get()
+def _worker(conn, slot: int, gpus: list[str]) -> None:
+    """A worker process: its GPU (before CUDA starts), then tasks one at a time from its own pipe."""
     if gpus:
-        os.environ["CUDA_VISIBLE_DEVICES"] = gpus[_slot % len(gpus)]
-
-
-def _run_task(executor: LocalExecutor, rank: int, running) -> tuple[int, Any, str | None]:
-    running[rank] = (os.getpid(), _slot)
-    try:
-        return rank, executor._run_for_rank(rank, local_rank=1), None  # local_rank 1: errors only on the console
-    except Exception as e:  # noqa: BLE001 - the task's failure is reported, the other tasks go on
-        return rank, None, f"{type(e).__name__}: {e}"
-    finally:
-        running.pop(rank, None)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie is dead for our purpose
-        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][:1] != "Z"
-    except (OSError, IndexError):
-        return True
+        os.environ["CUDA_VISIBLE_DEVICES"] = gpus[slot % len(gpus)]
+    while True:
+        try:
+            message = conn.recv()
+        except EOFError:
+            return
+        if message is None:
+            return
+        executor, rank = message
+        try:
+            conn.send((rank, executor._run_for_rank(rank, local_rank=1), None))  # local_rank 1: errors only
+        except Exception as e:  # noqa: BLE001 - the task's failure is reported, the other tasks go on
+            conn.send((rank, None, f"{type(e).__name__}: {e}"))
 
 
 class LocalExecutor(LocalPipelineExecutor):
@@ -215,44 +201,90 @@ class LocalExecutor(LocalPipelineExecutor):
 class WorkerPool:
     """The worker processes that run the tasks of every stage on this machine, started once for the whole
     run: each keeps its loaded models, and its GPU, from one stage to the next (a pool per stage would load
-    every model again for every stage)."""
+    every model again for every stage).
+
+    Each worker has a pipe of its own, and nothing else is shared: a worker killed at any moment (``kill
+    -9``, out of memory) cannot leave a lock held that the others wait for, as a killed worker of
+    ``multiprocessing.Pool`` can; its task is reported as not completed, and a new worker takes its GPU."""
 
     def __init__(self, workers: int, gpus: Sequence[str] = (), start_method: str = "forkserver"):
         self.workers, self.gpus, self.start_method = workers, list(gpus), start_method
-        self._pool = self._manager = None
+        self._ctx = multiprocess.get_context(start_method)
+        self._procs: dict[int, Any] = {}  # slot -> (process, connection)
+
+    def _start(self, slot: int) -> None:
+        ours, theirs = self._ctx.Pipe()
+        process = self._ctx.Process(target=_worker, args=(theirs, slot, self.gpus), daemon=False,
+                                    name=f"engine-worker-{slot}")
+        process.start()
+        theirs.close()
+        self._procs[slot] = (process, ours)
+
+    def _restart(self, slot: int) -> None:
+        process, conn = self._procs.pop(slot)
+        conn.close()
+        process.join(timeout=5)
+        self._start(slot)
 
     def __enter__(self) -> WorkerPool:
-        ctx = multiprocess.get_context(self.start_method)
-        self._manager = ctx.Manager()
-        self._slots, self._running = self._manager.Queue(), self._manager.dict()
         for slot in range(self.workers):
-            self._slots.put(slot)
-        self._pool = ctx.Pool(self.workers, initializer=_take_slot, initargs=(self._slots, self.gpus))
+            self._start(slot)
         return self
 
     def __exit__(self, *exc) -> None:
-        self._pool.terminate()
-        self._pool.join()
-        self._manager.shutdown()
+        for _, conn in self._procs.values():
+            try:
+                conn.send(None)
+            except OSError:
+                pass
+        for process, conn in self._procs.values():
+            process.join(timeout=5)
+            if process.is_alive():
+                process.kill()
+                process.join()
+            conn.close()
+        self._procs.clear()
 
     def run(self, executor: LocalExecutor, ranks: list[int]) -> list[Any]:
-        """Run ``ranks`` of ``executor``; each task's outcome is collected on its own (see the module docstring)."""
-        pending = {rank: self._pool.apply_async(_run_task, (executor, rank, self._running)) for rank in ranks}
-        results = []
-        while pending:
-            for rank, result in list(pending.items()):
-                if result.ready():
-                    del pending[rank]
-                    results.append(executor._done(*result.get()))
+        """Run ``ranks`` of ``executor``, one task per idle worker; each outcome is collected on its own."""
+        from multiprocess.connection import wait
+
+        todo, busy, results = list(reversed(ranks)), {}, []  # busy: slot -> rank
+        while todo or busy:
+            for slot in list(self._procs):
+                if slot in busy or not todo:
                     continue
-                pid_slot = self._running.get(rank)
-                if pid_slot is not None and not _alive(pid_slot[0]):
-                    # its worker died: the pool replaces it, but this task's result will never come
-                    del pending[rank]
-                    self._running.pop(rank, None)
-                    self._slots.put(pid_slot[1])  # the replacement worker takes the dead one's GPU
-                    results.append(executor._done(rank, None, f"its worker process (pid {pid_slot[0]}) died"))
-            time.sleep(0.1)
+                if not self._procs[slot][0].is_alive():  # died while idle
+                    self._restart(slot)
+                busy[slot] = todo.pop()
+                try:
+                    self._procs[slot][1].send((executor, busy[slot]))
+                except OSError:  # died just now: the task waits for the new worker
+                    todo.append(busy.pop(slot))
+                    self._restart(slot)
+            handles = {}
+            for slot in busy:
+                process, conn = self._procs[slot]
+                handles[conn], handles[process.sentinel] = slot, slot
+            for ready in wait(list(handles)):
+                slot = handles[ready]
+                if slot not in busy:
+                    continue
+                process, conn = self._procs[slot]
+                outcome = None
+                if conn.poll():
+                    try:
+                        outcome = conn.recv()
+                    except (EOFError, OSError):
+                        pass
+                if outcome is None:
+                    if process.is_alive():
+                        continue
+                    outcome = (busy[slot], None, f"its worker process (pid {process.pid}) was killed")
+                del busy[slot]
+                results.append(executor._done(*outcome))
+                if not process.is_alive():  # a new worker takes its slot, and its GPU
+                    self._restart(slot)
         return results
 
 
