@@ -44,7 +44,7 @@ lint: install
 	$(VENV)/bin/ruff check .
 
 perf: install
-	@for script in judges metrics generate build; do echo "== perf/$$script.py"; $(OFFLINE) $(PY) perf/$$script.py || exit 1; done
+	@for script in judges metrics generate build engine; do echo "== perf/$$script.py"; $(OFFLINE) $(PY) perf/$$script.py || exit 1; done
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info demo_output

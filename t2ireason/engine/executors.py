@@ -25,6 +25,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from copy import deepcopy
 from dataclasses import dataclass, field
@@ -139,6 +140,8 @@ class LocalExecutor(LocalPipelineExecutor):
         self.pool = pool  # shared by the stages of a run (default: a pool for this stage alone)
         self.progress = progress  # a progress bar of the tasks, with this description
         self.failures: dict[int, str] = {}
+        #: (task, worker slot, start, end) of each task this run, on time.monotonic()'s clock
+        self.timeline: list[tuple[int, int, float, float]] = []
         self._bar = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -168,7 +171,8 @@ class LocalExecutor(LocalPipelineExecutor):
             stats.save_to_disk(f)
         return stats
 
-    def _done(self, rank: int, stats: Any, error: str | None) -> Any:
+    def _done(self, rank: int, stats: Any, error: str | None, slot: int = 0, start: float = 0.0) -> Any:
+        self.timeline.append((rank, slot, start, time.monotonic()))
         if error is not None:
             self.failures[rank] = error
         if self._bar is not None:
@@ -180,13 +184,14 @@ class LocalExecutor(LocalPipelineExecutor):
         try:
             for rank in ranks:
                 self.pipeline = deepcopy(pipeline)  # a fresh pipeline per task, as datatrove does
+                start = time.monotonic()
                 try:
                     stats, error = self._run_for_rank(rank, local_rank=1), None
                 except Exception as e:  # noqa: BLE001 - reported; the next task goes on
                     stats, error = None, f"{type(e).__name__}: {e}"
                 finally:
                     quiet_logs()
-                results.append(self._done(rank, stats, error))
+                results.append(self._done(rank, stats, error, 0, start))
         finally:
             self.pipeline = pipeline
         return results
@@ -249,14 +254,14 @@ class WorkerPool:
         """Run ``ranks`` of ``executor``, one task per idle worker; each outcome is collected on its own."""
         from multiprocess.connection import wait
 
-        todo, busy, results = list(reversed(ranks)), {}, []  # busy: slot -> rank
+        todo, busy, results, started = list(reversed(ranks)), {}, [], {}  # busy: slot -> rank
         while todo or busy:
             for slot in list(self._procs):
                 if slot in busy or not todo:
                     continue
                 if not self._procs[slot][0].is_alive():  # died while idle
                     self._restart(slot)
-                busy[slot] = todo.pop()
+                busy[slot], started[slot] = todo.pop(), time.monotonic()
                 try:
                     self._procs[slot][1].send((executor, busy[slot]))
                 except OSError:  # died just now: the task waits for the new worker
@@ -282,7 +287,7 @@ class WorkerPool:
                         continue
                     outcome = (busy[slot], None, f"its worker process (pid {process.pid}) was killed")
                 del busy[slot]
-                results.append(executor._done(*outcome))
+                results.append(executor._done(*outcome, slot, started[slot]))
                 if not process.is_alive():  # a new worker takes its slot, and its GPU
                     self._restart(slot)
         return results

@@ -112,6 +112,8 @@ class StageSummary:
     stats: dict[str, float] = field(default_factory=dict)  # summed over the completed tasks
     seconds: float = 0.0  # time in the stage's steps, summed over the completed tasks
     failures: dict[int, str] = field(default_factory=dict)  # task -> why it did not complete (this run)
+    #: (task, worker, start, end) of the tasks run now on this machine (time.monotonic() seconds)
+    timeline: list[tuple[int, int, float, float]] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
@@ -299,7 +301,9 @@ def run_engine(work: str | Path, sources: Sources, config: EngineConfig | None =
         except StageIncomplete:
             pass  # the summary says which stage, and why
     for name, folder, ex in zip(names, folders, chain):
-        result.stages.append(stage_summary(name, folder, getattr(ex, "failures", None), tasks=ex.world_size))
+        summary = stage_summary(name, folder, getattr(ex, "failures", None), tasks=ex.world_size)
+        summary.timeline = list(getattr(ex, "timeline", []))
+        result.stages.append(summary)
     for summary in result.stages:  # a mistake in the run's set-up, the same in every task: say it
         for why in summary.failures.values():
             if why.startswith("EngineError: "):

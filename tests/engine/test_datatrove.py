@@ -2,6 +2,7 @@
 processes, after workers are killed at random moments, on a (fake) Slurm cluster with a pre-empted task,
 and through datatrove's inference runner against a local OpenAI-compatible server."""
 
+import contextlib
 import json
 import os
 import random
@@ -70,6 +71,22 @@ def _readable(work: Path) -> None:
         pq.read_table(path)
 
 
+@contextlib.contextmanager
+def _running(command: list[str], env: dict):
+    """The command in a session of its own; whatever is left of it at the end is killed (a failed test
+    leaves no worker behind)."""
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        yield proc
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+
+
 def test_kill_9_of_workers_at_random_moments(scripted_reference, tmp_path):
     """Five runs, each with a worker killed (SIGKILL) at a random moment: each run ends by itself, the killed
     task left incomplete while the others go on; then the same command: nothing lost, nothing twice, the
@@ -83,19 +100,19 @@ def test_kill_9_of_workers_at_random_moments(scripted_reference, tmp_path):
     killed = 0
     for _ in range(5):
         pids.write_text("")
-        proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        deadline = time.monotonic() + 60
-        while not pids.read_text().strip() and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)  # until a worker answers its first question
-        time.sleep(rng.uniform(0.0, 1.5))
-        victims = [int(p) for p in pids.read_text().split()]
-        if victims and proc.poll() is None:
-            try:
-                os.kill(victims[-1], signal.SIGKILL)
-                killed += 1
-            except ProcessLookupError:
-                pass
-        out, _ = proc.communicate(timeout=120)  # the run ends by itself: no wait for the dead worker's task
+        with _running(command, env) as proc:
+            deadline = time.monotonic() + 60
+            while not pids.read_text().strip() and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.05)  # until a worker answers its first question
+            time.sleep(rng.uniform(0.0, 1.5))
+            victims = [int(p) for p in pids.read_text().split()]
+            if victims and proc.poll() is None:
+                try:
+                    os.kill(victims[-1], signal.SIGKILL)
+                    killed += 1
+                except ProcessLookupError:
+                    pass
+            out, _ = proc.communicate(timeout=120)  # the run ends by itself: no wait for the dead worker's task
         assert proc.returncode in (0, 1), out
         _readable(tmp_path / "work")
     assert killed >= 3
@@ -103,8 +120,9 @@ def test_kill_9_of_workers_at_random_moments(scripted_reference, tmp_path):
     work = Workdir(tmp_path / "work")
     (work.stage_dir("quality") / ".tmp-killed.part").write_bytes(b"PAR1 half a parquet file")
     (work.root / "images" / ".tmp-killed.part").write_bytes(b"\x89PNG half")
-    final = subprocess.run([*command[:-4]], env=env, capture_output=True, text=True, timeout=180)
-    assert final.returncode == 0, final.stdout + final.stderr
+    with _running(command[:-4], env) as final:
+        out, _ = final.communicate(timeout=180)
+    assert final.returncode == 0, out
     same_release(tmp_path / "out", scripted_reference)
     assert not list(work.root.rglob(".tmp-*")) and not list((tmp_path / "out").rglob(".tmp-*"))
     assert len(read_release(tmp_path / "out", "provenance")) == 24
