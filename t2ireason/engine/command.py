@@ -192,6 +192,9 @@ def _run(args: argparse.Namespace) -> int:
     out = args.out or str(Path(args.work) / "dataset")
     if args.until == "export" and not args.license:
         raise ValueError("--license is needed to write the release (or stop earlier with --until)")
+    if args.server and args.judge_kwargs:
+        raise ValueError("--judge-kwargs do not reach a judge served by --server: give the server's options "
+                         "with --server-options (datatrove's InferenceConfig)")
     validate_judge(args.judge, args.judge_kwargs)
     if args.llm:
         validate_judge(args.llm, args.llm_kwargs)
