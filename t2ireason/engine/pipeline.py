@@ -228,7 +228,9 @@ def run_engine(work: str | Path, sources: Sources, config: EngineConfig | None =
         quiet_logs()
     if isinstance(executor, Slurm):
         check_no_jobs_running(workdir.root)
-    remove_partial_files(workdir.root)  # left by tasks killed mid-write (nothing of this folder is running now)
+    for folder in (workdir.root, out):  # what tasks killed mid-write left (nothing of this run is running now)
+        if folder is not None and Path(folder).is_dir():
+            remove_partial_files(folder)
     ingest(workdir, sources, config)
     candidates = candidate_counts(workdir)
     last = len(STAGES) if until in (None, "export") else STAGE_NAMES.index(until)

@@ -42,7 +42,8 @@ def inference_config(models: Models) -> InferenceConfig:
         raise ValueError("datatrove's inference runner serves a judge named by a spec (e.g. vllm:<model>, "
                          "openai:<model>@<url> for an endpoint), not a judge object")
     _, model, url = parse_spec(models.judge)
-    options = {"metric_interval": 600, **server.options}
+    # each record in progress holds a thread (its stage code is synchronous): at most 128 at once by default
+    options = {"metric_interval": 600, "max_concurrent_documents": 128, **server.options}
     if server.kind == "endpoint":
         if not url:
             raise ValueError(f"an endpoint server needs the judge's URL: openai:<model>@<url>, got {models.judge!r}")
