@@ -156,10 +156,11 @@ def release_name(shard: str) -> str:
     return f"{SPLIT}-{shard.removeprefix('shard-')}.parquet"
 
 
-def check_release(work: Workdir, out: str | os.PathLike) -> None:
-    """Refuse an output folder holding files the engine did not write (before anything is written there)."""
+def check_release(work: Workdir, out: str | os.PathLike, *, ours: bool = False) -> None:
+    """Refuse an output folder holding files the engine did not write (before anything is written there);
+    ``ours``: the work folder's export already writes there (an export killed before its statistics)."""
     out = Path(out)
-    if out.is_dir() and any(out.iterdir()) and not (out / "statistics.json").is_file():
+    if out.is_dir() and any(out.iterdir()) and not (out / "statistics.json").is_file() and not ours:
         raise EngineError(f"output folder {out} is not empty and was not written by the engine; choose another")
 
 

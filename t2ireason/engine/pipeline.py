@@ -224,8 +224,7 @@ def run_engine(work: str | Path, sources: Sources, config: EngineConfig | None =
     models = Models(judge=judge, judge_kwargs=dict(judge_kwargs or {}), llm=llm, llm_kwargs=dict(llm_kwargs or {}),
                     cache=cache, drawer=drawer, server=server)
     workdir = Workdir(work)
-    if progress:
-        quiet_logs()
+    quiet_logs()  # datatrove logs each task at INFO on the console; its task logs (NN-stage/logs/logs) keep it all
     if isinstance(executor, Slurm):
         check_no_jobs_running(workdir.root)
     for folder in (workdir.root, out):  # what tasks killed mid-write left (nothing of this run is running now)
@@ -261,12 +260,12 @@ def run_engine(work: str | Path, sources: Sources, config: EngineConfig | None =
 
     release: dict[str, Any] | None = None
     if out is not None and last == len(STAGES):
-        check_release(workdir, out)
         release = {"out": str(Path(out).resolve()), "license": license, "repo_id": repo_id,
                    "review_size": config.review_size, "seed": config.seed}
         folder = workdir.root / RELEASE
         key = hashlib.sha256(json.dumps(release, sort_keys=True).encode()).hexdigest()[:12]
         saved = folder / "_stage.json"
+        check_release(workdir, out, ours=saved.is_file() and json.loads(saved.read_text())["out"] == release["out"])
         if pending_work or not saved.is_file() or json.loads(saved.read_text()).get("key") != key:
             for part in ("export", "card"):  # new work or another release: write it again
                 _forget(folder / "logs" / part)

@@ -244,3 +244,23 @@ def test_inference_runner_against_a_local_endpoint(tmp_path):
         unparsable = json.loads(records["laion-00000004"]["events"][0]["detail"])
         assert unparsable["replies"] == ["I cannot tell."] * 3
         assert [e["action"] for e in records["laion-00000000"]["events"]] == ["passed"]
+
+
+def test_an_export_killed_before_its_card_is_finished_by_the_same_command(scripted_reference, tmp_path):
+    """The release folder holds the export's first files but no statistics yet (the export was killed):
+    it is still this work folder's release, finished by the same command, not refused as someone else's."""
+    import shutil
+
+    make_inputs(tmp_path / "inputs")
+    result, _ = run_scripted(tmp_path, ScriptedDrawer())
+    assert result.complete
+    (tmp_path / "out" / "statistics.json").unlink()
+    (tmp_path / "out" / "README.md").unlink()
+    shutil.rmtree(tmp_path / "work" / "09-release" / "logs" / "card" / "completions")
+    result, asked = run_scripted(tmp_path, ScriptedDrawer())
+    assert result.complete and not asked and result.statistics["kept"] == 18
+    same_release(tmp_path / "out", scripted_reference)
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "notes.txt").write_text("not a release")
+    with pytest.raises(EngineError, match="is not empty and was not written by the engine"):
+        run_scripted(tmp_path, ScriptedDrawer(), out="elsewhere")
