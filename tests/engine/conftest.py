@@ -49,7 +49,9 @@ def run_scripted(root: Path, drawer, replies=reply, batch_size=64, executor=None
 
 
 def read_release(out: Path, config: str = "default") -> dict[str, dict]:
-    rows = datasets.load_dataset(str(out), config, split="train")
+    """A release as ``load_dataset`` reads it, built anew: ``datasets`` served two releases in different
+    folders from one cache entry here, which would compare one release with itself."""
+    rows = datasets.load_dataset(str(out), config, split="train", download_mode="force_redownload")
     ids = rows["id"]
     assert len(ids) == len(set(ids)), "no record twice"
     by_id = {}

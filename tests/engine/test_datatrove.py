@@ -21,7 +21,7 @@ from t2ireason.engine import EngineConfig, EngineError, Local, Server, Slurm, So
 from t2ireason.judges.scripted import ScriptedJudge
 
 from . import fake_slurm
-from .conftest import read_release, run_scripted, same_release, tiny_drawer
+from .conftest import read_release, run_scripted, same_release
 from .scripted import THRESHOLDS, Replies, ScriptedDrawer, input_paths, make_inputs
 
 pytestmark = pytest.mark.slow  # worker processes
@@ -44,22 +44,24 @@ def scripted_reference(tmp_path_factory):
     make_inputs(root / "inputs")
     result, _ = run_scripted(root, ScriptedDrawer(), executor=Local(tasks=1, workers=1))
     assert result.complete
-    return SimpleNamespace(root=root, rows=read_release(root / "out"), provenance=read_release(root / "out", "provenance"))
+    return SimpleNamespace(root=root, result=result, rows=read_release(root / "out"),
+                           provenance=read_release(root / "out", "provenance"))
 
 
-def test_four_tasks_on_two_workers_make_the_same_release(reference, tiny_models, tmp_path, worker_env):
+def test_four_tasks_on_two_workers_make_the_same_release(scripted_reference, tmp_path, worker_env):
     """tasks 4 / workers 2 against the reference's tasks 1 / workers 1: the same release, field for field and
-    pixel for pixel, the work done by two processes, each stage's statistics the same."""
+    pixel for pixel, the work done by two worker processes, each stage's statistics the same."""
     make_inputs(tmp_path / "inputs")
     pids = tmp_path / "pids"
-    result, _ = run_scripted(tmp_path, tiny_drawer(tiny_models["sd"]), replies=Replies(pids=str(pids)),
+    result, _ = run_scripted(tmp_path, ScriptedDrawer(), replies=Replies(pids=str(pids)),
                              executor=Local(tasks=4, workers=2))
     assert result.complete and [s.tasks for s in result.stages] == [4] * 9 + [1]
-    same_release(tmp_path / "out", reference)
+    same_release(tmp_path / "out", scripted_reference)
     workers = set(pids.read_text().split())
     assert len(workers) == 2 and str(os.getpid()) not in workers
+    assert {w for s in result.stages[:-1] for _, w, _, _ in s.timeline} == {0, 1}
     ours = {s.stage: s.stats for s in result.stages}
-    theirs = {s.stage: s.stats for s in reference.result.stages}
+    theirs = {s.stage: s.stats for s in scripted_reference.result.stages}
     for stage in ("prompts", "quality", "scoring", "captions", "gcot", "original", "translate"):
         for key in ("records in", "kept", "dropped", "questions", "requests"):
             assert ours[stage].get(key) == theirs[stage].get(key), (stage, key)
@@ -94,7 +96,7 @@ def test_kill_9_of_workers_at_random_moments(scripted_reference, tmp_path):
     make_inputs(tmp_path / "inputs")
     pids = tmp_path / "pids"
     command = [sys.executable, str(TESTS / "engine" / "_engine_run.py"), str(tmp_path), "--workers", "2",
-               "--delay", "0.02", "--pids", str(pids)]
+               "--shard-size", "8", "--delay", "0.04", "--pids", str(pids)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(TESTS)]), "OMP_NUM_THREADS": "1"}
     rng = random.Random(2024)
     killed = 0
