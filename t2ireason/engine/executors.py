@@ -10,17 +10,20 @@ stays incomplete (no completion marker) while the others finish, and the next st
 every task of its predecessor has completed. Running the same command again runs the incomplete tasks.
 
 datatrove's local executor runs each task as it is (``_run_for_rank``: the task's log, its statistics,
-its completion marker); :class:`LocalExecutor` only replaces its process pool. datatrove's
+its completion marker); :class:`LocalExecutor` only replaces the process pool it runs them in. datatrove's
 ``multiprocessing.Pool`` waits forever for the result of a worker that was killed (out of memory,
-``kill -9``), can deadlock when a worker dies holding the pool's queue lock, stops every task on the
-first failure, and is started anew for each stage (each stage loading its models again). Here one
-:class:`WorkerPool` serves every stage of the run, each worker with its own pipe and its own GPU; a
-task's failure or its worker's death is reported for that task alone while the others go on.
+``kill -9``), stops every task on the first failure, and is started anew for each stage (each stage
+loading its models again). Here the standard library's ``concurrent.futures.ProcessPoolExecutor``,
+which detects a dead worker, serves every stage of a run: a task that raises is reported for that task
+alone while the others go on; a killed worker breaks the pool, so the tasks not finished by then are
+reported as not completed and the stage ends, for the same command to run them again.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
+import multiprocessing
 import os
 import shutil
 import subprocess
@@ -32,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import multiprocess
+import dill
 from datatrove.executor import LocalPipelineExecutor, SlurmPipelineExecutor
 from datatrove.utils.stats import PipelineStats
 
@@ -111,22 +114,18 @@ def quiet_logs(level: str = "WARNING") -> None:
 
 # -- local ---------------------------------------------------------------------------------------------------
 
-def _worker(conn, slot: int, gpus: list[str]) -> None:
-    """A worker process: its GPU (before CUDA starts), then tasks one at a time from its own pipe."""
-    if gpus:
-        os.environ["CUDA_VISIBLE_DEVICES"] = gpus[slot % len(gpus)]
-    while True:
-        try:
-            message = conn.recv()
-        except EOFError:
-            return
-        if message is None:
-            return
-        executor, rank = message
-        try:
-            conn.send((rank, executor._run_for_rank(rank, local_rank=1), None))  # local_rank 1: errors only
-        except Exception as e:  # noqa: BLE001 - the task's failure is reported, the other tasks go on
-            conn.send((rank, None, f"{type(e).__name__}: {e}"))
+def _claim_gpu(gpus) -> None:
+    """Worker start-up: the GPU this worker keeps for its life, before CUDA starts."""
+    os.environ["CUDA_VISIBLE_DEVICES"] = gpus.get()
+
+
+def _run_task(task: bytes) -> tuple[Any, int, float]:
+    """One task in a worker, given as the dill of ``(executor, rank)``: datatrove's own run of it, and
+    which process ran it since when. dill, as datatrove's own pool uses: a pipeline may hold closures and
+    lambdas, which the pickle of ``concurrent.futures`` cannot carry."""
+    start = time.monotonic()  # CLOCK_MONOTONIC: the same clock in every process of the machine
+    executor, rank = dill.loads(task)
+    return executor._run_for_rank(rank, local_rank=1), os.getpid(), start  # local_rank 1: console errors only
 
 
 class LocalExecutor(LocalPipelineExecutor):
@@ -145,7 +144,7 @@ class LocalExecutor(LocalPipelineExecutor):
         self._bar = None
 
     def __getstate__(self) -> dict[str, Any]:
-        # what a worker needs to run a task: not the stages before, nor this process's progress bar
+        # what a worker needs to run a task: not the stages before, nor this process's pool and progress bar
         return {**self.__dict__, "depends": None, "_bar": None, "pool": None}
 
     def run(self) -> PipelineStats | None:
@@ -204,92 +203,55 @@ class LocalExecutor(LocalPipelineExecutor):
 
 
 class WorkerPool:
-    """The worker processes that run the tasks of every stage on this machine, started once for the whole
-    run: each keeps its loaded models, and its GPU, from one stage to the next (a pool per stage would load
-    every model again for every stage).
-
-    Each worker has a pipe of its own, and nothing else is shared: a worker killed at any moment (``kill
-    -9``, out of memory) cannot leave a lock held that the others wait for, as a killed worker of
-    ``multiprocessing.Pool`` can; its task is reported as not completed, and a new worker takes its GPU."""
+    """The worker processes that run the tasks of every stage on this machine: one
+    ``concurrent.futures.ProcessPoolExecutor`` started once for the whole run, so that each worker keeps
+    its loaded models, and its GPU, from one stage to the next (a pool per stage would load every model
+    again for every stage). Once a worker has been killed the pool is broken: every later task is
+    reported as not completed, and the next run of the command starts a new pool."""
 
     def __init__(self, workers: int, gpus: Sequence[str] = (), start_method: str = "forkserver"):
         self.workers, self.gpus, self.start_method = workers, list(gpus), start_method
-        self._ctx = multiprocess.get_context(start_method)
-        self._procs: dict[int, Any] = {}  # slot -> (process, connection)
-
-    def _start(self, slot: int) -> None:
-        ours, theirs = self._ctx.Pipe()
-        process = self._ctx.Process(target=_worker, args=(theirs, slot, self.gpus), daemon=False,
-                                    name=f"engine-worker-{slot}")
-        process.start()
-        theirs.close()
-        self._procs[slot] = (process, ours)
-
-    def _restart(self, slot: int) -> None:
-        process, conn = self._procs.pop(slot)
-        conn.close()
-        process.join(timeout=5)
-        self._start(slot)
+        self._pool: concurrent.futures.ProcessPoolExecutor | None = None
+        self._slots: dict[int, int] = {}  # worker pid -> slot, in the order the workers first answered
 
     def __enter__(self) -> WorkerPool:
-        for slot in range(self.workers):
-            self._start(slot)
+        ctx = multiprocessing.get_context(self.start_method)
+        init, args = None, ()
+        if self.gpus:  # each worker takes one at start-up, in turn
+            queue = ctx.Queue()
+            for slot in range(self.workers):
+                queue.put(self.gpus[slot % len(self.gpus)])
+            init, args = _claim_gpu, (queue,)
+        self._pool = concurrent.futures.ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=init,
+                                                            initargs=args)
         return self
 
     def __exit__(self, *exc) -> None:
-        for _, conn in self._procs.values():
-            try:
-                conn.send(None)
-            except OSError:
-                pass
-        for process, conn in self._procs.values():
-            process.join(timeout=5)
-            if process.is_alive():
-                process.kill()
-                process.join()
-            conn.close()
-        self._procs.clear()
+        self._pool.shutdown(wait=True, cancel_futures=True)
 
     def run(self, executor: LocalExecutor, ranks: list[int]) -> list[Any]:
-        """Run ``ranks`` of ``executor``, one task per idle worker; each outcome is collected on its own."""
-        from multiprocess.connection import wait
-
-        todo, busy, results, started = list(reversed(ranks)), {}, [], {}  # busy: slot -> rank
-        while todo or busy:
-            for slot in list(self._procs):
-                if slot in busy or not todo:
-                    continue
-                if not self._procs[slot][0].is_alive():  # died while idle
-                    self._restart(slot)
-                busy[slot], started[slot] = todo.pop(), time.monotonic()
-                try:
-                    self._procs[slot][1].send((executor, busy[slot]))
-                except OSError:  # died just now: the task waits for the new worker
-                    todo.append(busy.pop(slot))
-                    self._restart(slot)
-            handles = {}
-            for slot in busy:
-                process, conn = self._procs[slot]
-                handles[conn], handles[process.sentinel] = slot, slot
-            for ready in wait(list(handles)):
-                slot = handles[ready]
-                if slot not in busy:
-                    continue
-                process, conn = self._procs[slot]
-                outcome = None
-                if conn.poll():
-                    try:
-                        outcome = conn.recv()
-                    except (EOFError, OSError):
-                        pass
-                if outcome is None:
-                    if process.is_alive():
-                        continue
-                    outcome = (busy[slot], None, f"its worker process (pid {process.pid}) was killed")
-                del busy[slot]
-                results.append(executor._done(*outcome, slot, started[slot]))
-                if not process.is_alive():  # a new worker takes its slot, and its GPU
-                    self._restart(slot)
+        """Run ``ranks`` of ``executor``; each outcome is collected on its own, in completion order."""
+        results = []
+        try:
+            futures = {self._pool.submit(_run_task, dill.dumps((executor, rank))): rank for rank in ranks}
+        except concurrent.futures.process.BrokenProcessPool:
+            futures = {}
+        for future in concurrent.futures.as_completed(futures):
+            rank = futures[future]
+            try:
+                stats, pid, start = future.result()
+            except concurrent.futures.process.BrokenProcessPool:
+                results.append(executor._done(rank, None, "a worker process of the run was killed before this "
+                                                          "task finished (BrokenProcessPool)"))
+                continue
+            except Exception as e:  # noqa: BLE001 - the task's failure is reported, the other tasks go on
+                results.append(executor._done(rank, None, f"{type(e).__name__}: {e}"))
+                continue
+            slot = self._slots.setdefault(pid, len(self._slots))
+            results.append(executor._done(rank, stats, None, slot, start))
+        for rank in ranks[len(futures):] if not futures else ():  # the pool was broken before this stage
+            results.append(executor._done(rank, None, "a worker process of the run was killed in an earlier "
+                                                       "stage (BrokenProcessPool)"))
         return results
 
 
