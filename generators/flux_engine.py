@@ -3,8 +3,9 @@
 
     python generators/flux_engine.py estimate --work runs/w --captions laion.parquet --seed-prompts seeds.txt --imagination 1000
     python generators/flux_engine.py run --work runs/w --captions laion.parquet ... --judge <spec> --model <diffusers model> --license <id>
-    accelerate launch generators/flux_engine.py run ...          # many GPUs: each process takes its share of the shards
-    torchrun --nproc_per_node 2 generators/flux_engine.py run ...
+    python generators/flux_engine.py run ... --workers 8           # 8 worker processes, one GPU each
+    python generators/flux_engine.py run ... --executor slurm --partition gpu --gpus-per-task 1   # Slurm job arrays
+    python generators/flux_engine.py status --work runs/w
     python generators/flux_engine.py sample --data runs/w/dataset --embedder <text model> --out prism/
     python generators/flux_engine.py agreement runs/w/review/quality/review.csv
 

@@ -12,7 +12,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
-__all__ = ["atomic_file", "atomic_write_text", "atomic_write_json", "jsonable", "inside", "UnsafePath"]
+__all__ = ["atomic_file", "atomic_write_text", "atomic_write_json", "jsonable", "inside", "UnsafePath",
+           "remove_partial_files"]
 
 
 class UnsafePath(ValueError):
@@ -52,6 +53,18 @@ def atomic_file(path: str | os.PathLike, *, suffix: str = ".part") -> Iterator[B
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def remove_partial_files(folder: str | os.PathLike) -> int:
+    """Delete the temporary files :func:`atomic_file` leaves under ``folder`` when a process is killed
+    mid-write (``kill -9``, out of memory); call it only when no writer of that folder is running.
+    Returns how many were removed."""
+    removed = 0
+    for stale in Path(folder).rglob(".tmp-*"):
+        if stale.is_file():
+            stale.unlink(missing_ok=True)
+            removed += 1
+    return removed
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:

@@ -27,7 +27,7 @@ from PIL import Image
 
 from . import __version__
 from .benchmarks import get_benchmark
-from .files import atomic_file, inside
+from .files import atomic_file, inside, remove_partial_files
 from .progress import progress_bar
 
 if TYPE_CHECKING:
@@ -236,8 +236,7 @@ def generate(jobs: Sequence[Job], config: GenerationConfig, out_dir: str | os.Pa
     out.mkdir(parents=True, exist_ok=True)
     if state.is_main_process:
         (out / CONFIG_FILE).write_text(json.dumps(config.to_dict(), indent=2))
-        for stale in out.rglob(".tmp-*"):  # left by a process killed mid-write; never counted as done
-            stale.unlink(missing_ok=True)
+        remove_partial_files(out)  # left by a process killed mid-write; never counted as done
     state.wait_for_everyone()
     counts = {"generated": 0, "skipped": 0}
     with state.split_between_processes(list(jobs)) as mine:

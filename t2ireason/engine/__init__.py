@@ -1,12 +1,12 @@
-"""The FLUX-Reason-6M data engine: the curation pipeline of seed 004 (section 2, appendix B), resumable and
-sharded, from a laptop to many GPUs.
+"""The FLUX-Reason-6M data engine: the curation pipeline of seed 004 (section 2, appendix B), resumable,
+on datatrove: from a laptop to a Slurm cluster.
 
 Stages
 ------
 Each stage reads the shards of the one before and writes its own (``<work>/NN-<stage>/shard-XXXXX.parquet``,
 loadable with ``datasets``); every record keeps which stage dropped or labelled it and why (``events``).
 
-0. ``sources``: the inputs read once into shards (:func:`~.sources.ingest`).
+0. ``sources``: the inputs read once into shards (:func:`~.sources.ingest`, in the launching process).
 1. ``prompts``: captions rewritten by a VLM; imagination candidates expanded by an LLM from 10 random seed
    prompts at a raised temperature; images mined for legible text, whose text a VLM captions (no text:
    dropped).
@@ -28,6 +28,35 @@ loadable with ``datasets``); every record keeps which stage dropped or labelled 
 Plus PRISM-Bench's representative prompt sampling (:mod:`.sampling`): per track, the top prompts by
 relevance, embedded, k-means with k = 50, the prompt nearest each centroid.
 
+How it runs
+-----------
+Each stage is a datatrove pipeline (:mod:`.steps`: a shard reader, the stage, a writer committing each
+shard whole) run by its own datatrove executor, chained to the stage before with ``depends=``: a stage
+starts only once every task of the one before has its completion marker, never because files are
+present. Task ``i`` of ``N`` takes shards ``i, i+N, ...`` (default: one task per shard). Within a stage the
+tasks are independent: a slow one holds up no other, a failed or killed one stays incomplete while the
+others finish. Models are loaded in the tasks, once per worker process, never in the launching process.
+
+- ``--executor local`` (:class:`~.executors.Local`, the default): ``--workers`` processes on this machine,
+  one GPU each where there are GPUs, serving every stage of the run;
+- ``--executor slurm`` (:class:`~.executors.Slurm`): one Slurm job array per stage (datatrove's
+  ``SlurmPipelineExecutor``), each ``afterok`` the one before, pre-empted tasks requeued;
+- the judge as today (``hf:``, ``openai:``, ``vllm:``), or with ``--server vllm|sglang|endpoint`` behind
+  datatrove's inference runner (:mod:`.runner`): a server per task, many requests in flight; replies are
+  parsed, re-asked and counted as failures by the engine as on every other path.
+
+Resuming
+--------
+Run the same command again after an interruption, a kill or a pre-emption: completed tasks are skipped, the
+shards a killed task had committed are kept (a shard is written to a temporary file, then renamed; the
+temporary files of killed writes are removed on the next run), finished images are not drawn again, and
+the judges' response cache answers every question already answered. A judge backend failure leaves its
+shard, hence its task, for the next run (``--on-judge-error retry``) rather than losing records. The
+settings each stage ran with are kept with it; a later run with other settings is refused for the stages
+already done (delete their folders to redo them). Each stage's datatrove statistics (records in, kept,
+dropped and what the stage did, requests, re-asks, failures) make the summary at the end and
+``t2ireason engine status``.
+
 On a laptop
 -----------
 ::
@@ -40,52 +69,45 @@ On a laptop
 ``estimate`` ingests the inputs (cheap) and prints the images, judge calls and tokens each stage will
 cost, with the assumptions it makes. ``python generators/flux_engine.py run ...`` is the same command.
 
-On many GPUs
+On a cluster
 ------------
 ::
 
-    accelerate launch --num_processes 8 generators/flux_engine.py run --work /shared/w ... --judge hf:<vlm>
-    torchrun --nproc_per_node 8 generators/flux_engine.py run ...           # the same; several nodes likewise
+    t2ireason engine run --work /shared/w ... --executor slurm --partition gpu --time 12:00:00 \\
+        --gpus-per-task 1 --tasks 512 --judge vllm:Qwen/Qwen2.5-VL-32B-Instruct --server vllm
 
-Every process takes its share of the pending shards of each stage (``PartialState.split_between_processes``)
-and loads its own diffusion model and ``hf:`` judge on its own GPU; with an HTTP judge (a vLLM server) the
-processes share it. The work folder must be on a file system all processes see; the response cache
-(SQLite, one file) may be shared by them.
-
-Resuming
---------
-A shard is committed whole (written to a temporary file, then renamed) or not at all. Run the same
-command again after an interruption: committed shards are kept, finished images are not drawn again, and
-the judges' response cache answers every question an unfinished shard had already asked. A judge backend
-failure leaves its shard for the next run (``--on-judge-error retry``) rather than losing records. The
-settings each stage ran with are kept with it; a later run with other settings is refused for the stages
-already done (delete their folders to redo them).
+returns once the job arrays are submitted; the same command after they end submits what did not
+complete. The work folder must be on a file system every node sees; the response cache (SQLite, one
+file) may be shared by all tasks.
 
 Python
 ------
 ::
 
-    from t2ireason.engine import EngineConfig, Sources, run_engine
-    from t2ireason.generation import Drawer, GenerationConfig
-    from t2ireason.judges import load_judge
+    from t2ireason.engine import EngineConfig, Local, Sources, run_engine
+    from t2ireason.generation import GenerationConfig
 
-    run_engine("runs/w", Sources(captions="laion.parquet"), EngineConfig(shard_size=500),
-               judge=load_judge("openai:gpt-4.1", cache=True), drawer=Drawer(GenerationConfig(model="...")),
-               out="runs/dataset", license="other")
+    result = run_engine("runs/w", Sources(captions="laion.parquet"), EngineConfig(shard_size=500),
+                        judge="openai:gpt-4.1", cache=True, drawer=GenerationConfig(model="..."),
+                        executor=Local(workers=4), out="runs/dataset", license="other")
+    for stage in result.stages:
+        print(stage.line())
 """
 
 from .command import add_engine_args, run_engine_command
 from .cost import CostAssumptions, estimate_cost, format_cost
+from .executors import Local, Slurm
 from .export import PROVENANCE_FEATURES, export, export_review_sample, review_agreement, statistics
-from .pipeline import STAGES, EngineConfig, EngineResult, run_engine
+from .models import Models, Server
+from .pipeline import STAGES, EngineConfig, EngineResult, StageSummary, run_engine, stage_summary
 from .sampling import TextEmbedder, nearest_to_centroids, representative_prompts, write_prism_captions
 from .sources import Sources, ingest
-from .work import STAGE_NAMES, WORK_FEATURES, EngineError, Stage, Workdir, run_stage
+from .work import STAGE_NAMES, WORK_FEATURES, EngineError, Stage, Workdir
 
 __all__ = [
-    "add_engine_args", "run_engine_command", "CostAssumptions", "estimate_cost", "format_cost",
-    "PROVENANCE_FEATURES", "export", "export_review_sample", "review_agreement", "statistics", "STAGES",
-    "EngineConfig", "EngineResult", "run_engine", "TextEmbedder", "nearest_to_centroids", "representative_prompts",
-    "write_prism_captions", "Sources", "ingest", "STAGE_NAMES", "WORK_FEATURES", "EngineError", "Stage", "Workdir",
-    "run_stage",
+    "add_engine_args", "run_engine_command", "CostAssumptions", "estimate_cost", "format_cost", "Local", "Slurm",
+    "PROVENANCE_FEATURES", "export", "export_review_sample", "review_agreement", "statistics", "Models", "Server",
+    "STAGES", "EngineConfig", "EngineResult", "StageSummary", "run_engine", "stage_summary", "TextEmbedder",
+    "nearest_to_centroids", "representative_prompts", "write_prism_captions", "Sources", "ingest", "STAGE_NAMES",
+    "WORK_FEATURES", "EngineError", "Stage", "Workdir",
 ]

@@ -73,6 +73,14 @@ def ask(judge: Any, requests: Sequence[ChatRequest], parse: Callable[[str], Any]
     results = ask_structured(judge, requests, parse, max_reasks=ctx.config.max_reasks,
                              progress=f"{stage} {ctx.shard}" if ctx.progress else False)
     errors = [p.error for p in results if p.replies and not p.replies[-1].ok]
+    # the step's statistics (datatrove's own, per task): questions, requests sent (re-asks included,
+    # answers from the response cache too), and the questions left without a usable answer
+    ctx.count("questions", len(results))
+    ctx.count("requests", sum(len(p.replies) for p in results))
+    ctx.count("cached replies", sum(bool(getattr(r, "cached", False)) for p in results for r in p.replies))
+    ctx.count("re-asks", sum(p.reasks for p in results))
+    ctx.count("unparsable answers", sum(not p.ok for p in results) - len(errors))
+    ctx.count("backend errors", len(errors))
     if errors and ctx.config.on_judge_error == "retry":
         raise RetryShard(f"{len(errors)} of {len(requests)} {stage} requests failed in the judge backend "
                          f"(first: {errors[0]}); run again to retry (finished answers are cached)")

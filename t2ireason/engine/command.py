@@ -53,6 +53,47 @@ def _add_work_args(p: argparse.ArgumentParser, seed: bool = True) -> None:
     s.add_argument("--review-size", type=int, default=500, help="images per verdict in the quality review sample")
 
 
+def _key_strings(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE or KEY, got {text!r}")
+    return key.strip().lstrip("-"), value if sep else ""
+
+
+def _add_execution_args(p: argparse.ArgumentParser) -> None:
+    from ..cli import _json_dict, _positive_int
+
+    g = p.add_argument_group("where the stages run (datatrove executors; run the same command again to resume)")
+    g.add_argument("--executor", choices=["local", "slurm"], default="local",
+                   help="local: this machine (default); slurm: one job array per stage, each after the one before")
+    g.add_argument("--tasks", type=_positive_int, default=None,
+                   help="datatrove tasks per stage (default: one per shard); task i takes shards i, i+N, i+2N...")
+    g.add_argument("--workers", type=int, default=None,
+                   help="tasks running at once: local processes, one GPU each where there are GPUs (default 1); "
+                        "slurm array tasks (default: no limit)")
+    s = p.add_argument_group("Slurm (with --executor slurm)")
+    s.add_argument("--partition", default=None, help="Slurm partition (required with --executor slurm)")
+    s.add_argument("--time", default="24:00:00", help="time limit per task (default 24:00:00)")
+    s.add_argument("--gpus-per-task", type=int, default=1, help="GPUs per task of the model stages (default 1)")
+    s.add_argument("--cpus-per-task", type=_positive_int, default=8, help="CPUs per task (default 8)")
+    s.add_argument("--mem-per-cpu-gb", type=_positive_int, default=4, help="memory per CPU in GB (default 4)")
+    s.add_argument("--no-requeue", dest="requeue", action="store_false",
+                   help="do not requeue a pre-empted task (default: requeue it; it starts again from its shards)")
+    s.add_argument("--sbatch-args", nargs="+", type=_key_strings, default=[], metavar="KEY=VALUE",
+                   help="more #SBATCH options, e.g. account=myproject constraint=h100 exclusive")
+    s.add_argument("--slurm-logs", default=None, help="folder for Slurm's output files (default: in each stage folder)")
+    s.add_argument("--qos", default=None, help="Slurm quality of service")
+    s.add_argument("--env-command", default=None,
+                   help="shell line run before each task, e.g. 'source ~/venv/bin/activate' (default: this Python's "
+                        "bin folder first on PATH)")
+    i = p.add_argument_group("datatrove's inference runner (instead of loading --judge in each task)")
+    i.add_argument("--server", choices=["vllm", "sglang", "endpoint"], default=None,
+                   help="serve --judge with a vLLM or SGLang server per task, or send to a running endpoint "
+                        "(--judge openai:<model>@<url>); many requests in flight, parsed and re-asked as always")
+    i.add_argument("--server-options", type=_json_dict, default={},
+                   help='datatrove InferenceConfig options as JSON, e.g. \'{"tp": 2, "max_concurrent_generations": 256}\'')
+
+
 def _add_run_args(p: argparse.ArgumentParser) -> None:
     from ..cli import _add_generation_args, _add_judge_args, _json_dict
 
@@ -61,7 +102,8 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--license", default=None, help="license of the release (required to write it), e.g. apache-2.0")
     p.add_argument("--repo-id", default=None, help="Hub repository the card's examples name")
     p.add_argument("--until", choices=[*STAGE_NAMES[1:], "export"], default="export", help="last stage to run")
-    g = p.add_argument_group("models")
+    _add_execution_args(p)
+    g = p.add_argument_group("models (loaded in each task, never in the launching process)")
     _add_judge_args(g)
     g.add_argument("--llm", default=None, help="text model for imagination, GCoT checks and translation (default: --judge)")
     g.add_argument("--llm-kwargs", type=_json_dict, default={}, help="backend options of --llm as JSON")
@@ -73,8 +115,12 @@ def add_engine_args(parser: argparse.ArgumentParser) -> None:
     from ..cli import _positive_int
 
     sub = parser.add_subparsers(dest="engine_action", required=True, metavar="ACTION")
-    _add_run_args(sub.add_parser("run", help="run the pipeline (resumes where it stopped) and write the release",
-                                 description="Run the FLUX-Reason-6M curation pipeline; see t2ireason.engine."))
+    _add_run_args(sub.add_parser(
+        "run", help="run the pipeline (resumes where it stopped) and write the release",
+        description="Run the FLUX-Reason-6M curation pipeline: each stage a datatrove executor (on this machine, or "
+                    "Slurm job arrays), each starting once every task of the stage before completed. Run the same "
+                    "command again to resume: completed tasks are skipped, committed shards kept, answers come from "
+                    "the response cache. See t2ireason.engine."))
     est = sub.add_parser("estimate", help="count the candidates and estimate images, judge calls and tokens per stage")
     _add_work_args(est)
     est.add_argument("--image-tokens", type=_positive_int, default=1280, help="tokens per image for the judge")
@@ -91,6 +137,8 @@ def add_engine_args(parser: argparse.ArgumentParser) -> None:
     sample.add_argument("--seed", type=int, default=0, help="k-means seed")
     sample.add_argument("--limit", type=_positive_int, default=None, help="read at most N rows of --data")
     sample.add_argument("--out", required=True, help="folder for captions/{en,zh}/<track>.jsonl (PRISM-Bench layout)")
+    status = sub.add_parser("status", help="each stage's tasks and statistics, from datatrove's logs in the work folder")
+    status.add_argument("--work", required=True, help="work folder of a run")
     agree = sub.add_parser("agreement", help="agreement of the quality filter with the filled-in human review")
     agree.add_argument("review", help="review.csv of <work>/review/quality with human_verdict columns filled in")
 
@@ -111,13 +159,31 @@ def _sources(args: argparse.Namespace):
                    imagination=args.imagination, mine_images=args.mine_images, limit=args.limit)
 
 
-def _run(args: argparse.Namespace) -> int:
-    import torch
-    from accelerate import PartialState
+def _executor(args: argparse.Namespace):
+    from .executors import Local, Slurm
 
+    if args.executor == "local":
+        return Local(tasks=args.tasks, workers=args.workers or 1)
+    if not args.partition:
+        raise ValueError("--executor slurm needs --partition")
+    return Slurm(partition=args.partition, time=args.time, tasks=args.tasks, workers=args.workers or -1,
+                 gpus_per_task=args.gpus_per_task, cpus_per_task=args.cpus_per_task,
+                 mem_per_cpu_gb=args.mem_per_cpu_gb, requeue=args.requeue, sbatch_args=dict(args.sbatch_args),
+                 logs=args.slurm_logs, env_command=args.env_command, qos=args.qos)
+
+
+def _print_summary(result) -> None:
+    print(f"candidates: {', '.join(f'{k} {v}' for k, v in result.candidates.items())}")
+    for summary in result.stages:
+        print(f"  {summary.line()}")
+        for rank, why in sorted(summary.failures.items()):
+            print(f"    task {rank} did not complete: {why}")
+
+
+def _run(args: argparse.Namespace) -> int:
     from ..cli import _generation_config
-    from ..generation import Drawer
-    from ..judges import load_judge
+    from ..judges import validate_judge
+    from .models import Server
     from .pipeline import run_engine
 
     if args.images_per_prompt != 1 or args.prompts:
@@ -126,33 +192,28 @@ def _run(args: argparse.Namespace) -> int:
     out = args.out or str(Path(args.work) / "dataset")
     if args.until == "export" and not args.license:
         raise ValueError("--license is needed to write the release (or stop earlier with --until)")
-    config, sources = _config(args), _sources(args)
-    state = PartialState(cpu=not torch.cuda.is_available())
-
-    def judge(spec: str, kwargs: dict):
-        if spec.startswith("hf:") and "device" not in kwargs and "device_map" not in kwargs:
-            kwargs = {**kwargs, "device": str(state.device)}  # one model per process, on its own GPU
-        return load_judge(spec, cache=args.cache, **kwargs)
-
-    vlm = judge(args.judge, args.judge_kwargs)
-    llm = judge(args.llm, args.llm_kwargs) if args.llm else None
-    drawer = Drawer(_generation_config(args), device=str(state.device))
-    result = run_engine(args.work, sources, config, judge=vlm, llm=llm, drawer=drawer,
+    if args.server and args.judge_kwargs:
+        raise ValueError("--judge-kwargs do not reach a judge served by --server: give the server's options "
+                         "with --server-options (datatrove's InferenceConfig)")
+    validate_judge(args.judge, args.judge_kwargs)
+    if args.llm:
+        validate_judge(args.llm, args.llm_kwargs)
+    executor = _executor(args)
+    result = run_engine(args.work, _sources(args), _config(args), judge=args.judge, judge_kwargs=args.judge_kwargs,
+                        llm=args.llm, llm_kwargs=args.llm_kwargs, cache=args.cache,
+                        drawer=_generation_config(args), executor=executor,
+                        server=Server(args.server, args.server_options) if args.server else None,
                         out=out if args.until == "export" else None, license=args.license, repo_id=args.repo_id,
-                        until=args.until, state=state, progress=not args.no_progress)
-    rank = f"rank {state.process_index}: " if state.num_processes > 1 else ""
-    for report in result.stages:
-        for why in report.retry:
-            print(f"{rank}{report.stage}: {why}")
-    if not state.is_main_process:
-        return 0 if result.complete else 1
-    print(f"candidates: {', '.join(f'{k} {v}' for k, v in result.candidates.items())}")
-    for report in result.stages:
-        print(f"  {report.stage:<10} {report.done_before} shard(s) done before, {report.committed} now (this process), "
-              f"{result.pending[report.stage]} pending")
+                        until=args.until, progress=not args.no_progress)
+    if result.jobs:
+        print(f"submitted Slurm jobs {', '.join(result.jobs)} (one array per stage, each after the one before); "
+              f"follow them with squeue, their task logs are in {args.work}/<NN-stage>/logs/logs/. When they end: "
+              f"t2ireason engine status --work {args.work}; run this command again to submit what did not complete")
+        return 0
+    _print_summary(result)
     if not result.complete:
-        print(f"{sum(1 for v in result.pending.values() if v)} stage(s) have pending shards: run the same command "
-              f"again to finish them (answers already given come from the response cache)")
+        print(f"{sum(1 for v in result.pending.values() if v)} stage(s) have tasks that did not complete: run the "
+              f"same command again to finish them (answers already given come from the response cache)")
         return 1
     if result.statistics is not None:
         s = result.statistics
@@ -164,6 +225,24 @@ def _run(args: argparse.Namespace) -> int:
     if result.statistics is None:
         print(f"work folder: {args.work} (stopped after {args.until})")
     return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    from .pipeline import RELEASE, EngineResult, stage_summary
+    from .sources import candidate_counts
+    from .work import STAGE_NAMES, Workdir
+
+    work = Workdir(args.work)
+    if work.settings("sources") is None:
+        raise ValueError(f"{args.work} is not an engine work folder (nothing was ingested there)")
+    stages = [stage_summary(s, work.logs(s)) for s in STAGE_NAMES[1:] if (work.logs(s) / "executor.json").is_file()]
+    for part, name in (("export", "export"), ("card", "release")):
+        logs = work.root / RELEASE / "logs" / part
+        if (logs / "executor.json").is_file():
+            stages.append(stage_summary(name, logs))
+    result = EngineResult(candidate_counts(work), stages)
+    _print_summary(result)
+    return 0 if result.complete and stages else 1
 
 
 def _estimate(args: argparse.Namespace) -> int:
@@ -216,4 +295,5 @@ def _agreement(args: argparse.Namespace) -> int:
 
 def run_engine_command(args: argparse.Namespace) -> int:
     """Run the action chosen on the command line; 0 when done, 1 when shards are left for another run."""
-    return {"run": _run, "estimate": _estimate, "sample": _sample, "agreement": _agreement}[args.engine_action](args)
+    actions = {"run": _run, "estimate": _estimate, "sample": _sample, "agreement": _agreement, "status": _status}
+    return actions[args.engine_action](args)

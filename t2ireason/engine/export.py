@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -24,9 +25,11 @@ import pyarrow.parquet as pq
 
 from ..benchmarks.flux_reason import BENCHMARK, CHARACTERISTICS, DISPLAY_NAMES, FEATURES
 from ..build import describe_features, render_template, size_category
+from ..files import atomic_write_text
 from .work import STAGE_NAMES, WORK_FEATURES, EngineError, Workdir, write_parquet_atomic
 
-__all__ = ["export", "statistics", "PROVENANCE_FEATURES", "export_review_sample", "review_agreement"]
+__all__ = ["export", "export_shard", "finish_release", "check_release", "release_name", "statistics",
+           "PROVENANCE_FEATURES", "export_review_sample", "review_agreement"]
 
 SPLIT = "train"  # a training set
 LAST = STAGE_NAMES[-1]
@@ -148,45 +151,70 @@ def _card(out: Path, stats: dict[str, Any], n_shards: int, license: str, repo_id
     return text
 
 
-def export(work: Workdir, out: str | os.PathLike, *, license: str, state: Any, repo_id: str | None = None,
-           run: dict[str, Any] | None = None) -> dict[str, Any] | None:
-    """Write the release from the last stage's shards (shard ``shard-i`` -> ``data/train-i.parquet`` and
-    ``provenance/train-i.parquet``), split between processes; the main process then writes
-    ``statistics.json`` and ``README.md`` and returns the statistics."""
+def release_name(shard: str) -> str:
+    """The release file of a work shard: ``shard-00003`` -> ``train-00003.parquet``."""
+    return f"{SPLIT}-{shard.removeprefix('shard-')}.parquet"
+
+
+def check_release(work: Workdir, out: str | os.PathLike, *, ours: bool = False) -> None:
+    """Refuse an output folder holding files the engine did not write (before anything is written there);
+    ``ours``: the work folder's export already writes there (an export killed before its statistics)."""
+    out = Path(out)
+    if out.is_dir() and any(out.iterdir()) and not (out / "statistics.json").is_file() and not ours:
+        raise EngineError(f"output folder {out} is not empty and was not written by the engine; choose another")
+
+
+def export_shard(work: Workdir, out: str | os.PathLike, shard: str) -> int:
+    """One shard of the release: its kept records in ``data/`` (no file when none is kept: an empty Parquet
+    file breaks ``load_dataset``) and every candidate in ``provenance/``, each file written whole. Returns
+    how many records were kept."""
+    out, name = Path(out), release_name(shard)
+    records = work.read(LAST, shard)
+    kept = [r for r in records if r["dropped_by"] is None]
+    if kept:
+        write_parquet_atomic([_release_row(r, work) for r in kept], FEATURES, out / "data" / name)
+    else:
+        (out / "data" / name).unlink(missing_ok=True)
+    write_parquet_atomic([_provenance_row(r) for r in records], PROVENANCE_FEATURES, out / "provenance" / name)
+    return len(kept)
+
+
+def finish_release(work: Workdir, out: str | os.PathLike, *, license: str, repo_id: str | None = None,
+                   run: dict[str, Any] | None = None) -> dict[str, Any]:
+    """After every shard is exported (:func:`export_shard`): remove files of an earlier export that are not
+    part of this one, write ``statistics.json`` and the card ``README.md``; return the statistics."""
     out = Path(out)
     shards = work.shards(LAST)
     expected = work.settings("sources")["shards"]
     if len(shards) < expected:
         raise EngineError(f"{expected - len(shards)} of {expected} shards have not been through every stage yet "
                           "(a judge backend failed on them): run again to finish them, then export")
-    if out.is_dir() and any(out.iterdir()) and not (out / "statistics.json").is_file():
-        raise EngineError(f"output folder {out} is not empty and was not written by the engine; choose another")
-    kept = {s: pq.read_table(work.shard_path(LAST, s), columns=["dropped_by"]).column(0).null_count for s in shards}
-    if not any(kept.values()):
+    kept = {s for s in shards if pq.read_table(work.shard_path(LAST, s), columns=["dropped_by"]).column(0).null_count}
+    if not kept:
         raise EngineError(f"every candidate was dropped, nothing to release: see why in the events of the records "
                           f"in {work.stage_dir(LAST)}")
-    names = {shard: f"{SPLIT}-{shard.removeprefix('shard-')}.parquet" for shard in shards}
-    state.wait_for_everyone()  # every process has checked the folder before any writes to it
-    with state.split_between_processes(shards) as mine:
-        for shard in mine:
-            records = work.read(LAST, shard)
-            if kept[shard]:  # no file rather than an empty one, which load_dataset cannot read
-                write_parquet_atomic([_release_row(r, work) for r in records if r["dropped_by"] is None], FEATURES,
-                                     out / "data" / names[shard])
-            write_parquet_atomic([_provenance_row(r) for r in records], PROVENANCE_FEATURES,
-                                 out / "provenance" / names[shard])
-    state.wait_for_everyone()
-    if not state.is_main_process:
-        return None
-    files = {"data": {names[s] for s in shards if kept[s]}, "provenance": set(names.values())}
-    for folder, current in files.items():  # files of an earlier export that are not part of this one
-        for stale in {p.name for p in (out / folder).glob("*.parquet")} - current:
+    files = {"data": {release_name(s) for s in kept}, "provenance": {release_name(s) for s in shards}}
+    for folder, current in files.items():
+        present = {p.name for p in (out / folder).glob("*.parquet")}
+        missing = current - present
+        if missing:
+            raise EngineError(f"{out / folder} lacks {sorted(missing)[:3]}: the export did not finish; run again")
+        for stale in present - current:  # files of an earlier export that are not part of this one
             (out / folder / stale).unlink()
     stats = statistics(work.records(LAST))
-    (out / "statistics.json").write_text(json.dumps(stats, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    (out / "README.md").write_text(_card(out, stats, len(files["data"]), license, repo_id, run or {}),
-                                   encoding="utf-8")
+    atomic_write_text(out / "statistics.json", json.dumps(stats, indent=2, ensure_ascii=False) + "\n")
+    atomic_write_text(out / "README.md", _card(out, stats, len(files["data"]), license, repo_id, run or {}))
     return stats
+
+
+def export(work: Workdir, out: str | os.PathLike, *, license: str, repo_id: str | None = None,
+           run: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The whole release in this process (the engine's export stage does the same as datatrove tasks):
+    every shard, then the statistics and the card."""
+    check_release(work, out)
+    for shard in work.shards(LAST):
+        export_shard(work, out, shard)
+    return finish_release(work, out, license=license, repo_id=repo_id, run=run)
 
 
 # ---------------------------------------------------------------------------------------------- human review
@@ -218,11 +246,12 @@ def export_review_sample(work: Workdir, out: str | os.PathLike, *, per_verdict: 
             shutil.copyfile(work.root / r["image"], out / file)
             rows.append({"file": file, "id": r["id"], "vlm_verdict": verdict, "flaws": " ".join(detail["flaws"]),
                          "reason": detail["reason"], "human_verdict_1": "", "human_verdict_2": ""})
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=REVIEW_COLUMNS)
+    writer.writeheader()
+    writer.writerows(rows)
     path = out / "review.csv"
-    with path.open("w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=REVIEW_COLUMNS)
-        writer.writeheader()
-        writer.writerows(rows)
+    atomic_write_text(path, text.getvalue())
     return path
 
 

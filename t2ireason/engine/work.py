@@ -1,11 +1,15 @@
 """The engine's work folder: records in Parquet shards, one folder per stage, committed atomically.
 
 A record travels through every stage in the same shard (shard ``i`` of one stage
-becomes shard ``i`` of the next), so a stage is resumable by construction: a
-shard is either committed (its file exists, written whole by ``os.replace``) or
-not started. Dropped records stay in their shard with ``dropped_by`` set and are
-passed through untouched, so the last stage's shards hold the whole history of
-every candidate: which stage dropped or labelled it, and why (``events``).
+becomes shard ``i`` of the next). A shard is either committed (its file exists,
+written whole by ``os.replace``) or not started. Dropped records stay in their
+shard with ``dropped_by`` set and are passed through untouched, so the last
+stage's shards hold the whole history of every candidate: which stage dropped
+or labelled it, and why (``events``).
+
+Each stage folder also holds the settings it ran with (``_stage.json``) and, in
+``logs/``, datatrove's logging folder for that stage: task logs, per-task
+statistics and the completion markers that gate the next stage.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from ..benchmarks.flux_reason import CHARACTERISTICS
 from ..files import atomic_file, atomic_write_text
 
 __all__ = ["WORK_FEATURES", "STAGE_NAMES", "EngineError", "RetryShard", "Workdir", "Stage", "Context",
-           "new_record", "note", "drop", "run_stage", "write_parquet_atomic"]
+           "new_record", "note", "drop", "write_parquet_atomic"]
 
 #: every stage, in order; ``sources`` is the ingest that creates the shards
 STAGE_NAMES = ("sources", "prompts", "synthesis", "quality", "scoring", "captions", "gcot", "original", "translate")
@@ -99,6 +103,7 @@ class Workdir:
     """``<root>/NN-<stage>/shard-XXXXX.parquet``, ``<root>/images/``, ``<root>/review/``."""
 
     SETTINGS = "_stage.json"
+    LOGS = "logs"  # datatrove's logging folder inside each stage folder
 
     def __init__(self, root: str | os.PathLike):
         self.root = Path(root)
@@ -110,6 +115,17 @@ class Workdir:
         """Names of the committed shards of ``stage``, sorted."""
         folder = self.stage_dir(stage)
         return sorted(p.stem for p in folder.glob("shard-*.parquet")) if folder.is_dir() else []
+
+    def shard_names(self) -> list[str]:
+        """Every shard the ingest made (``shard-00000`` ...), whether or not a stage has committed it yet."""
+        ingest = self.settings("sources")
+        if ingest is None:
+            raise EngineError(f"{self.root} has not been ingested yet")
+        return [f"shard-{i:05d}" for i in range(ingest["shards"])]
+
+    def logs(self, stage: str) -> Path:
+        """datatrove's logging folder of ``stage``: deleting the stage folder forgets its completions too."""
+        return self.stage_dir(stage) / self.LOGS
 
     def shard_path(self, stage: str, shard: str) -> Path:
         return self.stage_dir(stage) / f"{shard}.parquet"
@@ -157,6 +173,8 @@ class Context:
     drawer: Any = None  # drawer(prompts, seeds) -> images, e.g. generation.Drawer
     progress: bool = False
     shard: str = ""
+    #: count(name, n): adds to the running step's statistics (datatrove's stat_update)
+    count: Callable[[str, int], None] = field(default=lambda name, n=1: None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -172,55 +190,8 @@ class Stage:
     models: tuple[str, ...] = ()
     doc: str = ""
 
-    def identity(self, ctx: Context) -> dict[str, Any]:
-        out = {name: getattr(ctx.config, name) for name in self.settings}
-        for model in self.models:
-            obj = getattr(ctx, model)
-            config = getattr(obj, "config", None)  # a Drawer: its GenerationConfig decides the pixels
-            out[model] = (obj.identity() if hasattr(obj, "identity") else config.to_dict()
-                          if hasattr(config, "to_dict") else repr(obj))
-        return out
-
-
-@dataclass
-class StageReport:
-    stage: str
-    committed: int = 0  # shards this process committed now
-    done_before: int = 0  # shards committed by an earlier run
-    retry: list[str] = field(default_factory=list)  # shards left for the next run, with why
-
-
-def run_stage(stage: Stage, ctx: Context, state: Any) -> StageReport:
-    """Run ``stage`` over every shard the previous stage committed and this one has not.
-
-    The pending shards are split between processes (``state.split_between_processes``);
-    every process lists them before any of them commits, so the split is the same on all.
-    """
-    from ..progress import progress_bar
-
-    work = ctx.work
-    previous = STAGE_NAMES[STAGE_NAMES.index(stage.name) - 1]
-    identity = stage.identity(ctx)
-    work.check_settings(stage.name, identity)
-    done = set(work.shards(stage.name))
-    todo = [s for s in work.shards(previous) if s not in done]
-    report = StageReport(stage.name, done_before=len(done))
-    state.wait_for_everyone()
-    if todo and state.is_main_process:
-        work.save_settings(stage.name, identity)
-    with state.split_between_processes(todo) as mine:
-        desc = f"{stage.name}" + (f" (rank {state.process_index})" if state.num_processes > 1 else "")
-        with progress_bar(len(mine), ctx.progress and state.is_local_main_process, desc=desc, unit="shard") as bar:
-            for shard in mine:
-                records = work.read(previous, shard)
-                ctx.shard = shard
-                try:
-                    stage.run([r for r in records if r["dropped_by"] is None], ctx)
-                except RetryShard as e:
-                    report.retry.append(f"{shard}: {e}")
-                else:
-                    work.write(stage.name, shard, records)
-                    report.committed += 1
-                bar.update(1)
-    state.wait_for_everyone()
-    return report
+    def identity(self, config: Any, models: dict[str, Any]) -> dict[str, Any]:
+        """What this stage's results depend on: its settings and the description of each model it uses
+        (``models``: role -> description, see :meth:`.models.Models.describe`)."""
+        return {**{name: getattr(config, name) for name in self.settings},
+                **{model: models[model] for model in self.models}}

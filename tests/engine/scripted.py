@@ -19,6 +19,8 @@ record it is about), decide:
 from __future__ import annotations
 
 import json
+import os
+import time
 from pathlib import Path
 
 from PIL import Image
@@ -134,3 +136,38 @@ def reply(request) -> str:
     else:
         raise AssertionError(f"unexpected stage {stage}")
     return json.dumps(value, ensure_ascii=False)
+
+
+class Replies:
+    """:func:`reply` as a picklable callable for worker processes: optionally sleeping ``delay`` seconds per
+    request (a model's cost) and noting the answering process's pid in the file ``pids``; both only for the
+    requests of ``stage`` when it is given."""
+
+    def __init__(self, delay: float = 0.0, pids: str | None = None, stage: str | None = None):
+        self.delay, self.pids, self.stage = delay, pids, stage
+
+    def __call__(self, request) -> str:
+        if self.stage is not None and request.metadata["stage"] != self.stage:
+            return reply(request)
+        if self.pids:
+            with open(self.pids, "a") as f:
+                f.write(f"{os.getpid()}\n")
+        if self.delay:
+            time.sleep(self.delay)
+        return reply(request)
+
+
+class ScriptedDrawer:
+    """A drawer without a model: each image a flat colour from its seed (so a release made by it is the
+    same however the work is split), ``delay`` seconds per image to simulate a model's cost."""
+
+    def __init__(self, delay: float = 0.0, size: int = 16):
+        from t2ireason.generation import GenerationConfig
+
+        self.delay, self.size = delay, size
+        self.config = GenerationConfig(model="scripted-drawer", height=size, width=size, batch_size=4)
+
+    def __call__(self, prompts, seeds):
+        if self.delay:
+            time.sleep(self.delay * len(prompts))
+        return [Image.new("RGB", (self.size, self.size), tuple(int(s) >> k & 255 for k in (0, 8, 16))) for s in seeds]
