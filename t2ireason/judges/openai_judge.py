@@ -104,8 +104,22 @@ def merge_top(pairs: Iterable[tuple[str, float]]) -> dict[str, float]:
     string (distinct token ids can share a text)."""
     top: dict[str, float] = {}
     for token, lp in pairs:
-        top[token] = lp if token not in top else float(_logaddexp(top[token], lp))
+        top[token] = lp if token not in top else min(0.0, _logaddexp(top[token], lp))  # at most 0, as above
     return top
+
+
+def _token(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"a token is a {type(value).__name__}, not text")
+    return value
+
+
+def _logprob(value: Any) -> float:
+    """A log-probability as a server gives it, checked: a number, at most 0 (a rounding error above 0 is
+    taken as 0), or -inf; anything else makes the reply malformed, never a probability outside [0, 1]."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value) or value > 1e-6:
+        raise TypeError(f"log-probability {value!r} is not a number at most 0")
+    return min(float(value), 0.0)
 
 
 def _logaddexp(a: float, b: float) -> float:
@@ -139,8 +153,9 @@ def answer_logprob(top: dict[str, float], answer: str) -> float:
     """
     want = _one_word(answer)
     hits = [lp for tok, lp in top.items() if tok.strip() == want]
-    if hits:
-        return float(math.log(sum(math.exp(lp) for lp in hits)))
+    if hits:  # at most 0: tokens that decode alike can add up past 1 by rounding
+        total = sum(math.exp(lp) for lp in hits)
+        return min(0.0, math.log(total)) if total > 0 else -math.inf
     prefixes = [tok for tok in top if tok.strip() and want.startswith(tok.strip())]
     if prefixes:
         raise JudgeError(f"answer {answer!r} seems to span several tokens (candidates {prefixes!r} are "
@@ -1102,8 +1117,9 @@ class OpenAIJudge(Judge):
             if not isinstance(text, str | None):
                 raise TypeError(f"content is a {type(text).__name__}")
             content = (choice.get("logprobs") or {}).get("content")
-            logprobs = [TokenLogprob(t["token"], t["logprob"],
-                                     merge_top((a["token"], a["logprob"]) for a in t.get("top_logprobs") or []))
+            logprobs = [TokenLogprob(_token(t["token"]), _logprob(t["logprob"]),
+                                     merge_top((_token(a["token"]), _logprob(a["logprob"]))
+                                               for a in t.get("top_logprobs") or []))
                         for t in content] if content else None
             usage = {k: v for k, v in (completion.get("usage") or {}).items() if isinstance(v, int)} or None
         except (AttributeError, IndexError, KeyError, TypeError) as e:
