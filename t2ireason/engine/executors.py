@@ -122,7 +122,8 @@ def _claim_gpu(gpus) -> None:
 def _run_task(task: bytes) -> tuple[Any, int, float]:
     """One task in a worker, given as the dill of ``(executor, rank)``: datatrove's own run of it, and
     which process ran it since when. dill, as datatrove's own pool uses: a pipeline may hold closures and
-    lambdas, which the pickle of ``concurrent.futures`` cannot carry."""
+    lambdas, which the pickle of ``concurrent.futures`` cannot carry; ``recurse=True`` carries the globals
+    they use, which a worker's own ``__main__`` does not have (a judge defined in the user's script)."""
     start = time.monotonic()  # CLOCK_MONOTONIC: the same clock in every process of the machine
     executor, rank = dill.loads(task)
     return executor._run_for_rank(rank, local_rank=1), os.getpid(), start  # local_rank 1: console errors only
@@ -233,7 +234,7 @@ class WorkerPool:
         """Run ``ranks`` of ``executor``; each outcome is collected on its own, in completion order."""
         results = []
         try:
-            futures = {self._pool.submit(_run_task, dill.dumps((executor, rank))): rank for rank in ranks}
+            futures = {self._pool.submit(_run_task, dill.dumps((executor, rank), recurse=True)): rank for rank in ranks}
         except concurrent.futures.process.BrokenProcessPool:
             futures = {}
         for future in concurrent.futures.as_completed(futures):

@@ -89,6 +89,44 @@ def _running(command: list[str], env: dict):
         proc.wait()
 
 
+_MAIN_JUDGE_SCRIPT = """
+import sys
+import time
+from pathlib import Path
+
+from engine.scripted import THRESHOLDS, ScriptedDrawer, input_paths, reply
+from t2ireason.engine import EngineConfig, Local, Sources, run_engine
+from t2ireason.judges.scripted import ScriptedJudge
+
+
+class MyReplies:  # defined in the user's script: its workers have no such __main__
+    def __call__(self, request):
+        time.monotonic()  # a global of this script
+        return reply(request)
+
+
+if __name__ == "__main__":
+    root = Path(sys.argv[1])
+    result = run_engine(root / "work", Sources(**input_paths(root / "inputs")),
+                        EngineConfig(shard_size=5, thresholds=THRESHOLDS, review_size=3),
+                        judge=ScriptedJudge(replies=MyReplies()), drawer=ScriptedDrawer(),
+                        executor=Local(workers=2), out=root / "out", license="apache-2.0", progress=False)
+    print([s.failures for s in result.stages])
+    sys.exit(0 if result.complete else 1)
+"""
+
+
+def test_a_judge_defined_in_the_users_script_runs_in_the_workers(scripted_reference, tmp_path, worker_env):
+    """A judge class written in the user's own script (``__main__``), using that script's imports, runs in
+    the worker processes: its globals travel with it."""
+    make_inputs(tmp_path / "inputs")
+    script = tmp_path / "curate.py"
+    script.write_text(_MAIN_JUDGE_SCRIPT)
+    done = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    same_release(tmp_path / "out", scripted_reference)
+
+
 def test_kill_9_of_workers_at_random_moments(scripted_reference, tmp_path):
     """Five runs, each with a worker killed (SIGKILL) at a random moment: each run ends by itself, the killed
     task left incomplete while the others go on; then the same command: nothing lost, nothing twice, the
