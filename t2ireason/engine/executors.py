@@ -171,8 +171,9 @@ class LocalExecutor(LocalPipelineExecutor):
             stats.save_to_disk(f)
         return stats
 
-    def _done(self, rank: int, stats: Any, error: str | None, slot: int = 0, start: float = 0.0) -> Any:
-        self.timeline.append((rank, slot, start, time.monotonic()))
+    def _done(self, rank: int, stats: Any, error: str | None, slot: int = 0, start: float | None = None) -> Any:
+        if start is not None:  # when it ran (unknown for a task whose worker was killed)
+            self.timeline.append((rank, slot, start, time.monotonic()))
         if error is not None:
             self.failures[rank] = error
         if self._bar is not None:
@@ -232,27 +233,22 @@ class WorkerPool:
 
     def run(self, executor: LocalExecutor, ranks: list[int]) -> list[Any]:
         """Run ``ranks`` of ``executor``; each outcome is collected on its own, in completion order."""
-        results = []
+        killed = "a worker process of the run was killed before this task finished (BrokenProcessPool)"
         try:
             futures = {self._pool.submit(_run_task, dill.dumps((executor, rank), recurse=True)): rank for rank in ranks}
-        except concurrent.futures.process.BrokenProcessPool:
-            futures = {}
+        except concurrent.futures.process.BrokenProcessPool:  # by a worker killed in an earlier stage
+            return [executor._done(rank, None, killed) for rank in ranks]
+        results = []
         for future in concurrent.futures.as_completed(futures):
             rank = futures[future]
             try:
                 stats, pid, start = future.result()
             except concurrent.futures.process.BrokenProcessPool:
-                results.append(executor._done(rank, None, "a worker process of the run was killed before this "
-                                                          "task finished (BrokenProcessPool)"))
-                continue
+                results.append(executor._done(rank, None, killed))
             except Exception as e:  # noqa: BLE001 - the task's failure is reported, the other tasks go on
                 results.append(executor._done(rank, None, f"{type(e).__name__}: {e}"))
-                continue
-            slot = self._slots.setdefault(pid, len(self._slots))
-            results.append(executor._done(rank, stats, None, slot, start))
-        for rank in ranks[len(futures):] if not futures else ():  # the pool was broken before this stage
-            results.append(executor._done(rank, None, "a worker process of the run was killed in an earlier "
-                                                       "stage (BrokenProcessPool)"))
+            else:
+                results.append(executor._done(rank, stats, None, self._slots.setdefault(pid, len(self._slots)), start))
         return results
 
 

@@ -140,11 +140,11 @@ def reply(request) -> str:
 
 class Replies:
     """:func:`reply` as a picklable callable for worker processes: optionally sleeping ``delay`` seconds per
-    request (a model's cost) and noting the answering process's pid in the file ``pids``; both only for the
-    requests of ``stage`` when it is given."""
+    request (a model's cost) and noting the answering process's pid in the file ``pids`` (with its
+    ``CUDA_VISIBLE_DEVICES`` in the file ``gpus``); all only for the requests of ``stage`` when it is given."""
 
-    def __init__(self, delay: float = 0.0, pids: str | None = None, stage: str | None = None):
-        self.delay, self.pids, self.stage = delay, pids, stage
+    def __init__(self, delay: float = 0.0, pids: str | None = None, stage: str | None = None, gpus: str | None = None):
+        self.delay, self.pids, self.stage, self.gpus = delay, pids, stage, gpus
 
     def __call__(self, request) -> str:
         if self.stage is not None and request.metadata["stage"] != self.stage:
@@ -152,6 +152,9 @@ class Replies:
         if self.pids:
             with open(self.pids, "a") as f:
                 f.write(f"{os.getpid()}\n")
+        if self.gpus:
+            with open(self.gpus, "a") as f:
+                f.write(f"{os.getpid()} {os.environ.get('CUDA_VISIBLE_DEVICES')}\n")
         if self.delay:
             time.sleep(self.delay)
         return reply(request)

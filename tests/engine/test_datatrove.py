@@ -50,16 +50,19 @@ def scripted_reference(tmp_path_factory):
 
 def test_four_tasks_on_two_workers_make_the_same_release(scripted_reference, tmp_path, worker_env):
     """tasks 4 / workers 2 against the reference's tasks 1 / workers 1: the same release, field for field and
-    pixel for pixel, the work done by two worker processes, each stage's statistics the same."""
+    pixel for pixel, the work done by two worker processes, each keeping one GPU of its own, each stage's
+    statistics the same."""
     make_inputs(tmp_path / "inputs")
-    pids = tmp_path / "pids"
-    result, _ = run_scripted(tmp_path, ScriptedDrawer(), replies=Replies(pids=str(pids)),
-                             executor=Local(tasks=4, workers=2))
+    pids, gpus = tmp_path / "pids", tmp_path / "gpus"
+    result, _ = run_scripted(tmp_path, ScriptedDrawer(), replies=Replies(pids=str(pids), gpus=str(gpus)),
+                             executor=Local(tasks=4, workers=2, gpus=["3", "5"]))
     assert result.complete and [s.tasks for s in result.stages] == [4] * 9 + [1]
     same_release(tmp_path / "out", scripted_reference)
     workers = set(pids.read_text().split())
     assert len(workers) == 2 and str(os.getpid()) not in workers
     assert {w for s in result.stages[:-1] for _, w, _, _ in s.timeline} == {0, 1}
+    gpu_of = dict(line.split() for line in set(gpus.read_text().splitlines()))  # a worker's GPU never changes
+    assert gpu_of.keys() == workers and sorted(gpu_of.values()) == ["3", "5"]
     ours = {s.stage: s.stats for s in result.stages}
     theirs = {s.stage: s.stats for s in scripted_reference.result.stages}
     for stage in ("prompts", "quality", "scoring", "captions", "gcot", "original", "translate"):
