@@ -47,6 +47,8 @@ ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFO
 os.environ.update({k: ENV[k] for k in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HOME")})
 sys.path.insert(0, str(ROOT / "perf"))
 
+from _report import figure, summary  # noqa: E402
+
 JUDGE = "openai:perf-judge@http://127.0.0.1:9/v1"  # never reached: nothing is left to ask
 OPTIONS = '{"structured_output": true}'
 HEAVY = ("torch", "transformers", "transformers.pipelines", "evaluate", "diffusers")
@@ -193,21 +195,11 @@ def main(argv: list[str] | None = None) -> int:
         "evaluate_fixed_cost_seconds": {"startup_seconds": statistics.median(inner["startup"]),
                                         "command_seconds": med["noop"], "prompts": args.prompts},
     }
-    met = not heavy
+    met = True
     for name, value in figures.items():
-        print(f"{name}={value:.3f}")
-        for key, detail in details.get(name, {}).items():
-            print(f"{name}.{key}={detail:.3f}" if isinstance(detail, float) else f"{name}.{key}={detail}")
-        if name in TARGETS:
-            op, target = TARGETS[name]
-            ok = value <= target if op == "<=" else value >= target
-            if name == "import_for_cli_http_scoring_ratio":
-                ok = ok and not heavy
-            met &= ok
-            print(f"{name}.target={op}{target}")
-            print(f"{name}.met={str(ok).lower()}", flush=True)
-    print(f"targets_met={str(met).lower()}")
-    return 0 if met else 1
+        met &= figure(name, value, details.get(name), TARGETS.get(name),
+                      ok=not (heavy and name == "import_for_cli_http_scoring_ratio"))
+    return summary(met)
 
 
 if __name__ == "__main__":

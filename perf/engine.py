@@ -32,6 +32,7 @@ os.environ.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFL
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # the engine tests' scripted inputs, replies and drawer
 
+from _report import figure, summary  # noqa: E402
 from engine.scripted import THRESHOLDS, ScriptedDrawer, input_paths, make_inputs, reply  # noqa: E402
 
 from t2ireason.engine import EngineConfig, Local, Sources, run_engine  # noqa: E402
@@ -106,17 +107,8 @@ def main() -> int:
 
     met = True
     for name, (value, details) in figures.items():
-        print(f"{name}={value:.3f}", flush=True)
-        for key, detail in details.items():
-            print(f"{name}.{key}={detail:.4g}" if isinstance(detail, float) else f"{name}.{key}={detail}")
-        if name in TARGETS:
-            op, target = TARGETS[name]
-            ok = value >= target if op == ">=" else value <= target
-            met &= ok
-            print(f"{name}.target={op}{target}")
-            print(f"{name}.met={str(ok).lower()}", flush=True)
-    print(f"targets_met={str(met).lower()}")
-    return 0 if met else 1
+        met &= figure(name, value, details, TARGETS.get(name))
+    return summary(met)
 
 
 if __name__ == "__main__":

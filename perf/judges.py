@@ -44,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _cache  # noqa: E402
 import _http  # noqa: E402
 import _local  # noqa: E402
+from _report import failed, figure, summary  # noqa: E402
 
 #: figure -> (comparison, target)
 TARGETS = {
@@ -89,25 +90,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown figure(s) {', '.join(unknown)}; known: {', '.join(TARGETS)}")
     met = True
     for name in names:
-        op, target = TARGETS[name]
         try:
             value, details = measure(name, Path(_HOME) / "models")
         except Exception as e:  # noqa: BLE001 - reported, and the other figures still measured
-            print(f"{name}=error", flush=True)
-            print(f"{name}.error={type(e).__name__}: {e}")
-            print(f"{name}.target={op}{target}")
-            print(f"{name}.met=false", flush=True)
-            met = False
+            met = failed(name, e, TARGETS[name])
             continue
-        ok = value <= target if op == "<=" else value >= target
-        met &= ok
-        print(f"{name}={value:.4f}", flush=True)
-        for key, detail in details.items():
-            print(f"{name}.{key}={detail:.4g}" if isinstance(detail, float) else f"{name}.{key}={detail}")
-        print(f"{name}.target={op}{target}")
-        print(f"{name}.met={str(ok).lower()}", flush=True)
-    print(f"targets_met={str(met).lower()}")
-    return 0 if met else 1
+        met &= figure(name, value, details, TARGETS[name], digits=4)
+    return summary(met)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _report import figure, summary  # noqa: E402
+
 from t2ireason.parsing import ReplyParseError, extract_json  # noqa: E402
 
 TARGETS = {"extract_json_seconds_per_mb": ("<=", 3.0), "extract_json_growth_ratio": ("<=", 1.5)}
@@ -63,13 +65,10 @@ def main() -> int:
     figures = {"extract_json_seconds_per_mb": per_mb[worst], "extract_json_growth_ratio": growth}
     met = True
     for name, value in figures.items():
-        op, target = TARGETS[name]
-        met &= value <= target if op == "<=" else value >= target
-        print(f"{name}={value:.3f}")
-    print(f"targets_met={str(met).lower()}")
+        met &= figure(name, value, target=TARGETS[name])
     for name, value in per_mb.items():
         print(f"extract_json.{name}={value:.3f}")
-    return 0 if met else 1
+    return summary(met)
 
 
 if __name__ == "__main__":
