@@ -33,8 +33,6 @@ import argparse
 import json
 import os
 import re
-import shutil
-import tempfile
 import unicodedata
 from collections import Counter
 from collections.abc import Sequence
@@ -50,7 +48,7 @@ import pyarrow.parquet as pq
 
 from .benchmarks import Anomaly, Benchmark, Quarantined, ReleaseError, get_benchmark, is_safe_name, safe_name
 from .benchmarks.base import unread_files
-from .files import UnsafePath
+from .files import UnsafePath, atomic_folder
 
 __all__ = ["BuildError", "BuildReport", "build_dataset", "publish", "render_template", "size_category",
            "describe_features", "SPLIT", "NORMALIZATIONS"]
@@ -467,16 +465,8 @@ def build_dataset(benchmark: Benchmark | str, source: str | os.PathLike | None, 
             normalization={"applied": list(normalize), "values_changed": changed} if normalize else {},
             strict=strict)
 
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-        try:
+        with atomic_folder(out) as tmp:
             _write(bench, release, built, tables, tmp, report, repo_id, eval_yaml, evaluation_framework)
-            if out.exists():
-                shutil.rmtree(out)
-            tmp.rename(out)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
     return report
 
 

@@ -6,13 +6,14 @@ import dataclasses
 import json
 import math
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
-__all__ = ["atomic_file", "atomic_write_text", "atomic_write_json", "jsonable", "inside", "UnsafePath",
+__all__ = ["atomic_file", "atomic_folder", "atomic_write_text", "atomic_write_json", "jsonable", "inside", "UnsafePath",
            "remove_partial_files"]
 
 
@@ -52,6 +53,24 @@ def atomic_file(path: str | os.PathLike, *, suffix: str = ".part") -> Iterator[B
         os.replace(tmp, path)  # atomic on POSIX
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@contextmanager
+def atomic_folder(path: str | os.PathLike) -> Iterator[Path]:
+    """A folder, yielded empty under a hidden temporary name beside ``path``, that replaces ``path``
+    (and whatever was there) when the block ends without error; on an error it is deleted and
+    ``path`` is left as it was."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+    try:
+        yield tmp
+        if path.exists():
+            shutil.rmtree(path)
+        tmp.rename(path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
         raise
 
 

@@ -35,7 +35,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from .benchmarks.base import Benchmark, OfficialRelease, ReleaseError
-from .files import UnsafePath, inside
+from .files import UnsafePath, atomic_folder, inside
 
 __all__ = ["ResolvedSource", "ReleaseUnavailable", "ArchiveError", "open_source", "find_root", "unpack",
            "fetch_official", "verify_files", "github_archive_url", "releases_cache", "ARCHIVE_LIMITS"]
@@ -311,16 +311,9 @@ def fetch_official(bench: Benchmark, revision: str | None = None, *,
                     raise _unavailable(bench, official, rev, f"{type(e).__name__}: {e}".splitlines()[0],
                                        archive, url) from None
                 notes.append(f"downloaded {url}")
-            tmp = Path(tempfile.mkdtemp(prefix=f".{stem}.", dir=cache))
-            try:
+            with atomic_folder(unpacked) as tmp:
                 notes += unpack(archive, tmp / "src")
                 (tmp / ".complete").write_text(url + "\n")
-                if unpacked.exists():
-                    shutil.rmtree(unpacked)
-                tmp.rename(unpacked)
-            except BaseException:
-                shutil.rmtree(tmp, ignore_errors=True)
-                raise
         else:
             notes.append(f"used the release cached at {unpacked}")
         root, depth = find_root(unpacked / "src", bench.release_markers)
