@@ -9,13 +9,15 @@ generators and reports all read it.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import os
+import re
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import datasets
@@ -125,6 +127,42 @@ def unread_files(root: Path, files_read: set[str], under: str = "") -> list[str]
             if not name.startswith(".") and rel not in files_read:
                 out.append(rel)
     return sorted(out)
+
+
+def _name_key(part: str) -> str:
+    """A file or folder name as compared by :func:`closest_file`: lower case, runs of spaces, dashes
+    and underscores as one ``_``."""
+    return re.sub(r"[\s\-_]+", "_", part.lower())
+
+
+def _likeness(a: str, b: str) -> float:
+    """How alike two relative paths are: 1 when every name is equal up to case and separators, else
+    the least alike pair of names (difflib's ratio), 0 for paths of different depths; compared name by
+    name so that a long shared folder does not make ``evaluation_idiom`` look like ``evaluation_entity``."""
+    xs, ys = PurePosixPath(a).parts, PurePosixPath(b).parts
+    if len(xs) != len(ys):
+        return 0.0
+    return min(difflib.SequenceMatcher(None, _name_key(x), _name_key(y)).ratio() for x, y in zip(xs, ys))
+
+
+def closest_file(root: Path, rel: str, taken: Collection[str] = (), cutoff: float = 0.9) -> tuple[str | None, list[str]]:
+    """For an expected file ``rel`` that the release does not hold, the file the user most likely has
+    under another spelling: ``(found, others)``.
+
+    ``found`` is the one file under ``root`` at ``rel``'s depth, with its extension, whose every folder
+    and file name equals ``rel``'s up to case and separators (``prompts/Entity-Reasoning.json``), or
+    failing that the only one whose names are each within a slip of a letter or two (difflib's ratio
+    at least ``cutoff``: ``deepseek_evaluatioin_qs/`` for ``deepseek_evaluation_qs/``); ``None`` when
+    there is no such file or several, which are then ``others``, for the missing-file report. Files in
+    ``taken`` (the files the reader reads under their own names) are never candidates, so a missing
+    ``evaluation_idiom.json`` is never read from the ``evaluation_entity.json`` beside it."""
+    suffix = PurePosixPath(rel).suffix.lower()
+    alike = {c: _likeness(rel, c) for c in unread_files(root, set(taken)) if PurePosixPath(c).suffix.lower() == suffix}
+    for level in (1.0, cutoff):
+        close = sorted(c for c, x in alike.items() if x >= level)
+        if close:
+            return (close[0], []) if len(close) == 1 else (None, close)
+    return None, []
 
 
 class Benchmark(ABC):

@@ -47,7 +47,16 @@ from ..parsing import ReplyParseError, as_score, ask_structured, extract_json
 from ..prompts import verbatim
 from ..results import ImageResult, PaperTable, QuestionResult
 from ..stats import summarize
-from .base import Anomaly, Benchmark, OfficialRelease, Quarantined, Release, ReleaseError, unread_files
+from .base import (
+    Anomaly,
+    Benchmark,
+    OfficialRelease,
+    Quarantined,
+    Release,
+    ReleaseError,
+    closest_file,
+    unread_files,
+)
 
 __all__ = ["BENCHMARK", "PrismBench", "TRACKS", "LANGUAGES", "SYSTEM_PROMPT", "PROTOCOLS", "parse_judgement",
            "judge_requests", "template", "clean_and_parse_json", "official_judgement", "Judgement"]
@@ -180,13 +189,23 @@ class PrismBench(Benchmark):
         anomalies: list[Anomaly] = []
         quarantine: list[Quarantined] = []
         files_read: set[str] = set()
+        expected = {f"{prefix}{lang}/{track}.jsonl" for lang in LANGUAGES for track in TRACKS}
+        track_files: dict[str, str] = {}  # config -> the file its rows were read from
         for lang in LANGUAGES:
             for track in TRACKS:
                 rel = f"{prefix}{lang}/{track}.jsonl"
                 where = f"captions/{lang}/{track}.jsonl"
                 if not (source / rel).is_file():
-                    anomalies.append(Anomaly("missing_file", where, None, "track file absent"))
-                    continue
+                    found, close = closest_file(source, rel, taken=expected)
+                    if found is None:
+                        anomalies.append(Anomaly("missing_file", where, None, "track file absent" + (
+                            f"; {len(close)} files are named like it, so none is read in its place: {', '.join(close)}"
+                            if close else "")))
+                        continue
+                    rel, expected_where, where = found, where, f"captions/{found[len(prefix):]}"
+                    anomalies.append(Anomaly("file_name", where, None, f"read as {expected_where}, which the "
+                                                                       "release lacks (the names differ only in spelling)"))
+                track_files[config_name(track, lang)] = where
                 files_read.add(rel)
                 rows = _read_track((source / rel).read_bytes(), where, track, lang, subset_field, anomalies, quarantine)
                 for row in rows:
@@ -198,10 +217,9 @@ class PrismBench(Benchmark):
         lost = Counter(q.file for q in quarantine)
         counts = {c: {"rows": len(rows), **{f"subset:{s}": sum(r["subset"] == s for r in rows) for s in SUBSETS}}
                   for c, rows in configs.items()}
-        for lang in LANGUAGES:
-            for track in TRACKS:
-                if lost[f"captions/{lang}/{track}.jsonl"]:
-                    counts[config_name(track, lang)]["quarantined"] = lost[f"captions/{lang}/{track}.jsonl"]
+        for config, where in track_files.items():
+            if lost[where]:
+                counts[config]["quarantined"] = lost[where]
         return Release(configs={c: r for c, r in configs.items() if r}, anomalies=anomalies, counts=counts,
                        source=str(source), quarantine=quarantine, files_read=files_read)
 

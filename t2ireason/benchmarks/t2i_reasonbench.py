@@ -50,6 +50,7 @@ from .base import (
     Quarantined,
     Release,
     ReleaseError,
+    closest_file,
     is_safe_name,
     safe_name,
     unread_files,
@@ -965,6 +966,9 @@ class T2IReasonBench(Benchmark):
 ANOMALY_KINDS = {
     # files
     "missing_file": "an expected file is absent: the other files are read without it",
+    "file_name": "an expected file is absent but one file's name differs from it only by case, separators or a "
+                 "slipped letter: that file is read in its place",
+    "ambiguous_file": "an expected file is absent and several files are named like it: none is read in its place",
     "empty_file": "a file holds nothing, or an empty array",
     "malformed_file": "a file is not valid JSON: every whole record in it is read, the rest goes to the quarantine",
     "malformed_record": "damaged text inside a file: it goes to the quarantine, read on from the next whole record",
@@ -1267,9 +1271,26 @@ class _ReleaseReader:
 
     # -- one dimension --------------------------------------------------------------------------------
 
+    def resolve(self, rel: str) -> str:
+        """The file to read for the expected ``rel``: itself, or the one file whose name differs from it
+        only by case, separators or a slipped letter (a renamed or mistyped copy; reported)."""
+        if (self.root / rel).is_file():
+            return rel
+        expected = {r for spec in DIMENSIONS.values() for r in spec.files()}
+        found, close = closest_file(self.root, rel, taken=expected)
+        if found is not None:
+            self.note("file_name", found, None, f"read as {rel}, which the release lacks (the authors' scripts "
+                                                f"take {rel}; the names differ only in spelling)")
+            return found
+        if close:
+            self.note("ambiguous_file", rel, None, f"{len(close)} files are named like this missing file, so none "
+                                                   f"is read in its place: {', '.join(close)}")
+        return rel
+
     def dimension(self, config: str) -> list[dict[str, Any]]:
         spec = DIMENSIONS[config]
-        prompts_rel, eval_rel, pipe_rel = spec.files()
+        files = tuple(self.resolve(rel) for rel in spec.files())
+        prompts_rel, eval_rel, pipe_rel = files
         loaded = {rel: self.load(rel) for rel in (prompts_rel, eval_rel, pipe_rel)}
         p_keys, p_free, p_order = self.index(prompts_rel, "prompt", loaded[prompts_rel])
         e_keys, e_free, e_order = self.index(eval_rel, "evaluation", loaded[eval_rel])
@@ -1306,13 +1327,13 @@ class _ReleaseReader:
             if name in names:  # an id that is a plain name may equal a made-up one
                 name = f"{name}-{hashlib.sha256(repr((ident.key, k)).encode()).hexdigest()[:8]}"
             names.add(name)
-            row = self.row(config, spec, p, e, pipe, ident, name, has)
+            row = self.row(config, spec, files, p, e, pipe, ident, name, has)
             rows.append(row)
         return rows
 
-    def row(self, config: str, spec: Dimension, p: dict | None, e: dict | None, pipe: dict | None, ident: _Id,
-            name: str, has: dict[str, bool]) -> dict[str, Any]:
-        prompts_rel, eval_rel, pipe_rel = spec.files()
+    def row(self, config: str, spec: Dimension, files: tuple[str, str, str], p: dict | None, e: dict | None,
+            pipe: dict | None, ident: _Id, name: str, has: dict[str, bool]) -> dict[str, Any]:
+        prompts_rel, eval_rel, pipe_rel = files
         where = ident.id if ident.id is not None else (ident.original or name)
 
         def complain_in(rel: str):

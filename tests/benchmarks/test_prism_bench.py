@@ -94,6 +94,20 @@ def test_reads_the_captions_folder_itself_and_reports_gaps(release_copy):
     assert "en/entity.jsonl" in rel.files_read and "en/notes.jsonl" not in rel.files_read  # relative to the source
 
 
+def test_track_files_under_another_spelling_are_read_in_place_and_reported(release_copy):
+    (release_copy / "captions/en/text_rendering.jsonl").rename(release_copy / "captions/en/Text-Rendering.jsonl")
+    (release_copy / "captions/zh/long_text.jsonl").rename(release_copy / "captions/zh/longtext.jsonl")
+    rel = BENCH.read_release(release_copy)
+    sample = BENCH.read_release(BENCH.sample_path())
+    assert rel.configs == sample.configs and rel.counts == sample.counts
+    assert [(a.kind, a.file, a.detail) for a in rel.anomalies] == [
+        ("file_name", "captions/en/Text-Rendering.jsonl", "read as captions/en/text_rendering.jsonl, which the release "
+                                                          "lacks (the names differ only in spelling)"),
+        ("file_name", "captions/zh/longtext.jsonl", "read as captions/zh/long_text.jsonl, which the release lacks "
+                                                    "(the names differ only in spelling)")]
+    assert {"captions/en/Text-Rendering.jsonl", "captions/zh/longtext.jsonl"} <= rel.files_read
+
+
 def test_text_is_kept_byte_for_byte(release_copy):
     prompts = ["A red door ", "  two leading spaces", "tab\tand a line\u2028separator\u0085here", "emoji 🦜 and é",
                "ends with a newline\n"]

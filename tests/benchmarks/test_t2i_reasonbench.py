@@ -286,6 +286,34 @@ def test_a_dimension_with_no_files_is_absent_and_said_so(copy):
     assert [k for k, _ in _kinds(rel, "idiom_interpretation.json")] == ["missing_file", "no_rows"]
 
 
+def test_files_under_a_misspelt_or_recased_name_are_read_in_place_and_reported(copy):
+    # the authors' README spells the question folder "deepseek_evaluatioin_qs" once; a user's copy may too
+    (copy / "deepseek_evaluation_qs").rename(copy / "deepseek_evaluatioin_qs")
+    (copy / "prompts/entity_reasoning.json").rename(copy / "prompts/Entity-Reasoning.json")
+    rel = BENCH.read_release(copy)
+    sample = BENCH.read_release(BENCH.sample_path())
+    assert rel.counts == sample.counts and rel.configs == sample.configs  # every row and pair, as released
+    renamed = {(a.file, a.detail.split(",")[0]) for a in rel.anomalies if a.kind == "file_name"}
+    assert ("prompts/Entity-Reasoning.json", "read as prompts/entity_reasoning.json") in renamed
+    assert ("deepseek_evaluatioin_qs/evaluation_idiom.json", "read as deepseek_evaluation_qs/evaluation_idiom.json") \
+        in renamed and len(renamed) == 5
+    assert not any(a.kind == "missing_file" for a in rel.anomalies)
+    assert "deepseek_evaluatioin_qs/evaluation_entity.json" in rel.files_read
+
+
+def test_a_missing_file_is_never_read_from_another_dimensions_file_or_a_guess_among_several(copy):
+    (copy / "deepseek_evaluation_qs/evaluation_idiom.json").unlink()
+    rel = BENCH.read_release(copy, configs=["idiom"])  # evaluation_entity.json is close, but it is entity's
+    assert all(r["evaluation"] == [] for r in rel.configs["idiom"])
+    assert ("missing_file", None) in _kinds(rel, "evaluation_idiom.json")
+    for name in ("evaluation_idiom_v1.json", "evaluation_idiom_v2.json"):  # two candidates: no guess
+        shutil.copy(copy / "deepseek_evaluation_qs/evaluation_entity.json", copy / "deepseek_evaluation_qs" / name)
+    rel = BENCH.read_release(copy, configs=["idiom"])
+    assert all(r["evaluation"] == [] for r in rel.configs["idiom"])
+    [ambiguous] = [a for a in rel.anomalies if a.kind == "ambiguous_file"]
+    assert "evaluation_idiom_v1.json" in ambiguous.detail and "evaluation_idiom_v2.json" in ambiguous.detail
+
+
 def test_a_damaged_record_costs_only_itself(copy):
     path = copy / "deepseek_evaluation_qs/evaluation_idiom.json"
     text = path.read_text()

@@ -1,6 +1,6 @@
 """Property-based tests of the T2I-ReasonBench reader: the shipped sample release, mutated by hypothesis
 (values change type, keys are renamed or renumbered, whitespace and unicode are added, records are
-duplicated, files are emptied or turned to garbage), is read without a crash, every question of the
+duplicated, files are emptied or turned to garbage, files and folders are respelt), is read without a crash, every question of the
 files reaches a row, what cannot be a row is in the quarantine with its raw text, the rows fit the
 dataset's schema, and each mutation is reported or, for added whitespace and unicode, kept byte for byte."""
 
@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 import tempfile
 from collections import Counter
 from pathlib import Path
 
 import pyarrow as pa
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from t2ireason.benchmarks import get_benchmark
@@ -285,3 +286,26 @@ def test_many_mutations_never_crash_nor_lose_a_question(mutations):
     _check_invariants(release, data, overrides)
     if any(m[0] != "text" for m in applied):
         assert Counter(map(str, release.anomalies)) != Counter(map(str, BASELINE.anomalies))
+
+
+#: ways a user's copy spells a file or folder name otherwise: case, separators, a slipped letter
+RESPELL = {"upper": str.upper, "title": lambda n: n.title(), "dashes": lambda n: n.replace("_", "-"),
+           "spaces": lambda n: n.replace("_", " "), "doubled": lambda n: n[:3] + n[3] + n[3:],
+           "dropped": lambda n: n[:4] + n[5:]}
+
+
+@FAST
+@given(rel=st.sampled_from(FILES), folder=st.booleans(), how=st.sampled_from(sorted(RESPELL)))
+def test_a_respelt_file_or_folder_is_read_in_its_place_and_reported(rel, folder, how):
+    with tempfile.TemporaryDirectory() as tmp:
+        shutil.copytree(BENCH.sample_path(), tmp, dirs_exist_ok=True)
+        old = Path(tmp) / (rel.split("/")[0] if folder else rel)
+        stem, dot, ext = old.name.partition(".")
+        new = old.with_name(RESPELL[how](stem) + dot + ext)
+        assume(new != old)
+        old.rename(new)
+        release = BENCH.read_release(tmp)
+        moved = [f.relative_to(tmp).as_posix() for f in (new.rglob("*.json") if folder else [new])]
+    assert release.configs == BASELINE.configs and release.counts == BASELINE.counts  # nothing lost or changed
+    assert sorted(a.file for a in release.anomalies if a.kind == "file_name") == sorted(moved)
+    assert not [a for a in release.anomalies if a.kind in ("missing_file", "ambiguous_file")]
