@@ -404,6 +404,18 @@ def _license(bench: Benchmark, license: str | None, release_license: str | None)
     return chosen
 
 
+def _what_was_there(release: Any, root: Path, most: int = 6) -> str:
+    """For a source that gave no rows: the files the reader looked for in vain and those it found
+    instead, so that a wrong folder or another layout of the release is plain at once."""
+    def listed(paths: list[str]) -> str:
+        return ", ".join(paths[:most]) + (f" and {len(paths) - most} more" if len(paths) > most else "")
+
+    missing = [a.file for a in release.anomalies if a.kind == "missing_file"]
+    found = unread_files(root, release.files_read or set())
+    return ((f" It lacks {listed(missing)}." if missing else "")
+            + (f" It holds {listed(found)}." if found else " It holds no file."))
+
+
 def build_dataset(benchmark: Benchmark | str, source: str | os.PathLike | None, out: str | os.PathLike, *,
                   license: str | None = None, overwrite: bool = False, repo_id: str | None = None,
                   eval_yaml: bool = True, evaluation_framework: str = "t2i-reason",
@@ -442,7 +454,7 @@ def build_dataset(benchmark: Benchmark | str, source: str | os.PathLike | None, 
         built = [c for c in bench.configs if c in release.configs]
         if not built or not any(release.configs[c] for c in built):
             raise ReleaseError(f"no rows read from {source if source is not None else src.given}: "
-                               f"is it the {bench.pretty_name} release?")
+                               f"is it the {bench.pretty_name} release?{_what_was_there(release, src.root)}")
 
         anomalies, quarantine = list(release.anomalies), list(release.quarantine)
         configs = {c: list(release.configs[c]) for c in built}

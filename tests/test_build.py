@@ -12,7 +12,7 @@ from huggingface_hub import DatasetCard, DatasetCardData
 from PIL import Image
 
 from t2ireason import build
-from t2ireason.benchmarks import Anomaly, Benchmark, OfficialRelease, Release, ReleaseError
+from t2ireason.benchmarks import Anomaly, Benchmark, OfficialRelease, Release, ReleaseError, get_benchmark
 from t2ireason.files import inside
 
 FEATURES = datasets.Features({
@@ -265,6 +265,22 @@ def test_files_not_read_are_listed_with_the_authors_scripts_named(toy_release, t
            "(`eval/score.py`)" in card
     plain = build.build_dataset(Toy(), toy_release, tmp_path / "plain")  # a reader that does not say what it read
     assert plain.ignored_files == plain.authors_scripts == []
+
+
+def test_a_source_with_no_rows_says_what_it_lacks_and_what_it_holds(tmp_path):
+    # an early layout of T2I-ReasonBench: one prompt per line in text files, beside the scripts
+    old = tmp_path / "T2I-ReasonBench-early"
+    (old / "prompts").mkdir(parents=True)
+    (old / "prompts/Idiom_Interpretation_prompts.txt").write_text("A prompt\n")
+    (old / "eval_idiom.py").write_text("pass\n")
+    bench = get_benchmark("t2i-reasonbench")
+    with pytest.raises(ReleaseError) as err:
+        build.build_dataset(bench, old, tmp_path / "out", license="other")
+    message = str(err.value)
+    assert "no rows read" in message and "T2I-ReasonBench release?" in message
+    assert "It lacks prompts/idiom_interpretation.json, deepseek_evaluation_qs/evaluation_idiom.json" in message
+    assert message.endswith("It holds eval_idiom.py, prompts/Idiom_Interpretation_prompts.txt.")
+    assert not (tmp_path / "out").exists()
 
 
 def test_an_image_path_the_benchmark_refuses_is_never_written_through(toy_release, tmp_path):
