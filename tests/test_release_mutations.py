@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from t2ireason import build
@@ -245,6 +245,33 @@ def test_added_whitespace_and_unicode_are_kept_byte_for_byte(file, row, added, b
         q[k] for r in release.configs["all"] for q in r["questions"] for k in ("question", "criterion")}
     texts |= {q.raw for q in release.quarantine}
     assert body[i][col] in texts or any(body[i][col] in t for t in texts)
+
+
+@functools.cache
+def _r2i_sample():
+    return R2I.read_release(R2I.sample_path())
+
+
+#: evaluation files whose prompts the sample has
+R2I_EVAL_WITH_PROMPTS = [f for f in R2I_FILES if f.startswith("data/evaluation/")
+                         and not f.endswith(("concept_mixing_eval.csv", "mathematical_function_eval.csv"))]
+
+
+@SETTINGS
+@given(st.sampled_from(R2I_EVAL_WITH_PROMPTS),
+       st.sampled_from([str.upper, str.title, lambda n: n.replace("_", "-"), lambda n: n.replace("_", " ")]))
+def test_an_evaluation_file_respelt_keeps_its_questions_and_is_reported(file, respell):
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "release"
+        shutil.copytree(R2I.sample_path(), root)
+        old = root / file
+        new = old.with_name(respell(old.stem.removesuffix("_eval")) + "_eval.csv")
+        assume(new != old)
+        old.rename(new)
+        release = R2I.read_release(root)
+    assert release.configs == _r2i_sample().configs and release.quarantine == _r2i_sample().quarantine
+    [note] = [a for a in release.anomalies if a.kind == "file_name"]
+    assert new.relative_to(root / "data").as_posix() in note.detail
 
 
 # -- WorldGenBench ------------------------------------------------------------------------------------

@@ -129,7 +129,7 @@ def unread_files(root: Path, files_read: set[str], under: str = "") -> list[str]
     return sorted(out)
 
 
-def _name_key(part: str) -> str:
+def name_key(part: str) -> str:
     """A file or folder name as compared by :func:`closest_file`: lower case, runs of spaces, dashes
     and underscores as one ``_``."""
     return re.sub(r"[\s\-_]+", "_", part.lower())
@@ -142,7 +142,7 @@ def _likeness(a: str, b: str) -> float:
     xs, ys = PurePosixPath(a).parts, PurePosixPath(b).parts
     if len(xs) != len(ys):
         return 0.0
-    return min(difflib.SequenceMatcher(None, _name_key(x), _name_key(y)).ratio() for x, y in zip(xs, ys))
+    return min(difflib.SequenceMatcher(None, name_key(x), name_key(y)).ratio() for x, y in zip(xs, ys))
 
 
 def closest_file(root: Path, rel: str, taken: Collection[str] = (), cutoff: float = 0.9) -> tuple[str | None, list[str]]:

@@ -55,7 +55,7 @@ from ..parsing import ReplyParseError, as_score, ask_structured, extract_json
 from ..prompts import render
 from ..results import ImageResult, PaperTable, QuestionResult
 from ..stats import summarize
-from .base import Anomaly, Benchmark, OfficialRelease, Quarantined, Release, ReleaseError
+from .base import Anomaly, Benchmark, OfficialRelease, Quarantined, Release, ReleaseError, name_key
 
 __all__ = [
     "BENCHMARK", "R2IBench", "CATEGORIES", "WEIGHT_RANGES", "CriteriaGeneration", "generate_criteria",
@@ -570,7 +570,9 @@ class R2IBench(Benchmark):
         """Read ``data/prompts`` and ``data/evaluation`` of a checkout (or of its ``data`` folder).
 
         Nothing the release holds is lost: every prompt is a row (prompts without questions are
-        kept, unscorable), every question row is attached to its prompt or, when it has none (the
+        kept, unscorable), every question row is attached to its prompt (an evaluation file finds its
+        prompts file by the authors' naming, whatever the case or separators and with or without the
+        category's prefix; a name other than the authors' is reported) or, when it has none (the
         ``mathematical_function`` questions: the authors' code looks for their prompts in
         ``prompts/mathematical/mathematical_mathematical_function.csv``, which the release lacks),
         quarantined with its raw text; every irregularity is an :class:`Anomaly`. Text is kept as
@@ -672,8 +674,11 @@ class R2IBench(Benchmark):
                 sub = _subcategory(path.stem, cat, "evaluation")
                 target = sub
                 if (cat, sub) not in prompt_subs:
-                    # prompts saved under another name than the one the authors' code expects
-                    alt = next((s for s in (sub.removeprefix(f"{cat}_"), f"{cat}_{sub}") if (cat, s) in prompt_subs), None)
+                    # prompts saved under another name than the one the authors' code expects: with or
+                    # without the category's prefix, in another case or with other separators
+                    named = {name_key(s): s for c, s in prompt_subs if c == cat}
+                    alt = next((named[k] for k in map(name_key, (sub, sub.removeprefix(f"{cat}_"), f"{cat}_{sub}"))
+                                if k in named), None)
                     if alt is not None:
                         target = alt
                         anomalies.append(Anomaly("file_name", prompt_subs[(cat, alt)], None,

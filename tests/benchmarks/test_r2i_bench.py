@@ -176,6 +176,17 @@ def test_prompts_under_another_name_are_attached_and_the_official_name_reported(
     assert "prompts/mathematical/mathematical_mathematical_function.csv" in note.detail
 
 
+def test_an_evaluation_file_named_in_another_case_or_with_dashes_finds_its_prompts(copy, release):
+    ev = copy / "data/evaluation/causal"
+    (ev / "cause_to_effect_eval.csv").rename(ev / "Cause-To-Effect_eval.csv")
+    rel = BENCH.read_release(copy)
+    assert rel.configs["causal"] == release.configs["causal"]  # every question still attached, ids unchanged
+    assert rel.quarantine == release.quarantine
+    [note] = kinds(rel, "file_name")
+    assert note.file == "prompts/causal/causal_cause_to_effect.csv"
+    assert "evaluation/causal/Cause-To-Effect_eval.csv" in note.detail
+
+
 def test_prompts_without_questions_are_kept_and_flagged(release, rows):
     flagged = sorted(r["id"] for r in rows.values() if not r["has_questions"])
     assert flagged == ["concept_mixing/functional_mixing/31", "concept_mixing/functional_mixing/32",
