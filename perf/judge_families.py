@@ -32,6 +32,7 @@ os.environ.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFL
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
+from _report import figure, summary  # noqa: E402
 
 from t2ireason.images import as_image  # noqa: E402
 from t2ireason.judges import load_judge  # noqa: E402
@@ -101,18 +102,14 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             r = measure(name, Path(root), args.repeats)
             measured += 1
-            ok = r["batching_speedup"] >= TARGET and r["same_scores"]
-            met &= ok
-            print(f"{name}.batching_speedup={r['batching_speedup']:.3f}")
-            print(f"{name}.batched_ms_per_pair={r['batched_ms_per_pair']:.2f}")
-            print(f"{name}.parameters={r['parameters']}")
-            print(f"{name}.same_scores={str(r['same_scores']).lower()}")
-            print(f"{name}.target=>={TARGET}")
-            print(f"{name}.met={str(ok).lower()}", flush=True)
+            # a speed-up only counts when batching leaves every score as it was
+            met &= figure(f"{name}.batching_speedup", r["batching_speedup"],
+                          {"batched_ms_per_pair": r["batched_ms_per_pair"], "parameters": r["parameters"],
+                           "same_scores": str(r["same_scores"]).lower()},
+                          (">=", TARGET), ok=r["same_scores"])
     print(f"torch_threads={torch_threads}")
     print(f"families_measured={measured}")
-    print(f"targets_met={str(met).lower()}")
-    return 0 if met else 1
+    return summary(met)
 
 
 if __name__ == "__main__":

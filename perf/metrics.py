@@ -34,6 +34,7 @@ os.environ.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFL
 import evaluate  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+from _report import figure, summary  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from t2ireason.judges import VQASCORE_QUESTION, load_judge  # noqa: E402
@@ -74,7 +75,7 @@ def main() -> int:
         metric.add_batch(predictions=images, references=prompts)
         return metric.compute()
 
-    figures = {}
+    met = True
     for name, inputs, run in [
         ("metric_overhead_ratio", images, lambda: metric.compute(predictions=images, references=prompts)),
         ("paths_overhead_ratio", paths, lambda: metric.compute(predictions=paths, references=prompts)),
@@ -89,16 +90,12 @@ def main() -> int:
             wall.append(m[1] / j[1])
             judge_ms.append(j[0] * 1000)
             metric_ms.append(m[0] * 1000)
-        figures[name] = statistics.median(cpu)
-        print(f"{name}={figures[name]:.3f}")
-        print(f"{name}.wall={statistics.median(wall):.3f}")
-        print(f"{name}.judge_cpu_ms={statistics.median(judge_ms):.1f}")
-        print(f"{name}.metric_cpu_ms={statistics.median(metric_ms):.1f}", flush=True)
-    met = figures["metric_overhead_ratio"] <= TARGET
-    print(f"metric_overhead_ratio.target=<={TARGET}")
-    print(f"metric_overhead_ratio.met={str(met).lower()}")
-    print(f"targets_met={str(met).lower()}")
-    return 0 if met else 1
+        # the Arrow path is reported, not targeted: it is evaluate's own cost (perf/README.md)
+        met &= figure(name, statistics.median(cpu),
+                      {"wall": statistics.median(wall), "judge_cpu_ms": statistics.median(judge_ms),
+                       "metric_cpu_ms": statistics.median(metric_ms)},
+                      None if name == "arrow_path_overhead_ratio" else ("<=", TARGET))
+    return summary(met)
 
 
 if __name__ == "__main__":
