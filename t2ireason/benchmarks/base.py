@@ -165,6 +165,24 @@ def closest_file(root: Path, rel: str, taken: Collection[str] = (), cutoff: floa
     return None, []
 
 
+def file_to_read(root: Path, rel: str, taken: Collection[str], anomalies: list[Anomaly], shown: str = "") -> str | None:
+    """The file to read for the expected ``rel`` (relative to ``root``): ``rel`` itself when it is there;
+    else the one file spelt otherwise (:func:`closest_file`), reported as a ``file_name`` anomaly; else
+    None (the caller reports the missing file), with an ``ambiguous_file`` anomaly when several files
+    look alike. ``shown`` is put before the paths the anomalies name (the folder ``root`` is in)."""
+    if (root / rel).is_file():
+        return rel
+    found, close = closest_file(root, rel, taken)
+    if found is not None:
+        anomalies.append(Anomaly("file_name", shown + found, None, f"read as {shown}{rel}, which the release lacks "
+                                                                   "(the names differ only in spelling)"))
+        return found
+    if close:
+        anomalies.append(Anomaly("ambiguous_file", shown + rel, None, f"{len(close)} files are named like this missing "
+                                 f"file, so none is read in its place: {', '.join(shown + c for c in close)}"))
+    return None
+
+
 class Benchmark(ABC):
     """A benchmark of the seed papers. Subclasses are declared once, in their own module."""
 

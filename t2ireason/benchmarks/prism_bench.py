@@ -54,7 +54,7 @@ from .base import (
     Quarantined,
     Release,
     ReleaseError,
-    closest_file,
+    file_to_read,
     unread_files,
 )
 
@@ -189,25 +189,18 @@ class PrismBench(Benchmark):
         anomalies: list[Anomaly] = []
         quarantine: list[Quarantined] = []
         files_read: set[str] = set()
-        expected = {f"{prefix}{lang}/{track}.jsonl" for lang in LANGUAGES for track in TRACKS}
+        captions = source / prefix
+        expected = {f"{lang}/{track}.jsonl" for lang in LANGUAGES for track in TRACKS}
         track_files: dict[str, str] = {}  # config -> the file its rows were read from
         for lang in LANGUAGES:
             for track in TRACKS:
-                rel = f"{prefix}{lang}/{track}.jsonl"
-                where = f"captions/{lang}/{track}.jsonl"
-                if not (source / rel).is_file():
-                    found, close = closest_file(source, rel, taken=expected)
-                    if found is None:
-                        anomalies.append(Anomaly("missing_file", where, None, "track file absent" + (
-                            f"; {len(close)} files are named like it, so none is read in its place: {', '.join(close)}"
-                            if close else "")))
-                        continue
-                    rel, expected_where, where = found, where, f"captions/{found[len(prefix):]}"
-                    anomalies.append(Anomaly("file_name", where, None, f"read as {expected_where}, which the "
-                                                                       "release lacks (the names differ only in spelling)"))
-                track_files[config_name(track, lang)] = where
-                files_read.add(rel)
-                rows = _read_track((source / rel).read_bytes(), where, track, lang, subset_field, anomalies, quarantine)
+                name = file_to_read(captions, f"{lang}/{track}.jsonl", expected, anomalies, shown="captions/")
+                if name is None:
+                    anomalies.append(Anomaly("missing_file", f"captions/{lang}/{track}.jsonl", None, "track file absent"))
+                    continue
+                where = track_files[config_name(track, lang)] = f"captions/{name}"
+                files_read.add(prefix + name)
+                rows = _read_track((captions / name).read_bytes(), where, track, lang, subset_field, anomalies, quarantine)
                 for row in rows:
                     for c in ("all", lang, config_name(track, lang)):
                         configs[c].append(row)

@@ -50,7 +50,7 @@ from .base import (
     Quarantined,
     Release,
     ReleaseError,
-    closest_file,
+    file_to_read,
     is_safe_name,
     safe_name,
     unread_files,
@@ -1271,25 +1271,11 @@ class _ReleaseReader:
 
     # -- one dimension --------------------------------------------------------------------------------
 
-    def resolve(self, rel: str) -> str:
-        """The file to read for the expected ``rel``: itself, or the one file whose name differs from it
-        only by case, separators or a slipped letter (a renamed or mistyped copy; reported)."""
-        if (self.root / rel).is_file():
-            return rel
-        expected = {r for spec in DIMENSIONS.values() for r in spec.files()}
-        found, close = closest_file(self.root, rel, taken=expected)
-        if found is not None:
-            self.note("file_name", found, None, f"read as {rel}, which the release lacks (the authors' scripts "
-                                                f"take {rel}; the names differ only in spelling)")
-            return found
-        if close:
-            self.note("ambiguous_file", rel, None, f"{len(close)} files are named like this missing file, so none "
-                                                   f"is read in its place: {', '.join(close)}")
-        return rel
-
     def dimension(self, config: str) -> list[dict[str, Any]]:
         spec = DIMENSIONS[config]
-        files = tuple(self.resolve(rel) for rel in spec.files())
+        # each file under its own name or, failing that, under another spelling (reported)
+        expected = {r for d in DIMENSIONS.values() for r in d.files()}
+        files = tuple(file_to_read(self.root, rel, expected, self.anomalies) or rel for rel in spec.files())
         prompts_rel, eval_rel, pipe_rel = files
         loaded = {rel: self.load(rel) for rel in (prompts_rel, eval_rel, pipe_rel)}
         p_keys, p_free, p_order = self.index(prompts_rel, "prompt", loaded[prompts_rel])
