@@ -23,6 +23,8 @@ VISION_TORCH_SPEC ?= $(if $(filter aarch64,$(shell uname -m)),torch==2.9.1 torch
 VISION_PY  := $(VISION_VENV)/bin/python
 VISION_STAMP := $(VISION_VENV)/.installed-$(shell echo "$(VISION_TORCH_SPEC) $(TORCH_INDEX)" | cksum | cut -d' ' -f1)
 PYTEST_ARGS ?=
+# No pip cache: CI installs each wheel once, and caching the CUDA build's wheels would take several GB more disk.
+PIP_INSTALL := -m pip install --quiet --no-cache-dir
 
 # Tests and the demo never reach a model or dataset hub.
 OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_HUB_DISABLE_TELEMETRY=1
@@ -33,8 +35,8 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 $(STAMP): setup.cfg pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet "$(TORCH_SPEC)" $(TORCHVISION_SPEC) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
-	$(PY) -m pip install --quiet -e ".[$(EXTRAS)]"
+	$(PY) $(PIP_INSTALL) "$(TORCH_SPEC)" $(TORCHVISION_SPEC) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
+	$(PY) $(PIP_INSTALL) -e ".[$(EXTRAS)]"
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -43,8 +45,8 @@ install: $(STAMP)
 # judge families whose processors need torchvision.
 $(VISION_STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VISION_VENV)
-	$(VISION_PY) -m pip install --quiet $(VISION_TORCH_SPEC) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
-	$(VISION_PY) -m pip install --quiet -e ".[test,vision]"
+	$(VISION_PY) $(PIP_INSTALL) $(VISION_TORCH_SPEC) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
+	$(VISION_PY) $(PIP_INSTALL) -e ".[test,vision]"
 	touch $(VISION_STAMP)
 
 vision: $(VISION_STAMP)
