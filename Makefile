@@ -20,6 +20,7 @@ STAMP      := $(VENV)/.installed-$(shell echo "$(TORCH_SPEC) $(TORCHVISION_SPEC)
 VISION_VENV ?= .venv-vision
 # the pairs found on this project's machines (python.md): x86_64 a CUDA build that runs on the CPU, aarch64 a CPU build
 VISION_TORCH_SPEC ?= $(if $(filter aarch64,$(shell uname -m)),torch==2.9.1 torchvision==0.24.1,torch==2.14.1 torchvision==0.29.1)
+VISION_GB  ?= $(if $(filter aarch64,$(shell uname -m)),3,7)
 VISION_PY  := $(VISION_VENV)/bin/python
 VISION_STAMP := $(VISION_VENV)/.installed-$(shell echo "$(VISION_TORCH_SPEC) $(TORCH_INDEX)" | cksum | cut -d' ' -f1)
 PYTEST_ARGS ?=
@@ -44,6 +45,9 @@ install: $(STAMP)
 # The second test environment: a torch with its own torchvision (a CUDA build, runs on the CPU), for the
 # judge families whose processors need torchvision.
 $(VISION_STAMP): setup.cfg pyproject.toml
+	@free=$$(df -Pk . | awk 'NR==2 {print int($$4 / 1048576)}'); if [ "$$free" -lt $(VISION_GB) ]; then \
+	  echo "make vision: $(VISION_VENV) ($(VISION_TORCH_SPEC)) takes about $(VISION_GB) GB of disk; $$free GB are free here"; \
+	  exit 1; fi
 	$(PYTHON) -m venv $(VISION_VENV)
 	$(VISION_PY) $(PIP_INSTALL) $(VISION_TORCH_SPEC) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	$(VISION_PY) $(PIP_INSTALL) -e ".[test,vision]"
@@ -57,8 +61,11 @@ browser:
 	  echo "installing Debian's chromium for the browser tests"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
-test: install browser vision
+# The torchvision environment is built after the main suite, whose Space test has removed its own
+# virtualenv (about 2 GB) by then: the two never take disk at once.
+test: install browser
 	$(OFFLINE) $(PY) -m pytest $(PYTEST_ARGS)
+	@$(MAKE) --no-print-directory vision
 	$(OFFLINE) $(VISION_PY) -m pytest -m torchvision $(PYTEST_ARGS) || [ $$? -eq 5 ]  # 5: PYTEST_ARGS chose none of them
 
 demo: install

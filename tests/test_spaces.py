@@ -10,6 +10,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -143,6 +144,12 @@ def test_publish_cli(monkeypatch, capsys, tmp_path):
 VENV_TIMEOUT = pytest.mark.timeout(1800)
 
 
+def _pip_install(python, *args, **kwargs):
+    """pip into a test's virtualenv, without pip's cache: the wheels are installed once, and caching them
+    would leave GB more on a CI disk."""
+    return _run([python, "-m", "pip", "install", "--quiet", "--no-cache-dir", *args], **kwargs)
+
+
 def _run(args, **kwargs):
     done = subprocess.run(args, capture_output=True, text=True, **kwargs)
     assert done.returncode == 0, f"{' '.join(map(str, args))} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
@@ -163,14 +170,15 @@ def space_venv(tmp_path_factory):
     _run([sys._base_executable, "-m", "venv", str(venv)], timeout=300)
     python = venv / "bin" / "python"
     started = time.perf_counter()
-    _run([python, "-m", "pip", "install", "--quiet", f"torch=={torch.__version__}"], timeout=1200)
+    _pip_install(python, f"torch=={torch.__version__}", timeout=1200)
     torch_seconds = time.perf_counter() - started
     # as the Hub's builder does: the Space's requirements and the SDK's gradio, in one resolution
-    _run([python, "-m", "pip", "install", "--quiet", "-r", str(spaces["vqascore"] / "requirements.txt"),
-          f"gradio=={pub.GRADIO_VERSION}"], timeout=1800)
+    _pip_install(python, "-r", str(spaces["vqascore"] / "requirements.txt"), f"gradio=={pub.GRADIO_VERSION}",
+                 timeout=1800)
     print(f"space venv: torch {torch_seconds:.0f} s, requirements and gradio "
           f"{time.perf_counter() - started - torch_seconds:.0f} s")
-    return {"python": python, "spaces": spaces, "root": root, "wheel": wheel}
+    yield {"python": python, "spaces": spaces, "root": root, "wheel": wheel}
+    shutil.rmtree(venv)  # about 2 GB; pytest would keep it with the session's other temporary files
 
 
 def _free_port() -> int:
@@ -315,7 +323,7 @@ def test_the_readme_install_line_works_from_the_wheel(space_venv, tmp_path):
     assert (tmp_path / spec.split("[")[0]).is_file(), f"the README's line names {spec}, not the wheel {wheel.name}"
     python = space_venv["python"]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    _run([python, "-m", "pip", "install", "--quiet", spec], cwd=tmp_path, env=env, timeout=900)
+    _pip_install(python, spec, cwd=tmp_path, env=env, timeout=900)
     assert "usage: t2ireason" in _run([python.parent / "t2ireason", "--help"], env=env, timeout=300).stdout
     check = ("import t2ireason, pathlib; path = pathlib.Path(t2ireason.__file__).parent;"
              "assert 'site-packages' in str(path), path;"
