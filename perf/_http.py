@@ -137,7 +137,7 @@ def _image_requests(paths: list[Path]) -> list[ChatRequest]:
 
 
 def image_concurrency_efficiency(n_images: int = N_IMAGES, in_flight: int = IMAGE_IN_FLIGHT,
-                                 latency: float = LATENCY, repeats: int = 3) -> dict:
+                                 latency: float = LATENCY, repeats: int = 5) -> dict:
     """Ideal wall time over the median measured one for 4 questions about each of ``n_images``
     1,024 px images read from PNG files, and a bare aiohttp client's efficiency on the same
     bodies, prepared beforehand (what the server and the transport allow)."""
