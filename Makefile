@@ -45,7 +45,7 @@ install: $(STAMP)
 # The second test environment: a torch with its own torchvision (a CUDA build, runs on the CPU), for the
 # judge families whose processors need torchvision.
 $(VISION_STAMP): setup.cfg pyproject.toml
-	@free=$$(df -Pk . | awk 'NR==2 {print int($$4 / 1048576)}'); if [ ! -d $(VISION_VENV) ] && [ "$$free" -lt $(VISION_GB) ]; then \
+	@free=$$(df -Pk $(dir $(VISION_VENV)) 2>/dev/null | awk 'NR==2 {print int($$4 / 1048576)}'); if [ ! -d $(VISION_VENV) ] && [ -n "$$free" ] && [ "$$free" -lt $(VISION_GB) ]; then \
 	  echo "make vision: $(VISION_VENV) ($(VISION_TORCH_SPEC)) takes about $(VISION_GB) GB of disk; $$free GB are free here"; \
 	  exit 1; fi
 	$(PYTHON) -m venv $(VISION_VENV)
