@@ -295,9 +295,14 @@ class Judge(ABC):
                 bar.update(len(chunk))
         return replies
 
-    def answer_probability(self, queries: Sequence[AnswerQuery], *, progress: bool | str = False) -> list[float]:
+    def answer_probability(self, queries: Sequence[AnswerQuery], *, progress: bool | str = False,
+                           on_batch: Callable[[int, list[float]], None] | None = None) -> list[float]:
         """P(answer | image, question) for each query, teacher-forced over all the
-        answer's tokens (so multi-token answers work)."""
+        answer's tokens (so multi-token answers work).
+
+        ``on_batch(start, probabilities)`` is called as soon as each batch is answered, with the
+        index of its first query, so a caller (the response cache) keeps finished work while the
+        judge goes on with the whole list (and a backend overlaps its batches)."""
         queries = list(queries)
         from ..progress import progress_bar
 
@@ -306,7 +311,10 @@ class Judge(ABC):
         with progress_bar(len(queries), progress, desc=f"P(answer) {self.model}") as bar, \
                 closing(self._answer_batches(chunks)) as answered:
             for chunk, logprobs in zip(chunks, answered):
-                out.extend(math.exp(lp) for lp in logprobs)
+                probabilities = [math.exp(lp) for lp in logprobs]
+                if on_batch is not None:
+                    on_batch(len(out), probabilities)
+                out.extend(probabilities)
                 bar.update(len(chunk))
         return out
 

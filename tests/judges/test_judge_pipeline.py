@@ -129,6 +129,33 @@ def test_a_failed_preparation_surfaces_in_order_and_leaves_no_thread(judge, monk
     assert not _prefetch_threads()
 
 
+def test_through_the_response_cache_the_batches_still_overlap_and_each_is_kept_as_answered(tiny_models, tmp_path,
+                                                                                            monkeypatch):
+    """The cache hands the judge every query it misses at once (so the judge prefetches across batches) and
+    stores each batch as it is answered: an interruption in the third batch keeps the first two."""
+    from t2ireason.judges.cache import CachedJudge
+
+    inner = _judge(tiny_models["vlm"], batch_size=2)
+    expected = inner.answer_probability(_queries(7))
+    cached = CachedJudge(inner, tmp_path / "c.sqlite")
+    calls = []
+    real = inner._prepare_answers
+
+    def prepare(queries):
+        calls.append(threading.current_thread().name)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(queries)
+
+    monkeypatch.setattr(inner, "_prepare_answers", prepare)
+    with pytest.raises(KeyboardInterrupt):
+        cached.answer_probability(_queries(7))
+    assert cached.stored == 4 and all(name.startswith("hf-judge-prefetch") for name in calls)
+    monkeypatch.undo()
+    assert cached.answer_probability(_queries(7)) == expected and cached.hits == 4 and cached.stored == 7
+    assert not _prefetch_threads()
+
+
 # -- the per-step processors, against the per-row loops they replace ------------------------------------------------
 
 
