@@ -6,8 +6,9 @@ texts. Requests are plain data (text and :class:`~t2ireason.images.JudgeImage`
 parts), so scoring code can be tested with a scripted judge and no model.
 
 Backends implement :meth:`Judge._chat_batch` (and, where they can,
-:meth:`Judge._answer_logprobs`); everything else — batching, progress bars,
-sampling defaults, recording what was asked — lives here once.
+:meth:`Judge._answer_logprobs`; a backend that overlaps its batches overrides
+:meth:`Judge._chat_batches` and :meth:`Judge._answer_batches`); everything else —
+batching, progress bars, sampling defaults, recording what was asked — lives here once.
 """
 
 from __future__ import annotations

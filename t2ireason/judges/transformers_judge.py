@@ -721,14 +721,18 @@ class TransformersJudge(Judge):
 
     def _logprobs(self, logprobs, tokens: list[int], k: int) -> list[TokenLogprob]:
         """Each generated token's log-probability under the model (raw logits, before
-        any sampling transform) and its ``k`` most likely alternatives."""
+        any sampling transform) and its ``k`` most likely alternatives (all steps at once, copied once)."""
+        import torch
+
+        steps = logprobs[: len(tokens)]
+        values, ids = steps.topk(min(k, logprobs.shape[-1]))
+        chosen = steps.gather(1, torch.tensor(tokens, dtype=torch.long, device=steps.device).view(-1, 1))[:, 0]
         out = []
-        for step, token in enumerate(tokens):
-            values, ids = logprobs[step].topk(min(k, logprobs.shape[-1]))
+        for token, lp, step_values, step_ids in zip(tokens, chosen.tolist(), values.tolist(), ids.tolist()):
             top: dict[str, float] = {}
-            for v, j in zip(values.tolist(), ids.tolist()):
+            for v, j in zip(step_values, step_ids):
                 top.setdefault(self.tokenizer.decode([j]), v)  # distinct ids can decode alike: keep the likelier
-            out.append(TokenLogprob(self.tokenizer.decode([token]), float(logprobs[step, token]), top))
+            out.append(TokenLogprob(self.tokenizer.decode([token]), lp, top))
         return out
 
     # -- answer probabilities -------------------------------------------------
