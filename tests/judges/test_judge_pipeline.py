@@ -44,7 +44,7 @@ def _queries(n=7):
 def _requests(n=7):
     return [ChatRequest.simple(_image(i, (24 + 6 * i, 30)), f"Describe picture {i}.",
                                json_schema=SCHEMA if i % 2 else None,
-                               sampling=Sampling(temperature=0.8, top_p=0.9, seed=i, max_tokens=24) if i % 3 == 0
+                               sampling=Sampling(temperature=0.8, top_p=0.9, seed=i, max_tokens=10) if i % 3 == 0
                                else None)
             for i in range(n)]
 
@@ -53,12 +53,13 @@ def _prefetch_threads():
     return [t for t in threading.enumerate() if t.name.startswith("hf-judge-prefetch")]
 
 
-@pytest.mark.parametrize("batch_size", [1, 3])
-def test_prefetch_gives_identical_scores_and_replies_in_order(judge, monkeypatch, batch_size):
-    """7 items at batch size 1 and 3 (a tail of 1): the same floats and texts, in the same order, as
-    preparing each batch inline; the next batch really is prepared while the model runs this one."""
+@pytest.mark.parametrize(("batch_size", "n"), [(1, 4), (3, 7)])
+def test_prefetch_gives_identical_scores_and_replies_in_order(judge, monkeypatch, batch_size, n):
+    """4 items at batch size 1 (prefetch depth 2), 7 at batch size 3 (depth 1, a tail of 1): the same floats and texts,
+    in the same order, as preparing each batch inline; the next batch really is prepared while the model
+    runs this one."""
     monkeypatch.setattr(judge, "batch_size", batch_size)
-    queries, requests = _queries(), _requests()
+    queries, requests = _queries(n), _requests(n)
     monkeypatch.setattr(judge, "prefetch", 0)
     inline_scores = judge.answer_probability(queries)
     inline_texts = [r.text for r in judge.chat(requests)]
@@ -84,7 +85,7 @@ def test_prefetch_gives_identical_scores_and_replies_in_order(judge, monkeypatch
     def generate(*args, **kwargs):
         k = len(calls)  # the batch the model answers now
         calls.append(k)
-        if k + 1 < -(-7 // batch_size):
+        if k + 1 < -(-n // batch_size):
             with began:
                 assert began.wait_for(lambda: len(started) >= k + 2, timeout=30), "the next batch was not prefetched"
         return real_generate(*args, **kwargs)
@@ -92,14 +93,14 @@ def test_prefetch_gives_identical_scores_and_replies_in_order(judge, monkeypatch
     monkeypatch.setattr(judge, "_prepare_answers", recording(real_prepare_answers))
     monkeypatch.setattr(judge, "_prepare_chat", recording(real_prepare_chat))
     monkeypatch.setattr(judge.hf_model, "generate", generate)
-    for depth in (1, 2):
+    for depth in (2 if batch_size == 1 else 1,):  # the default depth with the uneven tail
         monkeypatch.setattr(judge, "prefetch", depth)
         started.clear(), calls.clear()
         assert judge.answer_probability(queries) == inline_scores  # exactly, in order
         started.clear(), calls.clear()
         order = []
         replies = judge.chat(requests, on_reply=lambda i, r, order=order: order.append(i))
-        assert [r.text for r in replies] == inline_texts and order == list(range(7))
+        assert [r.text for r in replies] == inline_texts and order == list(range(n))
     assert set(threads) and all(name.startswith("hf-judge-prefetch") for name in threads)
     assert not _prefetch_threads(), "the prefetch thread outlived the loop"
     assert len(set(inline_scores)) > 1 and all(r for r in inline_texts)
