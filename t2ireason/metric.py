@@ -36,7 +36,7 @@ from PIL import Image
 from .benchmarks import get_benchmark
 from .images import JudgeImage
 from .results import ImageResult
-from .scoring import judge_record, judge_setting
+from .scoring import judge_record, judge_setting, report_preset_settings
 
 __all__ = ["ImageMetric", "JudgeMixin", "JudgedMetric", "check_inputs", "results_payload", "image_features",
            "metric_path", "known_metrics", "load_metric"]
@@ -266,6 +266,7 @@ class JudgedMetric(JudgeMixin, ImageMetric):
         setting = judge_setting(self.bench, preset, judge, judge_kwargs)  # shared with `t2ireason evaluate`
         self.preset_name = setting.preset
         self.preset = dict(getattr(self.bench, "presets", {}).get(self.preset_name, {}))
+        self.judge_setting = setting
         self._set_judge(setting.judge, setting.judge_kwargs, cache)
         self.progress = progress
         config = kwargs.get("config_name")
@@ -312,5 +313,11 @@ class JudgedMetric(JudgeMixin, ImageMetric):
     def _missing_judge_message(self) -> str:
         return f"no judge given and the {self.preset_name!r} preset of {self.bench.name} names none"
 
+    @property
+    def judge(self):
+        if self._judge is None and self.judge_spec is not None:
+            report_preset_settings(self.judge_setting)  # once, as the judge is loaded
+        return super().judge
+
     def judge_info(self) -> dict[str, Any]:
-        return judge_record(self.judge, self.preset_name)
+        return judge_record(self.judge, self.preset_name, self.judge_setting.preset_settings)
