@@ -154,12 +154,12 @@ class JudgeImage:
         is what such a script writes for an image without a format. Memoised."""
         if self.data is None:
             return self
-        if "pil_reencoded" not in self.__dict__:
+        if "_pil_reencoded" not in self.__dict__:
             original = Image.open(io.BytesIO(self.data))
             buf = io.BytesIO()
             original.save(buf, format=original.format or "PNG")
-            self.__dict__["pil_reencoded"] = _decode(buf.getvalue(), self.source or "<bytes>", self.source)
-        return self.__dict__["pil_reencoded"]
+            self.__dict__["_pil_reencoded"] = _decode(buf.getvalue(), self.source or "<bytes>", self.source)
+        return self.__dict__["_pil_reencoded"]
 
     def __repr__(self) -> str:
         src = f" from {self.source}" if self.source else ""
