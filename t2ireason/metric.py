@@ -248,8 +248,9 @@ class JudgedMetric(JudgeMixin, ImageMetric):
     ``judge`` (a spec string such as ``"openai:gpt-4.1"``, or a judge object;
     default: the preset's), ``preset`` (a named judge setting from the
     benchmark module, e.g. ``"paper"`` or ``"official"``), ``judge_kwargs``
-    (passed to the backend, over the preset's; when ``judge`` is not the preset's
-    own, only the preset's ``sampling`` carries over), ``cache`` (response cache
+    (passed to the backend, over the preset's; the preset's backend settings follow its model,
+    whatever the judge's spec spelling, see :func:`~t2ireason.scoring.judge_setting`; a judge that
+    is not the preset's model gets only its ``sampling``), ``cache`` (response cache
     path, ``True`` for the default place, ``False`` to disable), ``progress``. A ``config_name`` that
     is one of the benchmark's configs selects that config's row schema.
     """

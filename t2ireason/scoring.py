@@ -118,21 +118,23 @@ def _preset_settings_for(preset: str, preset_judge: str, judge: Any, preset_kwar
         report = PresetSettings(preset, preset_judge, shown, same, f"model {model!r}" if model else "no model name",
                                 not_applied={k: why for k in preset_kwargs})
         return {}, report
-    backend, _, _ = parse_spec(judge)
-    if judge == preset_judge:
-        same, recognised = True, "the same spec"
-    else:
-        same, recognised = judge_is_model(judge, preset_judge)
+    from .judges import JudgeError
+
+    try:
+        backend = parse_spec(judge)[0]
+        same, recognised = (True, "the same spec") if judge == preset_judge else judge_is_model(judge, preset_judge)
+    except JudgeError:  # a spec check_setting will name; until then, only the same spelling is the same model
+        backend, same, recognised = None, judge == preset_judge, "the same spec" if judge == preset_judge else "unread"
     kept: dict[str, Any] = {}
     applied: list[str] = []
     not_applied: dict[str, str] = {}
-    taken = backend_options(backend)
+    taken = backend_options(backend) if backend else None
     for key, value in preset_kwargs.items():
         if key in caller_kwargs:
             not_applied[key] = "judge_kwargs give their own"
         elif not same and key != "sampling":
             not_applied[key] = "for the preset's model only"
-        elif key not in taken:
+        elif taken is not None and key not in taken:
             not_applied[key] = f"the {backend} backend takes no such option"
         else:
             kept[key] = value
@@ -140,9 +142,10 @@ def _preset_settings_for(preset: str, preset_judge: str, judge: Any, preset_kwar
     return kept, PresetSettings(preset, preset_judge, judge, same, recognised, tuple(applied), not_applied)
 
 
-def backend_options(backend: str) -> set[str]:
+def backend_options(backend: str) -> set[str] | None:
     """The option names a judge backend's constructor takes (for vLLM, whose engine takes any
-    keyword, its named ones and the engine arguments a preset may set: ``engine_options``)."""
+    keyword, its named ones and the engine arguments a preset may set: ``engine_options``); None
+    for a backend that takes any keyword and declares none."""
     import inspect
 
     from .judges import _backend_class
@@ -150,6 +153,8 @@ def backend_options(backend: str) -> set[str]:
     cls = _backend_class(backend)
     params = inspect.signature(cls.__init__).parameters
     named = {n for n, p in params.items() if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)} - {"self", "model"}
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()) and not hasattr(cls, "engine_options"):
+        return None
     return named | set(getattr(cls, "engine_options", ()))
 
 
