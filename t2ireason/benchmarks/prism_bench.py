@@ -273,9 +273,10 @@ class PrismBench(Benchmark):
                            "system_prompt": opts.get("system_prompt", _FROM_TEMPLATE), "sampling": sampling,
                            "json_schema": REPLY_SCHEMA if opts.get("structured_output") else None}
         results, asked, requests = [], [], []
-        for row, given, image in zip(rows, images, load_images(images, prepare=prepare)):
-            if image_bytes == "pil" and not isinstance(image, ImageError):
-                image = image.pil_reencoded()
+        loaded = load_images(images, prepare=prepare)
+        if image_bytes == "pil":
+            loaded = _pil_reencoded(loaded)
+        for row, given, image in zip(rows, images, loaded):
             track = row.get("track")
             if track not in TRACKS:
                 raise ValueError(f"row {row.get('id')!r} has track {track!r}; known: {', '.join(TRACKS)}")
@@ -513,6 +514,16 @@ REPLY_SCHEMA = {"title": "prism_bench_judgement", "type": "object",
                 "properties": {"justification": {"type": "string"},
                                "score": {"type": "integer", "minimum": 0, "maximum": 10}},
                 "required": ["justification", "score"], "additionalProperties": False}
+
+
+def _pil_reencoded(images: list[Any]) -> list[Any]:
+    """Each readable image as PIL saves it again (:meth:`~t2ireason.images.JudgeImage.pil_reencoded`),
+    encoded in worker threads: PIL's PNG encoder releases the GIL, and one 1,024 px image takes a
+    tenth of a second or more to encode."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
+        return list(pool.map(lambda im: im if isinstance(im, ImageError) else im.pil_reencoded(), images))
 
 
 def _after_convert_rgb(image: Any) -> Any:
