@@ -226,6 +226,7 @@ class CachedJudge(Judge):
         self.store = ResponseCache(default_cache_path() if path is None else path)
         self.hits = self.misses = self.bypassed = self.stored = 0
         self._accepts_on_reply = _accepts(judge.chat, "on_reply")
+        self._accepts_on_batch = _accepts(getattr(judge, "answer_probability", None), "on_batch")
 
     # -- the wrapped judge's description --------------------------------------
 
@@ -369,17 +370,27 @@ class CachedJudge(Judge):
         with progress_bar(len(queries), progress, desc=f"P(answer) {self.model}") as bar:
             bar.update(len(queries) - len(todo))
             bar.set_postfix(hits=self.hits, misses=self.misses)
-            for start in range(0, len(todo), self.batch_size):
-                chunk = todo[start : start + self.batch_size]
-                probs = self.judge.answer_probability([queries[i] for i in chunk])
+
+            def keep(start: int, probs: list[float]) -> None:
+                """Store one answered batch right away (crash safety)."""
                 entries = []
-                for i, p in zip(chunk, probs):
+                for i, p in zip(todo[start : start + len(probs)], probs):
                     out[i] = p
                     if keys[i]:
                         key, fingerprint = keys[i]
                         entries.append((key, "answer_probability", ident, fingerprint, {"probability": p}))
                 self.stored += self.store.put_many(entries)
-                bar.update(len(chunk))
+                bar.update(len(probs))
+
+            pending = [queries[i] for i in todo]
+            if pending and self._accepts_on_batch:  # the whole list at once: the judge may overlap its batches
+                result = self.judge.answer_probability(pending, on_batch=keep)
+                for j, p in enumerate(result):  # a judge that took on_batch but did not call it
+                    if out[todo[j]] is None:
+                        keep(j, [p])
+            else:  # a judge without on_batch: chunks of its batch size, each stored before the next
+                for start in range(0, len(pending), self.batch_size):
+                    keep(start, self.judge.answer_probability(pending[start : start + self.batch_size]))
         return out  # type: ignore[return-value]
 
     def _chat_batch(self, requests: list[ChatRequest]) -> list[Reply]:
