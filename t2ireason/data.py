@@ -15,7 +15,7 @@ __all__ = ["load_rows"]
 
 
 def load_rows(benchmark: Benchmark | str, data: str | os.PathLike | None = None,
-              configs: Sequence[str] | None = None, *, split: str = "test",
+              configs: Sequence[str] | None = None, *, split: str | None = None,
               revision: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
     """The rows of ``configs`` (default: all), each once, in config order; with ``limit``, the first
     ``limit`` of them.
@@ -39,7 +39,8 @@ def load_rows(benchmark: Benchmark | str, data: str | os.PathLike | None = None,
     else:
         import datasets
 
-        per_config = (datasets.load_dataset(str(data), c, split=split, revision=revision) for c in configs)
+        per_config = (datasets.load_dataset(str(data), c, split=split or bench.split, revision=revision)
+                      for c in configs)
     rows: list[dict[str, Any]] = []
     seen: set[str] = set()
     for config_rows in per_config:  # a generator: a config is read only when the rows so far are too few
