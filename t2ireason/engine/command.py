@@ -166,6 +166,11 @@ def _executor(args: argparse.Namespace):
         return Local(tasks=args.tasks, workers=args.workers or 1)
     if not args.partition:
         raise ValueError("--executor slurm needs --partition")
+    import shutil
+
+    if shutil.which("sbatch") is None:  # before any stage folder is made
+        raise ValueError("--executor slurm submits with Slurm's sbatch, which is not on this machine's PATH: run the "
+                         "command on the cluster's login node (or load its Slurm module), or use --executor local")
     return Slurm(partition=args.partition, time=args.time, tasks=args.tasks, workers=args.workers or -1,
                  gpus_per_task=args.gpus_per_task, cpus_per_task=args.cpus_per_task,
                  mem_per_cpu_gb=args.mem_per_cpu_gb, requeue=args.requeue, sbatch_args=dict(args.sbatch_args),

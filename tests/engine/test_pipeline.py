@@ -350,3 +350,23 @@ def test_shards_with_nothing_kept(tiny_models, tmp_path):
         shutil.rmtree(Workdir(tmp_path / "work").stage_dir(stage))
     with pytest.raises(EngineError, match="every candidate was dropped, nothing to release"):
         run(reject, tmp_path / "out2")
+
+
+def test_a_failing_task_is_one_console_line_and_its_traceback_stays_in_the_task_log(tmp_path, capfd):
+    """A task that fails (here the drawer's model cannot load) used to print about 100 lines of datatrove's
+    loguru traceback, with its variable dumps, before the run's one-line cause."""
+    from .scripted import ScriptedDrawer
+
+    class Unloadable(ScriptedDrawer):
+        def __call__(self, prompts, seeds):
+            raise OSError("Error no file named config.json found in directory broken.")
+
+    make_inputs(tmp_path / "inputs")
+    result, _ = run_scripted(tmp_path, Unloadable())
+    err = capfd.readouterr().err
+    assert not result.complete and "Traceback" not in err and "│" not in err
+    lines = [x for x in err.splitlines() if "ERROR" in x]  # one per task of the stage
+    assert lines and all(x.endswith("Error no file named config.json found in directory broken. (traceback in the "
+                                    "task log)") for x in lines)
+    log = next((tmp_path / "work").glob("*-synthesis/logs/logs/task_00000.log")).read_text()
+    assert "Traceback" in log and "OSError: Error no file named config.json" in log
