@@ -36,6 +36,9 @@ def _add_work_args(p: argparse.ArgumentParser, seed: bool = True) -> None:
     g.add_argument("--mine-images", default=None, help="images to mine for legible text (LAION-2B): a folder of "
                                                        "images or a dataset with an image column")
     g.add_argument("--limit", type=_positive_int, default=None, help="at most N items from each input")
+    g.add_argument("--sample", action="store_true",
+                   help="the small inputs shipped with the package instead (t2ireason/samples/engine: 4 captions, "
+                        "12 seed prompts for --imagination (default 4 with it), 2 images to mine): a first run, offline")
     s = p.add_argument_group("settings (kept with the work folder; changing one after its stage ran is refused)")
     s.add_argument("--shard-size", type=_positive_int, default=256,
                    help="records per shard: the unit of work and resumption (a stage holds its images in memory)")
@@ -153,8 +156,13 @@ def _config(args: argparse.Namespace):
 
 
 def _sources(args: argparse.Namespace):
-    from .sources import Sources
+    from .sources import Sources, sample_sources
 
+    if args.sample:
+        given = [o for o in ("captions", "seed_prompts", "mine_images") if getattr(args, o)]
+        if given:
+            raise ValueError(f"--sample gives the inputs: drop {', '.join('--' + o.replace('_', '-') for o in given)}")
+        return sample_sources(args.imagination or 4, args.limit)
     return Sources(captions=args.captions, caption_column=args.caption_column, seed_prompts=args.seed_prompts,
                    imagination=args.imagination, mine_images=args.mine_images, limit=args.limit)
 
