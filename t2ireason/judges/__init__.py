@@ -195,7 +195,9 @@ def preflight(judge: Any, *, structured: bool = True, probabilities: bool = Fals
     stored in the cache."""
     from PIL import Image
 
-    inner = getattr(judge, "judge", judge) if type(judge).__name__ == "CachedJudge" else judge
+    from .cache import CachedJudge
+
+    inner = judge.judge if isinstance(judge, CachedJudge) else judge
     image = Image.new("RGB", (32, 32), (128, 128, 128))
     request = ChatRequest.simple(image, 'Is this image gray? Reply in JSON: {"ok": true} or {"ok": false}.',
                                  sampling=Sampling(temperature=0.0, max_tokens=16),
@@ -216,12 +218,11 @@ def preflight_spec(spec: Any, kwargs: dict[str, Any] | None = None, **needs: boo
     an HTTP judge (``openai:``) is made without a cache, asked, and closed; a local judge
     (``hf:``, ``vllm:``) is not loaded twice: :func:`validate_judge` has checked its spec and
     folder, and the transformers backend gives answer probabilities and JSON by constrained
-    decoding. A judge object is asked as it is."""
-    if isinstance(spec, str) and parse_spec(spec)[0] != "openai":
+    decoding. A judge object is the caller's own: it is not asked."""
+    if not isinstance(spec, str) or parse_spec(spec)[0] != "openai":
         return
     judge = load_judge(spec, **(kwargs or {}))
     try:
         preflight(judge, **needs)
     finally:
-        if isinstance(spec, str):
-            judge.close()
+        judge.close()
