@@ -39,8 +39,8 @@ if TYPE_CHECKING:
     from .benchmarks import Benchmark
 
 __all__ = ["GenerationConfig", "Job", "image_seed", "plan_jobs", "check_job_paths", "generate", "write_manifest", "draw",
-           "Drawer", "load_pipeline", "check_dtype", "is_readable_image", "save_image_atomic", "ImageWriter", "MANIFEST",
-           "DTYPES"]
+           "Drawer", "load_pipeline", "check_dtype", "check_model", "is_readable_image", "save_image_atomic", "ImageWriter",
+           "MANIFEST", "DTYPES"]
 
 MANIFEST = "metadata.parquet"
 CONFIG_FILE = "generation_config.json"
@@ -228,6 +228,30 @@ def check_dtype(name: str, device: str) -> None:
     if name == "float16" and not str(device).startswith(("cuda", "xpu", "mps")):
         raise ValueError(f"dtype float16 needs a GPU and this process runs on {device}; "
                          "use float32 (or bfloat16, or auto: float16 on GPU, float32 on CPU)")
+
+
+def check_model(model: str | os.PathLike, revision: str | None = None) -> None:
+    """A ``--model`` that names a local folder: it exists (else the closest folder beside it is
+    named) and holds a diffusers pipeline (``model_index.json``); a Hub id, offline
+    (``HF_HUB_OFFLINE``), is in the local Hugging Face cache. Checked before anything is created;
+    online, a Hub id is fetched when the pipeline loads."""
+    from .files import missing_folder
+
+    said = missing_folder(model)
+    if said:
+        raise ValueError(f"--model: {said}; give a diffusers pipeline folder (save_pretrained) or a Hub id")
+    folder = Path(model).expanduser()
+    if folder.is_dir():
+        if not (folder / "model_index.json").is_file():
+            raise ValueError(f"--model: {model} is not a diffusers pipeline folder (it has no model_index.json); "
+                             "give the folder save_pretrained wrote, or a Hub id")
+        return
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    if constants.HF_HUB_OFFLINE and not isinstance(try_to_load_from_cache(str(model), "model_index.json",
+                                                                          revision=revision), str):
+        raise ValueError(f"--model: {model} is not in the local Hugging Face cache and HF_HUB_OFFLINE is set: "
+                         f"download it first (`hf download {model}`), or give a local pipeline folder")
 
 
 def _resolve_dtype(name: str, device: str):
