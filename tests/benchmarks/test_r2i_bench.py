@@ -511,7 +511,7 @@ def test_out_of_range_answer_is_reasked(rows):
     judge = ScriptedJudge([answer({"1": 0.7, "2": 1, "3": 2}), answer({"Q1": "0.5", "q3": 1})])
     [result] = BENCH.score([row], images(1), judge)
     reask = judge.requests[1].messages[-1].text
-    assert "question 1 0.7 is not one of 0, 0.5, 1" in reask and "question 3 2" in reask
+    assert "question 1 has 0.7, not a score its criteria define (one of the scores 0, 0.5 or 1)" in reask and "question 3 2" in reask
     assert result.score == pytest.approx((5 + 4 + 2) / 16)
 
 
