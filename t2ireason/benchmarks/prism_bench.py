@@ -55,6 +55,7 @@ from .base import (
     Release,
     ReleaseError,
     file_to_read,
+    recorded_hashes,
     unread_files,
 )
 
@@ -123,12 +124,12 @@ class PrismBench(Benchmark):
         "subset": "`representative` (k-means sample) or `curated` when the release says so, else null.",
         "extra": "Every other key of the release line, as a JSON object string.",
     }
-    #: the authors' repository: captions/{en,zh}/<track>.jsonl and the two evaluation scripts. Neither
-    #: a commit nor file hashes could be verified where this project was built (no copy of the
-    #: repository was reachable): ``revision`` names the branch, ``files`` is empty, and a build
-    #: from it reports the hashes instead of enforcing them.
+    #: the authors' repository: captions/{en,zh}/<track>.jsonl and the two evaluation scripts. Its commit
+    #: could not be checked (the repository was not reachable): ``revision`` names the branch, and
+    #: ``files`` holds the SHA-256 of a public copy of it (ada994/prism-bench), which a build reports
+    #: against (a file that differs is a ``modified_file`` anomaly), never enforces (a branch moves).
     official_release = OfficialRelease(kind="github", repo="rongyaofang/prism-bench", revision="main",
-                                       files={}, scripts=AUTHORS_SCRIPTS)
+                                       files=recorded_hashes("prism-bench"), scripts=AUTHORS_SCRIPTS)
     release_markers = tuple(f"captions/{lang}/{t}.jsonl" for lang in LANGUAGES for t in TRACKS)
     language = LANGUAGES  # PRISM-Bench (en) and PRISM-Bench-ZH
     presets = {

@@ -55,7 +55,16 @@ from ..parsing import ReplyParseError, as_score, ask_structured, extract_json
 from ..prompts import render
 from ..results import ImageResult, PaperTable, QuestionResult
 from ..stats import summarize
-from .base import Anomaly, Benchmark, OfficialRelease, Quarantined, Release, ReleaseError, name_key
+from .base import (
+    Anomaly,
+    Benchmark,
+    OfficialRelease,
+    Quarantined,
+    Release,
+    ReleaseError,
+    name_key,
+    recorded_hashes,
+)
 
 __all__ = [
     "BENCHMARK", "R2IBench", "CATEGORIES", "WEIGHT_RANGES", "CriteriaGeneration", "generate_criteria",
@@ -588,12 +597,12 @@ class R2IBench(Benchmark):
     metric = "r2i_score"
     license = None  # the release states none that we could check: users must say
     citation = _CITATION
-    # The authors' repository. The data files at this commit were read through a text index of
-    # public repositories, which does not give their bytes exactly: no file hash is recorded, so a
-    # fetched release is reported as unverified (see metrics/r2i_score/README.md).
+    # The authors' repository at the commit whose files the project checked byte for byte: their
+    # SHA-256 (release_hashes/r2i-bench.sha256) are enforced on a fetch and reported on a build from
+    # a folder or an archive (a file that differs is a `modified_file` anomaly).
     official_release = OfficialRelease(
-        kind="github", repo="PLUM-Lab/R2I-Bench", revision="c968ee80519bbf1033f9dbda84db1aef4bd0f2a0",
-        files={}, scripts=("evaluation.py", "instance.py", "generation.py"))
+        kind="github", repo="PLUM-Lab/R2I-Bench", revision="874e8a1b20a246fe390152c767534a8abcfeae82",
+        files=recorded_hashes("r2i-bench"), scripts=("evaluation.py", "instance.py", "generation.py"))
     release_markers = ("data/prompts", "data/evaluation")
     path_fields = ("source_id",)
     description = (

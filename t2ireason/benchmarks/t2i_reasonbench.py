@@ -52,6 +52,7 @@ from .base import (
     ReleaseError,
     file_to_read,
     is_safe_name,
+    recorded_hashes,
     safe_name,
     unread_files,
 )
@@ -134,7 +135,7 @@ _CITATION = """@article{sun2025t2ireasonbench,
 #: The authors' repository at the commit whose evaluation scripts this module was checked against.
 #: Their JSON data could not be fetched here, so no file hash is recorded (the build says so).
 _AUTHORS_REPO = "KaiyueSun98/T2I-ReasonBench"
-_AUTHORS_COMMIT = "83a91df3d36b43665bfc5e8166493665cc5a7f8f"
+_AUTHORS_COMMIT = "efc1d206901b1be71688039a45c3ad8dec01a084"
 _AUTHORS_SCRIPTS = tuple(f"evaluation/Qwen2.5-VL/eval_{d}.py" for d in ("idiom", "textual_image", "entity", "scientific"))
 
 
@@ -477,8 +478,10 @@ class T2IReasonBench(Benchmark):
     metric = "t2i_reasonscore"
     license = None  # neither the paper nor the release states one: users must say
     citation = _CITATION
+    # pinned at the commit whose files the project checked byte for byte (release_hashes/t2i-reasonbench.sha256:
+    # enforced on a fetch, reported on a build from a folder or an archive)
     official_release = OfficialRelease(kind="github", repo=_AUTHORS_REPO, revision=_AUTHORS_COMMIT,
-                                       files={}, scripts=_AUTHORS_SCRIPTS)
+                                       files=recorded_hashes("t2i-reasonbench"), scripts=_AUTHORS_SCRIPTS)
     release_markers = ("prompts/idiom_interpretation.json",)
     description = (
         "T2I-ReasonBench (Sun et al., 2025) tests reasoning-informed text-to-image generation with 800 prompts "

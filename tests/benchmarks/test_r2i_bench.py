@@ -250,7 +250,10 @@ def test_official_release_and_markers():
     official = BENCH.official_release
     assert (official.kind, official.repo) == ("github", "PLUM-Lab/R2I-Bench")
     assert re.fullmatch(r"[0-9a-f]{40}", official.revision)
-    assert official.files == {}  # the bytes could not be verified: nothing is claimed
+    # every file of the release at that commit, checked byte for byte: its data and the authors' scripts
+    assert set(official.scripts) <= set(official.files) and len(official.files) == 67
+    assert sum(f.startswith(("data/prompts/", "data/evaluation/")) for f in official.files) == 63
+    assert all(re.fullmatch(r"[0-9a-f]{64}", h) for h in official.files.values())
     assert BENCH.release_markers == ("data/prompts", "data/evaluation")
     assert set(r2i.OFFICIAL_SUBCATEGORIES) == {f"{c}/{s}" for c, subs in r2i.SUBCATEGORIES.items() for s in subs} - {
         "commonsense/affordance", "commonsense/attribute", "commonsense/color", "commonsense/emotion_intention_commonsense"}

@@ -497,7 +497,10 @@ def test_official_release_is_pinned():
     official = BENCH.official_release
     assert (official.kind, official.repo) == ("github", "KaiyueSun98/T2I-ReasonBench")
     assert re.fullmatch(r"[0-9a-f]{40}", official.revision)
-    assert official.files == {}  # the JSON data could not be fetched to hash: the build reports it unverified
+    # the data (prompts, questions, pipeline prompts) and the authors' scripts at that commit, byte for byte
+    assert set(official.scripts) <= set(official.files)
+    assert sum(f.endswith(".json") for f in official.files) == 12
+    assert all(re.fullmatch(r"[0-9a-f]{64}", h) for h in official.files.values())
     assert set(official.scripts) == {f"evaluation/Qwen2.5-VL/eval_{d}.py"
                                      for d in ("idiom", "textual_image", "entity", "scientific")}
     assert BENCH.release_markers == ("prompts/idiom_interpretation.json",)
