@@ -1,7 +1,7 @@
 """R2I-Bench (seed 003, Chen et al.): reasoning-driven text-to-image generation, scored by R2I-Score.
 
 The path of one image: a release row (prompt + instance-specific questions,
-each with a 1 / 0.5 / 0 criterion and a weight) -> one request per image with
+each with a criterion defining its scores, mostly 1 / 0.5 / 0, and a weight) -> one request per image with
 the paper's "Text-to-Image Quality Evaluation Protocol" template (appendix
 A.4) listing every question and criterion -> the judge's reply, ending in a
 fenced JSON block ``{"<question id>": score, ...}`` -> the weighted mean
@@ -608,15 +608,16 @@ class R2IBench(Benchmark):
     description = (
         "R2I-Bench (Chen et al., 2025) evaluates reasoning-driven text-to-image generation: prompts in 7 "
         "reasoning categories (commonsense, compositional, concept mixing, logical, numerical, mathematical, "
-        "causal) and 32 subcategories, each with instance-specific evaluation questions, 1 / 0.5 / 0 scoring "
-        "criteria and importance weights covering text-image alignment, reasoning accuracy and image quality."
+        "causal) and 32 subcategories, each with instance-specific evaluation questions, scoring criteria "
+        "(mostly 1 / 0.5 / 0, some with other levels or ranges) and importance weights covering text-image "
+        "alignment, reasoning accuracy and image quality."
     )
     scoring = (
         "R2I-Score: a multimodal judge (GPT-4o, temperature 0.1, in the paper) receives the image and the "
         "'Text-to-Image Quality Evaluation Protocol' prompt listing the instance's questions and criteria, and "
-        "scores each question 0, 0.5 or 1. The instance score is sum(w_i * s_i) / sum(w_i); a category's "
-        "score is the mean over its instances and the overall score the micro average over all instances "
-        "(Table 3), with standard errors and 95% confidence intervals (Table 14). Prompts without questions "
+        "scores each question on the levels its criterion defines. The instance score is "
+        "sum(w_i * s_i) / sum(w_i); a category's score is the mean over its instances and the overall score "
+        "the micro average over all instances (Table 3), with standard errors and 95% confidence intervals (Table 14). Prompts without questions "
         "are unscorable and reported, not scored 0."
     )
     field_docs = {
@@ -633,7 +634,9 @@ class R2IBench(Benchmark):
         "questions": "The instance's evaluation questions (empty when has_questions is False).",
         "questions.id": "The question's number within the instance (the key the judge answers under).",
         "questions.question": "The evaluation question.",
-        "questions.criterion": "What earns a score of 1, 0.5 and 0 (the release's evaluation_criteria).",
+        "questions.criterion": "The scores the question may get and what earns each (the release's "
+                               "evaluation_criteria): mostly 1, 0.5 and 0; some criteria define other levels "
+                               "(0.75, 0.3...) or ranges (0.7-0.9).",
         "questions.weight": "Importance weight in the weighted mean; mostly 1 to 10, a few from 0 to 50.",
         "questions.note": "An annotator's note (one release file has them); null elsewhere.",
         "questions.dimension": "reasoning / alignment / quality: null in the release, which does not label "
