@@ -457,6 +457,7 @@ def build_dataset(benchmark: Benchmark | str, source: str | os.PathLike | None, 
                                f"is it the {bench.pretty_name} release?{_what_was_there(release, src.root)}")
 
         anomalies, quarantine = list(release.anomalies), list(release.quarantine)
+        anomalies += _modified_files(bench, src.verification)
         configs = {c: list(release.configs[c]) for c in built}
         changed = _normalize(configs, list(normalize)) if normalize else 0
         renamed = _safe_paths(bench, configs, unsafe_ids, anomalies, quarantine)
@@ -480,6 +481,20 @@ def build_dataset(benchmark: Benchmark | str, source: str | os.PathLike | None, 
         with atomic_folder(out) as tmp:
             _write(bench, release, built, tables, tmp, report, repo_id, eval_yaml, evaluation_framework)
     return report
+
+
+def _modified_files(bench: Benchmark, verification: dict[str, Any] | None) -> list[Anomaly]:
+    """A release file whose bytes differ from the ones the project recorded for the pinned revision is
+    read as it is and reported (kept, like every irregularity; ``--strict`` makes it an error). A fetch
+    of the pinned revision never gets here with one: it enforces the hashes. Only where some recorded
+    file matches (the folder is that release): when none does it is another revision or another writing
+    of the layout (the project's samples), which the verification note says once."""
+    if not verification or not verification.get("mismatched") or not verification.get("verified"):
+        return []
+    official = bench.official_release
+    return [Anomaly("modified_file", rel, None, f"its SHA-256 differs from the file of {official.repo} at "
+                    f"{official.revision} that the project recorded: read as it is (a local edit, another "
+                    "revision, or a damaged copy)") for rel in verification["mismatched"]]
 
 
 def _write(bench: Benchmark, release: Any, built: list[str], tables: dict[str, pa.Table], tmp: Path,

@@ -194,8 +194,9 @@ class ArchiveServer:
 
 @pytest.fixture
 def github(monkeypatch, tmp_path):
-    """The GitHub archive URL pointed at a local server serving the sample at the pinned revision;
-    HTTP allowed (the Hub stays out of reach: nothing here goes to it)."""
+    """The GitHub archive URL pointed at a local server serving the sample at the pinned revision, whose
+    recorded hashes are then the sample's; HTTP allowed (the Hub stays out of reach: nothing here goes to it)."""
+    _sample_as_the_pinned_release(monkeypatch)
     server = ArchiveServer()
     server.files[f"/PLUM-Lab/R2I-Bench/tar.gz/{REV}"] = tar_gz(tree(R2I.sample_path()), f"R2I-Bench-{REV}")
     monkeypatch.setenv("T2IREASON_GITHUB_ARCHIVE_URL", server.base + "/{repo}/tar.gz/{revision}")
@@ -208,6 +209,12 @@ def github(monkeypatch, tmp_path):
 
 def _hashes(folder: Path) -> dict[str, str]:
     return {name: hashlib.sha256(data).hexdigest() for name, data in tree(folder).items() if name.startswith("data/")}
+
+
+def _sample_as_the_pinned_release(monkeypatch, files: dict[str, str] | None = None) -> None:
+    monkeypatch.setattr(R2I, "official_release", OfficialRelease(
+        kind="github", repo="PLUM-Lab/R2I-Bench", revision=REV,
+        files=_hashes(R2I.sample_path()) if files is None else files))
 
 
 def test_build_with_no_source_fetches_the_pinned_release_and_checks_it(github, monkeypatch, tmp_path, reference):
@@ -262,7 +269,8 @@ def test_files_that_differ_from_the_recorded_hashes(github, monkeypatch, tmp_pat
     assert report.source_info["revision"] == other and "not the recorded files" in report.summary()
 
 
-def test_no_recorded_hashes_is_said_not_hidden(github, tmp_path):
+def test_no_recorded_hashes_is_said_not_hidden(github, monkeypatch, tmp_path):
+    _sample_as_the_pinned_release(monkeypatch, files={})
     report = build.build_dataset("r2i-bench", None, tmp_path / "out", license="other")
     assert report.source_info["verification"]["recorded"] == 0
     assert "the project records no file hashes for this release" in report.summary()
@@ -270,6 +278,7 @@ def test_no_recorded_hashes_is_said_not_hidden(github, tmp_path):
 
 def test_offline_the_error_says_what_to_download_and_where(monkeypatch, tmp_path, capsys, reference):
     monkeypatch.setenv("T2IREASON_RELEASES_CACHE", str(tmp_path / "cache"))  # HF_HUB_OFFLINE=1, as in every test
+    _sample_as_the_pinned_release(monkeypatch)
     from t2ireason import cli
 
     code = cli.main(["build", "r2i-bench", "--out", str(tmp_path / "out"), "--license", "other"])

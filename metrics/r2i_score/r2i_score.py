@@ -9,7 +9,7 @@ _DESCRIPTION = """\
 R2I-Score (Chen et al., 2025, "R2I-Bench: Benchmarking Reasoning-Driven Text-to-Image Generation")
 scores a generated image against its R2I-Bench row: a multimodal judge (GPT-4o at temperature 0.1 in
 the paper) receives the image and the paper's "Text-to-Image Quality Evaluation Protocol" prompt
-listing the instance's questions and 1 / 0.5 / 0 criteria, and scores every question. The image's
+listing the instance's questions and criteria, and scores every question on the levels its criterion defines. The image's
 score is sum(w_i * s_i) / sum(w_i) over its questions (0 to 1); the tables (0 to 100) give each
 category's mean, the micro average over instances (Table 3) and standard errors with 95% confidence
 intervals (Table 14). The logic lives in t2ireason.benchmarks.r2i_bench; this module is its shell.
@@ -37,7 +37,10 @@ Args:
     subcategories (compute option): "<category>/<subcategory>" names to judge (default all; the
         official preset: the 28 of the authors' instance.py); round_scores: decimals (official: 2).
     max_reasks (compute option): follow-ups naming missing or invalid answers (default 2).
-    allowed_scores (compute option): the scores a question may get (default (0, 0.5, 1)).
+    allowed_scores (compute option): the scores a question may get (default "criteria": each its own
+        criterion's levels; a tuple for all; None: any number in [0, 1]).
+    dimensions (compute option): "release" or "inferred" (paper preset: Table 13's dimensions from the
+        paper's weight ranges, for the questions the release does not label).
 Init keyword arguments (evaluate.load(..., judge=...)):
     judge: a judge spec ("openai:gpt-4o", "hf:...", "vllm:...") or a judge object; default: the preset's.
     preset: "paper" (default) or "official" (the authors' script's deliberate choices, not its bugs);

@@ -82,6 +82,14 @@ class OfficialRelease:
             raise ValueError(f"an official release is on 'github' or the 'hub', got {self.kind!r}")
 
 
+def recorded_hashes(benchmark: str) -> dict[str, str]:
+    """The SHA-256 the project records for the files of ``benchmark``'s official release
+    (``release_hashes/<benchmark>.sha256``, in ``sha256sum``'s format): path -> digest."""
+    text = (resources.files("t2ireason") / "benchmarks" / "release_hashes" / f"{benchmark}.sha256").read_text("utf-8")
+    return {path: digest for digest, path in (line.split("  ", 1) for line in text.splitlines()
+                                              if line.strip() and not line.startswith("#"))}
+
+
 @dataclass
 class Release:
     """A release read into the project's schema: rows per config, with everything irregular listed."""

@@ -55,6 +55,7 @@ from .base import (
     Release,
     ReleaseError,
     file_to_read,
+    recorded_hashes,
     unread_files,
 )
 
@@ -128,12 +129,12 @@ class PrismBench(Benchmark):
         "subset": "`representative` (k-means sample) or `curated` when the release says so, else null.",
         "extra": "Every other key of the release line, as a JSON object string.",
     }
-    #: the authors' repository: captions/{en,zh}/<track>.jsonl and the two evaluation scripts. Neither
-    #: a commit nor file hashes could be verified where this project was built (no copy of the
-    #: repository was reachable): ``revision`` names the branch, ``files`` is empty, and a build
-    #: from it reports the hashes instead of enforcing them.
+    #: the authors' repository: captions/{en,zh}/<track>.jsonl and the two evaluation scripts. Its commit
+    #: could not be checked (the repository was not reachable): ``revision`` names the branch, and
+    #: ``files`` holds the SHA-256 of a public copy of it (ada994/prism-bench), which a build reports
+    #: against (a file that differs is a ``modified_file`` anomaly), never enforces (a branch moves).
     official_release = OfficialRelease(kind="github", repo="rongyaofang/prism-bench", revision="main",
-                                       files={}, scripts=AUTHORS_SCRIPTS)
+                                       files=recorded_hashes("prism-bench"), scripts=AUTHORS_SCRIPTS)
     release_markers = tuple(f"captions/{lang}/{t}.jsonl" for lang in LANGUAGES for t in TRACKS)
     language = LANGUAGES  # PRISM-Bench (en) and PRISM-Bench-ZH
     presets = {
@@ -309,9 +310,12 @@ class PrismBench(Benchmark):
 
         Every cell holds both definitions: ``average`` (the paper's: the mean of the axis means) and
         ``combined`` (the authors' code: the mean of one pooled list of both axes' scores); the
-        protocol decides which is the table's Avg. and ``prism_score``. Overall alignment and
-        aesthetic pool every image; ``overall_track_mean`` is the mean of the track averages (the
-        paper's wording). Replies not counted are counted per cause (``outcomes``) and explained in
+        protocol decides which is the table's Avg. The final score ``prism_score`` is, under the paper
+        protocol, the paper's (seed 004 section 3.2: "the average across all seven tracks",
+        ``overall_track_mean``; the table's Overall is the mean over the tracks of each column,
+        ``track_mean``), with the pooled figure beside it (``pooled_average``: the mean of the pooled
+        alignment and pooled aesthetic; Pooled Avg. in :meth:`paper_tables`); under the official protocol the authors'
+        pooled Combined. Top-level ``alignment`` and ``aesthetic`` pool every image. Replies not counted are counted per cause (``outcomes``) and explained in
         ``notes``. ``by_language`` splits en from zh (separate tables, separate runs of the authors'
         script); the top level pools whatever languages were given.
         """
@@ -338,10 +342,13 @@ class PrismBench(Benchmark):
                 cells[f"{name} Ali."] = summary.get("alignment", cell["Ali."])
                 cells[f"{name} Aes."] = summary.get("aesthetic", cell["Aes."])
                 cells[f"{name} Avg."] = cell["Avg."]
+            if not official and "Overall" in agg["table"]:  # the pooled figure beside the paper's final score
+                cells["Pooled Avg."] = agg["pooled_average"]
             number = {"en": "Table 1", "zh": "Table 2 (PRISM-Bench-ZH)"}.get(lang, lang)
             note = ("0-100, as the authors' code computes it: Avg. is the mean of one pooled list of both axes' "
-                    "scores; an axis with no counted score shows 0.0" if official
-                    else "0-100; Avg. is the mean of Ali. and Aes.; overall pools every image")
+                    "scores; overall pools every image; an axis with no counted score shows 0.0" if official
+                    else "0-100; Avg. is the mean of Ali. and Aes.; Overall is the mean over the tracks (the paper's "
+                         "final score, section 3.2); Pooled Avg. pools every image instead")
             tables.append(PaperTable.one_row(f"PRISM-Bench {number}".strip(), label, cells, note=note))
         return tables
 
@@ -793,10 +800,19 @@ def _table(results: Sequence[ImageResult], protocol: str, stat_opts: dict[str, A
     headline = "combined" if official else "average"
     tracks = {t: cell(t) for t in TRACKS if t in values}
     overall = cell("overall") if results else None
+
+    def over_tracks(key: str) -> float | None:  # seed 004 section 3.2: "the average across all seven tracks"
+        scores = [c[key] for c in tracks.values() if c[key] is not None]
+        return sum(scores) / len(scores) if scores else None
+
+    track_mean = {"alignment": over_tracks("alignment"), "aesthetic": over_tracks("aesthetic"),
+                  "average": over_tracks("average")}
     table = {TRACKS[t]: {"Ali.": c["alignment"], "Aes.": c["aesthetic"], "Avg.": c[headline]} for t, c in tracks.items()}
-    if overall:
+    if overall and official:  # the authors' summary pools every score
         table["Overall"] = {"Ali.": overall["alignment"], "Aes.": overall["aesthetic"], "Avg.": overall[headline]}
-    track_scores = [c["average"] for c in tracks.values() if c["average"] is not None]
+    elif overall:  # the paper's Overall: the mean over the tracks, each axis and the average
+        table["Overall"] = {"Ali.": track_mean["alignment"], "Aes.": track_mean["aesthetic"],
+                            "Avg.": track_mean["average"]}
     kinds = Counter()
     for axis in AXES:
         kinds.update(overall["outcomes"][axis] if overall else {})
@@ -806,12 +822,15 @@ def _table(results: Sequence[ImageResult], protocol: str, stat_opts: dict[str, A
         notes.append("an axis with no counted score shows 0.0, as the authors' summary prints 0.00")
     return {
         "protocol": protocol,
-        "prism_score": overall[headline] if overall else None,
+        # the paper's final score is the mean over the tracks; the authors' code's the pooled Combined
+        "prism_score": (overall[headline] if official else track_mean["average"]) if overall else None,
         "alignment": overall["alignment"] if overall else None,
         "aesthetic": overall["aesthetic"] if overall else None,
         "average": overall["average"] if overall else None,
+        "pooled_average": overall["average"] if overall else None,
         "combined": overall["combined"] if overall else None,
-        "overall_track_mean": sum(track_scores) / len(track_scores) if track_scores else None,
+        "overall_track_mean": track_mean["average"],
+        "track_mean": track_mean,
         "tracks": tracks,
         "table": table,
         "failed_replies": overall["failed"] if overall else {a: 0 for a in AXES},

@@ -1,7 +1,7 @@
 """R2I-Bench (seed 003, Chen et al.): reasoning-driven text-to-image generation, scored by R2I-Score.
 
 The path of one image: a release row (prompt + instance-specific questions,
-each with a 1 / 0.5 / 0 criterion and a weight) -> one request per image with
+each with a criterion defining its scores, mostly 1 / 0.5 / 0, and a weight) -> one request per image with
 the paper's "Text-to-Image Quality Evaluation Protocol" template (appendix
 A.4) listing every question and criterion -> the judge's reply, ending in a
 fenced JSON block ``{"<question id>": score, ...}`` -> the weighted mean
@@ -55,11 +55,20 @@ from ..parsing import ReplyParseError, as_score, ask_structured, extract_json
 from ..prompts import render
 from ..results import ImageResult, PaperTable, QuestionResult
 from ..stats import summarize
-from .base import Anomaly, Benchmark, OfficialRelease, Quarantined, Release, ReleaseError, name_key
+from .base import (
+    Anomaly,
+    Benchmark,
+    OfficialRelease,
+    Quarantined,
+    Release,
+    ReleaseError,
+    name_key,
+    recorded_hashes,
+)
 
 __all__ = [
     "BENCHMARK", "R2IBench", "CATEGORIES", "WEIGHT_RANGES", "CriteriaGeneration", "generate_criteria",
-    "render_request",
+    "render_request", "criterion_levels", "question_levels", "infer_dimension",
 ]
 
 #: category configs, in the order of the paper's Table 3 columns
@@ -69,8 +78,15 @@ CATEGORY_TITLES = {"commonsense": "Commonsense", "compositional": "Compositional
                    "logical": "Logical", "numerical": "Numerical", "mathematical": "Mathematical", "causal": "Causal"}
 #: the paper's per-dimension weight ranges (section 3), used by the criteria pipeline
 WEIGHT_RANGES = {"reasoning": (7.0, 10.0), "alignment": (4.0, 6.0), "quality": (1.0, 3.0)}
-#: the scores the release's criteria define (each criterion describes 1, 0.5 and 0)
+#: the scores most of the release's criteria define (1, 0.5 and 0): the levels of a criterion whose own
+#: levels cannot be read (:func:`criterion_levels`)
 ALLOWED_SCORES = (0.0, 0.5, 1.0)
+#: a criterion's levels: (low, high) pairs, sorted; a point level has low == high, a range level ("0.7-0.9")
+#: accepts any score from low to high
+Levels = tuple[tuple[float, float], ...]
+DEFAULT_LEVELS: Levels = tuple((a, a) for a in ALLOWED_SCORES)
+#: ``allowed_scores="criteria"`` (the default): each question's levels read from its own criterion
+FROM_CRITERIA = "criteria"
 
 _TEMPLATES = "r2i_bench"
 _PROMPT_COLUMNS = ("prompt", "reference_caption", "assessment_point", "category", "subcategory", "id")
@@ -78,7 +94,8 @@ _EVAL_COLUMNS = ("source_id", "evaluation_criteria", "id", "question", "weight")
 _EVAL_OPTIONAL = ("note",)
 _MISSING = ("fail", "answered")
 _SCORE_OPTIONS = {"max_reasks", "missing", "allowed_scores", "structured_output", "template", "subcategories",
-                  "round_scores"}
+                  "round_scores", "dimensions"}
+_DIMENSION_SOURCES = ("release", "inferred")
 _AGGREGATE_OPTIONS = {"scale", "confidence", "n_resamples", "seed", "round_scores"}
 _TEMPLATES_KINDS = ("paper", "official")
 
@@ -355,6 +372,104 @@ def _extra(values: dict[str, str]) -> str | None:
     return json.dumps(values, ensure_ascii=False) if values else None
 
 
+# -- a criterion's own levels -------------------------------------------------------------------------
+
+_NUMBER = r"(?<!\d)(?<!\d\.)\d+(?:\.\d+)?(?![\d.]*\d)"  # a whole number, not a piece of one (2.5, 1.64)
+
+
+def _level_number(tag: str) -> str:
+    """A level's number, or a range of two ("0.7-0.9", "0.1 to 0.3"), in named groups ``lo<tag>``/``hi<tag>``."""
+    return rf"(?P<lo{tag}>{_NUMBER})(?:\s*(?:-|–|—|~|to)\s*(?P<hi{tag}>{_NUMBER}))?"
+
+
+_UNIT = r"(?:\s*(?:points?|pts?|分))"
+#: what opens a level's description: ":", "=", an arrow, " |", a dash before a word (never "2:3", "=2", "17-step")
+_OPENS = r"(?::(?!\d)|=(?!\s*\d)|[→➔](?=\s)|->|\s\||[–—](?!\s*\d)|-(?=\s+\D))"
+#: the ways the real criteria write a level, e.g. "1.0: ...", "0.5 (Partially Correct) – ...", "0.7-0.9: ...",
+#: "**1.0** → ...", "{'0.5': '...'}", "Score 0.5 if ...", "0.5 if ...", "(0.5 points)", "Full (1): ...", "[0.4] ..."
+_LEVEL = re.compile(
+    r"(?:^|(?<=[\s.;,|'\"\[{()\]:*>])|(?-i:(?<=[a-z])))" + _level_number("a") + _UNIT + "?"
+    + r"[\s'\"*]*(?:\([^()]{1,40}\)[\s'\"*]*)?" + _OPENS
+    + r"|\bscore['\"]?\s*(?:of|is|:|=)?\s*" + _level_number("b") + r"(?!\s*(?:-|–|—|to)\s*\d)"
+    + r"|(?:^|(?<=[\s,;(]))" + _level_number("c") + _UNIT + r"?\s+if\b"
+    + r"|\(" + _level_number("d") + _UNIT + r"\)"
+    + r"|\(" + _level_number("e") + r"\)\s*" + _OPENS
+    + r"|\[" + _level_number("f") + r"\]",
+    re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=65536)  # the same criterion is read at build, on every scoring and in reports
+def criterion_levels(criterion: str) -> Levels | None:
+    """The scores a criterion defines, read from its text: ``((low, high), ...)`` sorted, a point level
+    with ``low == high``, a range level ("0.9-1: ...") as its two ends; None when they cannot be read.
+
+    A level is a number (or a range of two) in the place where the real criteria put one: at the start
+    of the text or after a separator, before the mark that opens its description (``1.0: ...``, ``0.5
+    (Partially Correct) – ...``, ``0.7-0.9: ...``, ``**0.75** → ...``, ``{'0.5': '...'}``, ``0.3 = ...``,
+    ``Score 0.5 if ...``, ``(0.5 points)``, ``[0.4] ...``). Numbers inside a description (``2:3``,
+    ``(2.5, 1.1)``, ``10-30%``, ``17-step``) are not levels. Unreadable: fewer than two levels, or a level
+    outside 0 to 1 (a points scale, "5: ... | 1: ...", or a number the reader took for a level), where
+    the judge's 0-to-1 answer cannot follow the text."""
+    found = set()
+    for m in _LEVEL.finditer(criterion):
+        tag = next(t for t in "abcdef" if m["lo" + t] is not None)
+        lo = float(m["lo" + tag])
+        hi = float(m["hi" + tag]) if m["hi" + tag] else lo
+        found.add((min(lo, hi), max(lo, hi)))
+    if len(found) < 2 or any(hi > 1 for _, hi in found):
+        return None
+    return tuple(sorted(found))
+
+
+def question_levels(question: dict[str, Any]) -> tuple[Levels, bool]:
+    """The levels a question is scored on, and whether they were read from its criterion (False: the
+    criterion's cannot be read, :data:`DEFAULT_LEVELS` are used)."""
+    criterion = question.get("criterion")
+    levels = criterion_levels(criterion) if isinstance(criterion, str) else None
+    return (levels, True) if levels is not None else (DEFAULT_LEVELS, False)
+
+
+def _levels_text(levels: Levels | None) -> str:
+    """'one of the scores 0, 0.5 or 1', 'one of the scores 0 or 1, or any score from 0.7 to 0.9'."""
+    if levels is None:
+        return "a score between 0 and 1"
+
+    def either(items: list[str]) -> str:
+        return ", ".join(items[:-1]) + f" or {items[-1]}" if len(items) > 1 else items[0]
+
+    points = [f"{lo:g}" for lo, hi in levels if lo == hi]
+    ranges = [f"any score from {lo:g} to {hi:g}" for lo, hi in levels if lo != hi]
+    shown = [f"{'one of the scores' if len(points) > 1 else 'the score'} {either(points)}"] if points else []
+    return ", or ".join(shown + ([either(ranges)] if ranges else []))
+
+
+def _in_levels(value: float, levels: Levels) -> bool:
+    return any(lo - 1e-9 <= value <= hi + 1e-9 or math.isclose(value, lo) for lo, hi in levels)
+
+
+def _level_schema(levels: Levels | None) -> dict[str, Any]:
+    """One question's score in a JSON schema: its point levels as an enum, each range level as a bounded number."""
+    if levels is None:
+        return {"type": "number", "minimum": 0, "maximum": 1}
+    points = {"enum": [int(lo) if float(lo).is_integer() else lo for lo, hi in levels if lo == hi]}
+    ranges = [{"type": "number", "minimum": lo, "maximum": hi} for lo, hi in levels if lo != hi]
+    if not ranges:
+        return points
+    return {"anyOf": ([points] if points["enum"] else []) + ranges}
+
+
+def _as_levels(allowed: Sequence[float] | None) -> Levels | None:
+    return None if allowed is None else tuple(sorted((float(a), float(a)) for a in set(allowed)))
+
+
+def infer_dimension(weight: Any) -> str | None:
+    """The dimension whose weight range (:data:`WEIGHT_RANGES`: alignment 4-6, reasoning 7-10, quality
+    1-3) holds ``weight``; None when no range does (0, 3.5, 6.5, above 10, not a number)."""
+    if not _usable_weight(weight):
+        return None
+    return next((d for d, (lo, hi) in WEIGHT_RANGES.items() if lo <= float(weight) <= hi), None)
+
+
 # -- scoring helpers --------------------------------------------------------------------------------
 
 
@@ -374,19 +489,13 @@ def question_keys(questions: Sequence[dict[str, Any]]) -> list[str]:
     return [str(i) for i in range(1, len(questions) + 1)]
 
 
-def _scale_text(allowed: Sequence[float] | None) -> str:
-    if allowed is None:
-        return "a score between 0 and 1"
-    values = [f"{a:g}" for a in sorted(allowed)]
-    return "exactly one of the scores " + ", ".join(values[:-1]) + f" or {values[-1]}"
-
-
 def render_request(row: dict[str, Any], keys: Sequence[str] | None = None,
-                   allowed_scores: Sequence[float] | None = ALLOWED_SCORES, template: str = "paper") -> str:
+                   allowed_scores: Any = FROM_CRITERIA, template: str = "paper") -> str:
     """The judge prompt for one instance.
 
     ``template="paper"``: the appendix A.4 protocol as the paper prints it, with the prompt, every
-    question and its criterion in the project's layout, and the ids the answer must score.
+    question and its criterion in the project's layout, the ids the answer must score and, per
+    question, the scores its criterion defines (``allowed_scores``: see :func:`score_levels`).
     ``template="official"``: the authors' own text (``instance.py``'s ``PROMPT``, byte for byte)
     with ``[PROMPT]`` and ``[QUESTION LIST]`` filled in and their question layout
     (``"<id>. <question> \\nCriteria: <criterion>"`` per line); unlike their code, which replaces
@@ -400,10 +509,23 @@ def render_request(row: dict[str, Any], keys: Sequence[str] | None = None,
     if template != "paper":
         raise ValueError(f"template must be one of {_TEMPLATES_KINDS}, got {template!r}")
     listed = [{"key": k, "question": q["question"], "criterion": q["criterion"]} for k, q in zip(keys, questions)]
+    levels = [_levels_text(lv) for lv in score_levels(questions, allowed_scores)]
+    same = levels[0] if levels and len(set(levels)) == 1 else None
     return render(_TEMPLATES, "image_evaluation", prompt=row["prompt"],
                   question_list=render(_TEMPLATES, "question_list", questions=listed),
-                  important_enforcement=render(_TEMPLATES, "important_enforcement", ids=keys,
-                                               scale=_scale_text(allowed_scores)))
+                  important_enforcement=render(_TEMPLATES, "important_enforcement", ids=keys, scale=same,
+                                               scales=list(zip(keys, levels))))
+
+
+def score_levels(questions: Sequence[dict[str, Any]], allowed_scores: Any = FROM_CRITERIA) -> list[Levels | None]:
+    """The levels each question may be scored on: ``"criteria"`` (default) each its own criterion's
+    (:func:`question_levels`), a sequence of numbers those for every question, None any number in [0, 1]."""
+    if isinstance(allowed_scores, str):
+        if allowed_scores != FROM_CRITERIA:
+            raise ValueError(f"allowed_scores must be {FROM_CRITERIA!r}, a sequence of scores or None, "
+                             f"got {allowed_scores!r}")
+        return [question_levels(q)[0] for q in questions]
+    return [_as_levels(allowed_scores)] * len(questions)
 
 
 @functools.cache
@@ -413,11 +535,13 @@ def official_template() -> str:
     return text.split("-#}\n", 1)[1]
 
 
-def reply_schema(keys: Sequence[str], allowed_scores: Sequence[float] | None = ALLOWED_SCORES) -> dict[str, Any]:
-    """The JSON the template's answer block holds: every question id mapped to its score."""
-    score = ({"enum": [int(v) if float(v).is_integer() else v for v in allowed_scores]} if allowed_scores is not None
-             else {"type": "number", "minimum": 0, "maximum": 1})
-    return {"title": "r2i_bench_scores", "type": "object", "properties": {k: score for k in keys},
+def reply_schema(keys: Sequence[str], levels: Any = ALLOWED_SCORES) -> dict[str, Any]:
+    """The JSON the template's answer block holds: every question id mapped to its score, one of the
+    levels of its criterion. ``levels``: one list of :data:`Levels` (or None) per key, or a sequence of
+    scores (None: any number in [0, 1]) for every key."""
+    per_key = list(levels) if levels and not isinstance(levels[0], (int, float)) else [_as_levels(levels)] * len(keys)
+    return {"title": "r2i_bench_scores", "type": "object",
+            "properties": {k: _level_schema(lv) for k, lv in zip(keys, per_key)},
             "required": list(keys), "additionalProperties": False}
 
 
@@ -429,8 +553,8 @@ class _ScoreCollector:
     to a question wins. Raises ReplyParseError until every question has one.
     """
 
-    def __init__(self, keys: Sequence[str], allowed: Sequence[float] | None):
-        self.keys, self.allowed = list(keys), allowed
+    def __init__(self, keys: Sequence[str], levels: Sequence[Levels | None]):
+        self.keys, self.levels = list(keys), dict(zip(keys, levels))
         self.scores: dict[str, float] = {}
 
     def __call__(self, text: str) -> dict[str, float]:
@@ -440,7 +564,12 @@ class _ScoreCollector:
         for k in self.keys:
             if k in answers:
                 try:
-                    self.scores[k] = as_score(answers[k], allowed=self.allowed, lo=0.0, hi=1.0, name=f"question {k}")
+                    score = as_score(answers[k], lo=0.0, hi=1.0, name=f"question {k}")
+                    levels = self.levels[k]
+                    if levels is not None and not _in_levels(score, levels):
+                        raise ReplyParseError(f"question {k} has {score:g}, not a score its criteria define "
+                                              f"({_levels_text(levels)})")
+                    self.scores[k] = score
                 except ReplyParseError as e:
                     problems.append(str(e))
         unanswered = [k for k in self.keys if k not in self.scores]
@@ -468,26 +597,27 @@ class R2IBench(Benchmark):
     metric = "r2i_score"
     license = None  # the release states none that we could check: users must say
     citation = _CITATION
-    # The authors' repository. The data files at this commit were read through a text index of
-    # public repositories, which does not give their bytes exactly: no file hash is recorded, so a
-    # fetched release is reported as unverified (see metrics/r2i_score/README.md).
+    # The authors' repository at the commit whose files the project checked byte for byte: their
+    # SHA-256 (release_hashes/r2i-bench.sha256) are enforced on a fetch and reported on a build from
+    # a folder or an archive (a file that differs is a `modified_file` anomaly).
     official_release = OfficialRelease(
-        kind="github", repo="PLUM-Lab/R2I-Bench", revision="c968ee80519bbf1033f9dbda84db1aef4bd0f2a0",
-        files={}, scripts=("evaluation.py", "instance.py", "generation.py"))
+        kind="github", repo="PLUM-Lab/R2I-Bench", revision="874e8a1b20a246fe390152c767534a8abcfeae82",
+        files=recorded_hashes("r2i-bench"), scripts=("evaluation.py", "instance.py", "generation.py"))
     release_markers = ("data/prompts", "data/evaluation")
     path_fields = ("source_id",)
     description = (
         "R2I-Bench (Chen et al., 2025) evaluates reasoning-driven text-to-image generation: prompts in 7 "
         "reasoning categories (commonsense, compositional, concept mixing, logical, numerical, mathematical, "
-        "causal) and 32 subcategories, each with instance-specific evaluation questions, 1 / 0.5 / 0 scoring "
-        "criteria and importance weights covering text-image alignment, reasoning accuracy and image quality."
+        "causal) and 32 subcategories, each with instance-specific evaluation questions, scoring criteria "
+        "(mostly 1 / 0.5 / 0, some with other levels or ranges) and importance weights covering text-image "
+        "alignment, reasoning accuracy and image quality."
     )
     scoring = (
         "R2I-Score: a multimodal judge (GPT-4o, temperature 0.1, in the paper) receives the image and the "
         "'Text-to-Image Quality Evaluation Protocol' prompt listing the instance's questions and criteria, and "
-        "scores each question 0, 0.5 or 1. The instance score is sum(w_i * s_i) / sum(w_i); a category's "
-        "score is the mean over its instances and the overall score the micro average over all instances "
-        "(Table 3), with standard errors and 95% confidence intervals (Table 14). Prompts without questions "
+        "scores each question on the levels its criterion defines. The instance score is "
+        "sum(w_i * s_i) / sum(w_i); a category's score is the mean over its instances and the overall score "
+        "the micro average over all instances (Table 3), with standard errors and 95% confidence intervals (Table 14). Prompts without questions "
         "are unscorable and reported, not scored 0."
     )
     field_docs = {
@@ -504,7 +634,9 @@ class R2IBench(Benchmark):
         "questions": "The instance's evaluation questions (empty when has_questions is False).",
         "questions.id": "The question's number within the instance (the key the judge answers under).",
         "questions.question": "The evaluation question.",
-        "questions.criterion": "What earns a score of 1, 0.5 and 0 (the release's evaluation_criteria).",
+        "questions.criterion": "The scores the question may get and what earns each (the release's "
+                               "evaluation_criteria): mostly 1, 0.5 and 0; some criteria define other levels "
+                               "(0.75, 0.3...) or ranges (0.7-0.9).",
         "questions.weight": "Importance weight in the weighted mean; mostly 1 to 10, a few from 0 to 50.",
         "questions.note": "An annotator's note (one release file has them); null elsewhere.",
         "questions.dimension": "reasoning / alignment / quality: null in the release, which does not label "
@@ -518,9 +650,11 @@ class R2IBench(Benchmark):
         # choices: its own prompt text and question layout, sent before the image; questions the judge
         # leaves unanswered dropped from the weighted mean ("answered", each drop recorded instead of
         # silent); instance and category scores rounded to 2 decimals; only the 28 subcategories its
-        # instance.py lists. Its bugs are not reproduced (metrics/r2i_score/README.md lists each).
+        # instance.py lists. Its bugs are not reproduced (metrics/r2i_score/README.md lists each). Both
+        # score each question on its own criterion's levels; the paper preset adds Table 13's dimensions,
+        # inferred from the weights (the release labels none).
         "paper": {"judge": "openai:gpt-4o", "judge_kwargs": {"sampling": Sampling(temperature=0.1)},
-                  "options": {"missing": "fail", "template": "paper"}},
+                  "options": {"missing": "fail", "template": "paper", "dimensions": "inferred"}},
         # Its request (instance.py's get_llm_response) names the model and temperature 0.1 and nothing
         # else: no max_tokens, no top_p (sampling_params), the server's defaults for the rest.
         "official": {"judge": "openai:gpt-4o", "judge_kwargs": {"sampling": Sampling(temperature=0.1),
@@ -688,6 +822,7 @@ class R2IBench(Benchmark):
                                                  f"holds the prompts of {rel}; the authors' code looks for them in "
                                                  f"prompts/{cat}/{cat}_{sub}.csv"))
                 eval_subs.add((cat, target))
+                unread_levels: list[str] = []
                 orphans: dict[str, list[_Record]] = defaultdict(list)
                 seen: set[tuple[str, str]] = set()
                 for rec in read(path, rel, _EVAL_COLUMNS, _EVAL_NEEDS, cat):
@@ -720,6 +855,8 @@ class R2IBench(Benchmark):
                                                  f"line {rec.line}: question id {qid!r} repeats within the instance "
                                                  "(both kept; the instance's questions are asked by position)"))
                     seen.add((sid, qid))
+                    if criterion_levels(c.get("evaluation_criteria", "")) is None:
+                        unread_levels.append(f"{sid}/{qid}")
                     note = c.get("note") or None
                     question = {"id": qid, "question": c["question"], "criterion": c.get("evaluation_criteria", ""),
                                 "weight": weight, "note": note, "dimension": None, "extra": _extra(rec.extra)}
@@ -728,6 +865,13 @@ class R2IBench(Benchmark):
                         orphans[sid].append(rec)
                         continue
                     row["questions"].append(question)
+                if unread_levels:
+                    counts[cat]["default_levels"] += len(unread_levels)
+                    anomalies.append(Anomaly("unreadable_levels", rel, unread_levels[0].split("/")[0],
+                                             f"{len(unread_levels)} criteria (source_id/question id: "
+                                             f"{_list_ids(unread_levels)}) define no scores that can be read "
+                                             "(no two levels, or levels outside 0 to 1): their questions are "
+                                             "scored on 0, 0.5 and 1"))
                 if orphans:
                     n = sum(len(r) for r in orphans.values())
                     counts[cat]["orphan_questions"] += n
@@ -768,7 +912,7 @@ class R2IBench(Benchmark):
         configs = {cat: rows_by_cat.get(cat, []) for cat in CATEGORIES}
         configs["all"] = [row for cat in cats for row in rows_by_cat.get(cat, [])]
         keys = ("rows", "questions", "question_rows", "orphan_questions", "prompts_without_questions",
-                "relabelled", "unusual_weights", "quarantined")
+                "relabelled", "unusual_weights", "default_levels", "quarantined")
         out_counts = {cat: {k: counts[cat][k] for k in keys} for cat in CATEGORIES}
         out_counts["all"] = {k: sum(counts[c][k] for c in cats) for k in keys}
         return Release(configs=configs, anomalies=anomalies, counts=out_counts, license=self.license,
@@ -781,9 +925,16 @@ class R2IBench(Benchmark):
         """R2I-Score of each image: one judge call per instance (all batched), bounded re-asks.
 
         Options: ``max_reasks`` (default 2): follow-ups naming the questions a reply left
-        unanswered or scored outside the allowed values; ``allowed_scores`` (default
-        ``(0, 0.5, 1)``, the values the release's criteria define; ``None`` accepts any number in
-        [0, 1]); ``missing``: what an instance with questions still unanswered after the re-asks
+        unanswered or scored outside the allowed values; ``allowed_scores``: ``"criteria"``
+        (default: each question's own levels, read from its criterion by :func:`criterion_levels`, e.g.
+        0 / 0.25 / 0.5 / 0.75 / 1, or a range "0.7-0.9" that accepts any score in it; a criterion whose
+        levels cannot be read is scored on 0 / 0.5 / 1, its ids in ``context["default_levels"]``), a
+        sequence of scores for every question (``(0, 0.5, 1)``), or ``None`` (any number in [0, 1]); the
+        paper template's instruction, the schema and the validation all follow them; ``dimensions``:
+        ``"release"`` (default: a question's dimension is the row's, null in the release) or
+        ``"inferred"`` (the paper preset: a question without one gets the dimension whose weight range
+        holds its weight, :func:`infer_dimension`, ``context["dimensions"] = "inferred"``, the ids in no
+        range in ``context["outside_ranges"]``); ``missing``: what an instance with questions still unanswered after the re-asks
         gets: ``"fail"`` (default; the paper's equation 1 needs every question: no score, the
         failure recorded) or ``"answered"`` (the official code's behaviour: the weighted mean over
         the answered questions, with the unanswered ids recorded in ``context["unanswered"]`` and
@@ -806,13 +957,17 @@ class R2IBench(Benchmark):
                             f"{sorted(_SCORE_OPTIONS | _AGGREGATE_OPTIONS)}")
         max_reasks = options.get("max_reasks", 2)
         missing = options.get("missing", "fail")
-        allowed = options.get("allowed_scores", ALLOWED_SCORES)
+        allowed = options.get("allowed_scores", FROM_CRITERIA)
+        score_levels([], allowed)  # a wrong value is an error before anything is asked
         template = options.get("template", "paper")
         decimals = options.get("round_scores")
         wanted = options.get("subcategories")
         wanted = None if wanted is None else set(wanted)
+        dimensions = options.get("dimensions", "release")
         if missing not in _MISSING:
             raise ValueError(f"missing must be one of {_MISSING}, got {missing!r}")
+        if dimensions not in _DIMENSION_SOURCES:
+            raise ValueError(f"dimensions must be one of {_DIMENSION_SOURCES}, got {dimensions!r}")
         if template not in _TEMPLATES_KINDS:
             raise ValueError(f"template must be one of {_TEMPLATES_KINDS}, got {template!r}")
         if len(rows) != len(images):
@@ -823,6 +978,8 @@ class R2IBench(Benchmark):
             _check_row(row, i)
             result = _blank_result(self, row, image)
             results.append(result)
+            if dimensions == "inferred":
+                _infer_dimensions(result)
             questions = row["questions"] or []
             if wanted is not None and f"{row['category']}/{row['subcategory']}" not in wanted:
                 result.context["excluded"] = True
@@ -847,11 +1004,16 @@ class R2IBench(Benchmark):
             if result.image is None:
                 result.image = img.source
             keys = question_keys(row["questions"])
+            levels = score_levels(row["questions"], allowed)
+            if allowed == FROM_CRITERIA:
+                unread = [k for k, q in zip(keys, row["questions"]) if not question_levels(q)[1]]
+                if unread:
+                    result.context["default_levels"] = unread  # criteria whose levels cannot be read: 0, 0.5, 1
             text = render_request(row, keys, allowed, template)
-            schema = reply_schema(keys, allowed) if options.get("structured_output") else None
+            schema = reply_schema(keys, levels) if options.get("structured_output") else None
             parts = (text, img) if template == "official" else (img, text)  # the authors send the text first
             request = ChatRequest.simple(*parts, metadata={"id": result.id}, json_schema=schema)
-            asks.append((result, keys, request, _ScoreCollector(keys, allowed)))
+            asks.append((result, keys, request, _ScoreCollector(keys, levels)))
 
         parsed = ask_structured(judge, [a[2] for a in asks], [a[3] for a in asks], max_reasks=max_reasks,
                                 reask_prompt=REASK_PROMPT, progress=progress)
@@ -933,6 +1095,9 @@ class R2IBench(Benchmark):
             "unscorable_ids": [r.id for r in unscorable],
             "num_excluded": len(excluded),
             "num_partial": sum(1 for r in scored if r.score is not None and r.context.get("unanswered")),
+            # Table 13's dimensions, inferred from the weights where the release gives no label
+            "dimensions_inferred": any(r.context.get("dimensions") == "inferred" for r in scored),
+            "questions_outside_ranges": sum(len(r.context.get("outside_ranges") or ()) for r in scored),
             "scale": scale,
         }
 
@@ -944,6 +1109,17 @@ class R2IBench(Benchmark):
                  **{CATEGORY_TITLES.get(c, c): s for c, s in aggregate["categories"].items()}}
         tables = [PaperTable.one_row("R2I-Bench Table 3: R2I-Score", label, cells,
                                      note=f"0-{scale:g}; overall is the micro average over instances")]
+        dims = aggregate.get("dimensions") or {}
+        if dims:
+            inferred = aggregate.get("dimensions_inferred")
+            cells = {title: dims[d] for d, title in _TABLE13.items() if d in dims}
+            note = f"0-{scale:g}; each image's weighted mean over its questions of the dimension"
+            if inferred:
+                note += (" (dimensions INFERRED from the weights, as the release labels none: alignment 4-6, "
+                         f"reasoning 7-10, quality 1-3; {aggregate.get('questions_outside_ranges', 0)} question(s) "
+                         "in no range left out)")
+            tables.append(PaperTable.one_row("R2I-Bench Table 13: dimensions" + (" (inferred)" if inferred else ""),
+                                             label, cells, note=note))
         for category in aggregate["categories"]:
             subs = {name.split("/", 1)[1]: s for name, s in aggregate["subcategories"].items()
                     if name.split("/", 1)[0] == category}
@@ -953,6 +1129,8 @@ class R2IBench(Benchmark):
         return tables
 
 
+#: Table 13's columns: textual alignment, reasoning accuracy, image quality
+_TABLE13 = {"alignment": "TA", "reasoning": "RA", "quality": "IQ"}
 _ROW_FIELDS = ("id", "prompt", "category", "subcategory", "questions")
 _QUESTION_FIELDS = ("question", "criterion", "weight")
 
@@ -1001,6 +1179,18 @@ def _blank_result(bench: R2IBench, row: dict[str, Any], image: Any) -> ImageResu
                "reference_caption": row.get("reference_caption")}
     return ImageResult(id=bench.row_id(row), prompt=bench.prompt(row), score=None, config=row["category"],
                        questions=questions, image=source, context=context)
+
+
+def _infer_dimensions(result: ImageResult) -> None:
+    """Label each question the release leaves without a dimension by its weight (:func:`infer_dimension`)."""
+    outside = []
+    for n, q in enumerate(result.questions, 1):
+        if q.group is None:
+            q.group = infer_dimension(q.weight)
+            if q.group is None:
+                outside.append(q.id or str(n))
+    result.context["dimensions"] = "inferred"
+    result.context["outside_ranges"] = outside
 
 
 def _dimension_scores(questions: Sequence[QuestionResult]) -> dict[str, float | None]:

@@ -52,6 +52,7 @@ from .base import (
     ReleaseError,
     file_to_read,
     is_safe_name,
+    recorded_hashes,
     safe_name,
     unread_files,
 )
@@ -137,7 +138,7 @@ _CITATION = """@article{sun2025t2ireasonbench,
 #: The authors' repository at the commit whose evaluation scripts this module was checked against.
 #: Their JSON data could not be fetched here, so no file hash is recorded (the build says so).
 _AUTHORS_REPO = "KaiyueSun98/T2I-ReasonBench"
-_AUTHORS_COMMIT = "83a91df3d36b43665bfc5e8166493665cc5a7f8f"
+_AUTHORS_COMMIT = "efc1d206901b1be71688039a45c3ad8dec01a084"
 _AUTHORS_SCRIPTS = tuple(f"evaluation/Qwen2.5-VL/eval_{d}.py" for d in ("idiom", "textual_image", "entity", "scientific"))
 
 
@@ -480,8 +481,10 @@ class T2IReasonBench(Benchmark):
     metric = "t2i_reasonscore"
     license = None  # neither the paper nor the release states one: users must say
     citation = _CITATION
+    # pinned at the commit whose files the project checked byte for byte (release_hashes/t2i-reasonbench.sha256:
+    # enforced on a fetch, reported on a build from a folder or an archive)
     official_release = OfficialRelease(kind="github", repo=_AUTHORS_REPO, revision=_AUTHORS_COMMIT,
-                                       files={}, scripts=_AUTHORS_SCRIPTS)
+                                       files=recorded_hashes("t2i-reasonbench"), scripts=_AUTHORS_SCRIPTS)
     release_markers = ("prompts/idiom_interpretation.json",)
     description = (
         "T2I-ReasonBench (Sun et al., 2025) tests reasoning-informed text-to-image generation with 800 prompts "
@@ -862,10 +865,16 @@ class T2IReasonBench(Benchmark):
         (mean, se, bootstrap and normal 95% CIs, n, failed); ``<dimension>``: its mean score (the
         Table 2 cell); ``overall``: the mean of the dimension scores (Table 2's Overall), with
         ``overall_summary`` holding its standard error and a stratified bootstrap interval.
+        With the paper's aggregation of images, also Table 4's image score per dimension
+        (``image_score``, and ``dimensions[d]["image_score"]``): w1 S_reason + w2 S_detail of each image,
+        without the quality group (maximum 90), the figure the paper sets beside the text score; an image
+        whose reason or detail group failed has none (its quality group may have failed alone).
         Failed images are counted in ``failed`` and left out of every mean.
         """
         opts = _check_options(options)
         kw = {"confidence": opts["confidence"], "n_resamples": opts["n_resamples"], "seed": opts["seed"]}
+        aggregation, mode = _same(results, "aggregation", opts["aggregation"]), _same(results, "mode", opts["mode"])
+        table4 = aggregation == "paper" and mode == "image"
         by_dim: dict[str, list[ImageResult]] = defaultdict(list)
         for r in results:
             if r.config not in DIMENSIONS:
@@ -883,17 +892,22 @@ class T2IReasonBench(Benchmark):
             weights = next((r.context["weights"] for r in rs if "weights" in r.context), None)
             entry["weights"] = weights
             entry["max_score"] = round(100 * math.fsum(weights.values()), 9) if weights else None
+            if table4:
+                entry["image_score"] = summarize([_reasoning_score(r) for r in rs], scale=100, **kw)
             table[d] = entry
         overall = _overall([[r.score for r in by_dim[d]] for d in dims], **kw)
-        return {
+        out = {
             "overall": overall["mean"],
             **{d: table[d]["score"]["mean"] for d in dims},
             "dimensions": table,
             "overall_summary": overall,
-            "aggregation": _same(results, "aggregation", opts["aggregation"]),
-            "mode": _same(results, "mode", opts["mode"]),
+            "aggregation": aggregation,
+            "mode": mode,
             "scale": 100,
         }
+        if table4:  # Table 4's image score: w1 S_reason + w2 S_detail, without quality (maximum 90)
+            out["image_score"] = {d: table[d]["image_score"]["mean"] for d in dims}
+        return out
 
     def paper_tables(self, aggregate: dict[str, Any], label: str) -> list[PaperTable]:
         """Table 2 (Table 4 for the text score; the official accuracy with ``aggregation="official"``),
@@ -908,9 +922,15 @@ class T2IReasonBench(Benchmark):
         headline["Overall"] = aggregate["overall_summary"]
         groups = {f"{d.title()} {role}": aggregate["dimensions"][d][role]
                   for d in dims for role in ROLES if role in aggregate["dimensions"][d]}
-        return [PaperTable.one_row(title, label, headline, note="0-100; overall is the mean of the dimensions"),
-                PaperTable.one_row("T2I-ReasonBench: question-group means per dimension", label, groups,
-                                   note="S_reason, S_detail, S_quality on 0-100")]
+        tables = [PaperTable.one_row(title, label, headline, note="0-100; overall is the mean of the dimensions")]
+        if not text and not official and all("image_score" in aggregate["dimensions"][d] for d in dims):
+            tables.append(PaperTable.one_row(
+                "T2I-ReasonBench Table 4: image score", label,
+                {d.title(): aggregate["dimensions"][d]["image_score"] for d in dims},
+                note="w1 S_reason + w2 S_detail of the image, without quality (maximum 90); the text score "
+                     "beside it is a run in text mode"))
+        return tables + [PaperTable.one_row("T2I-ReasonBench: question-group means per dimension", label, groups,
+                                            note="S_reason, S_detail, S_quality on 0-100")]
 
     # -- stage I: question-criterion generation -----------------------------------------------------
 
@@ -1591,6 +1611,15 @@ def _same(results: Sequence[ImageResult], key: str, default: str) -> str:
     if len(values) > 1:
         raise ValueError(f"the results mix {key}s {sorted(values)}; aggregate them separately")
     return values.pop() if values else default
+
+
+def _reasoning_score(result: ImageResult) -> float | None:
+    """w1 S_reason + w2 S_detail of one image (Table 4's image score), None when a group it needs failed."""
+    weights = {role: w for role, w in (result.context.get("weights") or {}).items() if role != "quality" and w}
+    values = [result.subscores.get(role) for role in weights]
+    if not weights or any(v is None for v in values):
+        return None
+    return math.fsum(w * v for w, v in zip(weights.values(), values))
 
 
 def _overall(per_dim: list[list[float | None]], *, confidence: float, n_resamples: int, seed: int) -> dict[str, Any]:

@@ -204,7 +204,8 @@ def test_official_release_and_markers():
     release = BENCH.official_release
     assert (release.kind, release.repo) == ("github", "rongyaofang/prism-bench")
     assert release.scripts == ("evaluation/eval_gpt41.py", "evaluation/eval_qwen25.py")
-    assert release.files == {}  # no hash could be verified where the project was built: none is claimed
+    # a public copy's bytes: reported against, never enforced (the revision is a branch, not a commit)
+    assert set(release.files) == set(BENCH.release_markers) | set(release.scripts) and release.revision == "main"
     assert "captions/en/imagination.jsonl" in BENCH.release_markers and len(BENCH.release_markers) == 14
     assert all((BENCH.sample_path() / m).is_file() for m in BENCH.release_markers)
 
@@ -302,7 +303,15 @@ def test_pooled_and_track_mean_differ_with_unequal_tracks(sample):
     rows = sample.configs["entity_en"] + sample.configs["style_en"][:1]  # 3 entity images, 1 style image
     table = {(r["prompt"], a): judgement(10 if r["track"] == "entity" else 0) for r in rows for a in ("alignment", "aesthetic")}
     out = BENCH.aggregate(BENCH.score(rows, [image() for _ in rows], scripted(table)), n_resamples=100)
-    assert out["prism_score"] == 75 and out["overall_track_mean"] == 50
+    # the paper's final score (seed 004 section 3.2) is the mean over the tracks: (100 + 0) / 2; pooled over the
+    # 4 images it would be (3 x 100 + 0) / 4, named as such beside it
+    assert out["prism_score"] == 50 and out["overall_track_mean"] == 50 and out["pooled_average"] == 75
+    assert out["table"]["Overall"] == {"Ali.": 50, "Aes.": 50, "Avg.": 50}
+    assert out["track_mean"] == {"alignment": 50, "aesthetic": 50, "average": 50}
+    [table] = BENCH.paper_tables(out, "m")[:1]
+    cells = table.rows["m"]
+    assert cells["Overall Avg."].value == 50 and cells["Pooled Avg."].value == 75
+    assert list(table.columns)[-2:] == ["Overall Avg.", "Pooled Avg."] and "mean over the tracks" in table.note
 
 
 def test_reask_then_failure_is_counted(sample):

@@ -4,7 +4,9 @@ appendix A.4 evaluation-criteria pipeline."""
 
 from __future__ import annotations
 
+import csv
 import importlib.util
+import io
 import json
 import math
 import re
@@ -248,7 +250,10 @@ def test_official_release_and_markers():
     official = BENCH.official_release
     assert (official.kind, official.repo) == ("github", "PLUM-Lab/R2I-Bench")
     assert re.fullmatch(r"[0-9a-f]{40}", official.revision)
-    assert official.files == {}  # the bytes could not be verified: nothing is claimed
+    # every file of the release at that commit, checked byte for byte: its data and the authors' scripts
+    assert set(official.scripts) <= set(official.files) and len(official.files) == 67
+    assert sum(f.startswith(("data/prompts/", "data/evaluation/")) for f in official.files) == 63
+    assert all(re.fullmatch(r"[0-9a-f]{64}", h) for h in official.files.values())
     assert BENCH.release_markers == ("data/prompts", "data/evaluation")
     assert set(r2i.OFFICIAL_SUBCATEGORIES) == {f"{c}/{s}" for c, subs in r2i.SUBCATEGORIES.items() for s in subs} - {
         "commonsense/affordance", "commonsense/attribute", "commonsense/color", "commonsense/emotion_intention_commonsense"}
@@ -511,7 +516,7 @@ def test_out_of_range_answer_is_reasked(rows):
     judge = ScriptedJudge([answer({"1": 0.7, "2": 1, "3": 2}), answer({"Q1": "0.5", "q3": 1})])
     [result] = BENCH.score([row], images(1), judge)
     reask = judge.requests[1].messages[-1].text
-    assert "question 1 0.7 is not one of 0, 0.5, 1" in reask and "question 3 2" in reask
+    assert "question 1 has 0.7, not a score its criteria define (one of the scores 0, 0.5 or 1)" in reask and "question 3 2" in reask
     assert result.score == pytest.approx((5 + 4 + 2) / 16)
 
 
@@ -799,6 +804,155 @@ def test_criteria_failures_in_early_steps_and_bad_input():
         r2i.generate_criteria([{"prompt": "x"}], judge)
     with pytest.raises(ValueError, match="weights must be"):
         r2i.generate_criteria([NEW], judge, weights="ignore")
+
+
+# -- each criterion's own levels ----------------------------------------------------------------------
+
+# criteria written as the real release writes them (formats.md; the shapes, not the records)
+@pytest.mark.parametrize("criterion, levels", [
+    ("1.0 (Fully Correct) – clear. 0.5 (Partially Correct) – some. 0.0 (Failure) – none.", [0, 0.5, 1]),
+    ("1.0: three slices. 0.75: 2-3 slices visible. 0.5: one slice. 0.25: blurry. 0: none.", [0, 0.25, 0.5, 0.75, 1]),
+    ("1.0: melted. 0.7: partial (e.g., 2.5 cm). 0.3: barely. 0.0: solid.", [0, 0.3, 0.7, 1]),
+    ("1.0 = smile + tears; 0.6 = simple smile; 0.3 = neutral; 0.0 = contradicts", [0, 0.3, 0.6, 1]),
+    ("0.0-0.3 (Poor): overlaid. 0.4-0.6 (Fair): partial. 0.7-0.8 (Good): most. 0.9-1.0 (Excellent): all.",
+     [(0, 0.3), (0.4, 0.6), (0.7, 0.8), (0.9, 1)]),
+    ("Scoring: 1.0 - shoes; 0.6-0.9 - obscured; 0.1-0.5 - sandals; 0 - gloves.", [0, (0.1, 0.5), (0.6, 0.9), 1]),
+    ("{'1.0': 'tiny with details', '0.5': 'blurry', '0.0': 'invisible'}", [0, 0.5, 1]),
+    ("- **1.0**: Exact 45° rotation. - **0.5**: Close (e.g., 30°). - **0.0**: wrong (e.g., 90°).", [0, 0.5, 1]),
+    ("Score 0 if absent, 0.5 if present but not contrasted, 1 if clearly compared.", [0, 0.5, 1]),
+    ("1: pens countable.0.5: some obscured.0: unclear", [0, 0.5, 1]),
+    ("1: Exists as '56', 0: Does not exist as '56'", [0, 1]),
+    ("1: Exact 2:3 ratio (e.g., 200x300). 0.5: close (e.g., 17-step, 10–30%). 0: other", [0, 0.5, 1]),
+    ("[0.0] Violates. [0.4] Flaws. [0.8] Lacks details. [1.0] Fully logical.", [0, 0.4, 0.8, 1]),
+    ("- All correct (1 point)- Partially correct (0.5 points)- Completely wrong (0 points)", [0, 0.5, 1]),
+])
+def test_criterion_levels_are_read_as_the_real_criteria_write_them(criterion, levels):
+    expected = tuple(sorted((float(v), float(v)) if not isinstance(v, tuple) else tuple(map(float, v)) for v in levels))
+    assert r2i.criterion_levels(criterion) == expected
+
+
+@pytest.mark.parametrize("criterion", [
+    "Tests geometric reasoning. The rotation must be precise.",            # no levels
+    "5: Angle error <2° | 4: Error 2-5° | 3: Error 5-10° | 1: Completely wrong",  # a points scale
+    "Full credit (2): No extra elements. Partial credit (1): Minor noise. Fail (0): Unrelated objects.",
+    "1: labeled 'Step 1: Rotate', 'Step 2: Scale'. 0.5: split. 0: reversed",  # a number read as a level: out of 0-1
+    "Full score (1) if both are placed; otherwise 0.",                      # one level
+])
+def test_criteria_whose_levels_cannot_be_read(criterion):
+    assert r2i.criterion_levels(criterion) is None
+    assert r2i.question_levels({"criterion": criterion}) == (r2i.DEFAULT_LEVELS, False)
+
+
+def _with_criteria(row, *criteria):
+    return dict(row, questions=[dict(q, criterion=c) for q, c in zip(row["questions"], criteria, strict=True)])
+
+
+QUARTERS = "1.0: perfect. 0.75: minor flaws. 0.5: some. 0.25: little. 0: none."
+RANGES = "1.0: clear. 0.7-0.9: vague but reasonable. 0.3-0.6: irrelevant. 0.0: absurd."
+BINARY = "1: it exists, 0: it does not exist"
+
+
+@pytest.mark.parametrize("preset", ["paper", "official"])
+def test_a_criterion_that_defines_075_scores_075(rows, preset):
+    row = _with_criteria(rows["logical/disjunctive/41"], QUARTERS, RANGES, BINARY)  # weights 10, 4, 2
+    opts = BENCH.presets[preset]["options"]
+    judge = ScriptedJudge([answer({"1": 0.75, "2": 0.85, "3": 1})])
+    [result] = BENCH.score([row], images(1), judge, structured_output=True, **opts)
+    assert [q.score for q in result.questions] == [0.75, 0.85, 1]
+    expected = (10 * 0.75 + 4 * 0.85 + 2 * 1) / 16
+    assert result.score == pytest.approx(round(expected, 2) if preset == "official" else expected)
+    assert result.failure is None and result.reasks == 0 and "default_levels" not in result.context
+    # the schema follows each question: quarters as an enum, ranges as bounded numbers, binary 0 or 1
+    props = judge.requests[0].json_schema["properties"]
+    assert props["1"] == {"enum": [0, 0.25, 0.5, 0.75, 1]}
+    assert props["2"] == {"anyOf": [{"enum": [0, 1]}, {"type": "number", "minimum": 0.3, "maximum": 0.6},
+                                    {"type": "number", "minimum": 0.7, "maximum": 0.9}]}
+    assert props["3"] == {"enum": [0, 1]}
+    if preset == "paper":  # the instruction names each question's scores; the official text is the authors'
+        text = judge.requests[0].messages[0].text
+        assert "- question 1: one of the scores 0, 0.25, 0.5, 0.75 or 1" in text
+        assert "- question 2: one of the scores 0 or 1, or any score from 0.3 to 0.6 or any score from 0.7 to 0.9" in text
+        assert "- question 3: one of the scores 0 or 1" in text
+
+
+@pytest.mark.parametrize("preset", ["paper", "official"])
+def test_a_score_the_criterion_does_not_define_is_reasked_then_failed(rows, preset):
+    row = _with_criteria(rows["logical/disjunctive/41"], QUARTERS, RANGES, BINARY)
+    opts = {**BENCH.presets[preset]["options"], "missing": "fail"}
+    judge = ScriptedJudge([answer({"1": 0.7, "2": 0.65, "3": 0.5})] * 2)
+    [result] = BENCH.score([row], images(1), judge, max_reasks=1, **opts)
+    reask = judge.requests[1].messages[-1].text
+    assert "question 1 has 0.7, not a score its criteria define (one of the scores 0, 0.25, 0.5, 0.75 or 1)" in reask
+    assert "question 2 has 0.65" in reask and "question 3 has 0.5, not a score its criteria define" in reask
+    assert result.score is None and result.failure  # recorded, never a zero
+
+
+def test_a_criterion_without_readable_levels_is_scored_on_the_default_and_said_so(rows):
+    row = _with_criteria(rows["logical/disjunctive/41"], "Tests reasoning; must be exact.", QUARTERS, BINARY)
+    judge = ScriptedJudge([answer({"1": 0.5, "2": 0.25, "3": 0})])
+    [result] = BENCH.score([row], images(1), judge)
+    assert result.context["default_levels"] == ["1"] and result.score == pytest.approx((10 * 0.5 + 4 * 0.25) / 16)
+
+
+def test_the_old_fixed_levels_stay_an_option(rows):
+    row = _with_criteria(rows["logical/disjunctive/41"], QUARTERS, RANGES, BINARY)
+    judge = ScriptedJudge([answer({"1": 0.5, "2": 0.5, "3": 0.5})])
+    [result] = BENCH.score([row], images(1), judge, allowed_scores=(0, 0.5, 1))
+    assert result.score == pytest.approx(0.5)
+    assert "Give each question one of the scores 0, 0.5 or 1, as its scoring criteria define." in \
+        judge.requests[0].messages[0].text
+    with pytest.raises(ValueError, match="allowed_scores must be 'criteria'"):
+        BENCH.score([row], images(1), judge, allowed_scores="levels")
+
+
+def test_unreadable_levels_are_reported_by_the_build(copy):
+    path = copy / "data/evaluation/logical/disjunctive_eval.csv"
+    lines = path.read_text("utf-8").splitlines(keepends=True)
+    head, first = lines[0], lines[1]
+    cells = next(csv.reader([first]))
+    cells[head.strip().split(",").index("evaluation_criteria")] = "Helpful but not reasoning-dependent."
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerow(cells)
+    path.write_text(head + out.getvalue() + "".join(lines[2:]), "utf-8")
+    release = BENCH.read_release(copy)
+    [anomaly] = kinds(release, "unreadable_levels")
+    assert anomaly.file == "evaluation/logical/disjunctive_eval.csv" and "scored on 0, 0.5 and 1" in anomaly.detail
+    assert release.counts["logical"]["default_levels"] == 1 and release.counts["all"]["default_levels"] == 1
+    assert not kinds(BENCH.read_release(BENCH.sample_path()), "unreadable_levels")
+
+
+# -- Table 13: dimensions inferred from the weights ------------------------------------------------------
+
+@pytest.mark.parametrize("weight, dimension", [(1, "quality"), (3, "quality"), (4, "alignment"), (6, "alignment"),
+                                               (7, "reasoning"), (10, "reasoning"), (0, None), (3.5, None),
+                                               (6.5, None), (50, None), (None, None)])
+def test_dimension_from_the_papers_weight_ranges(weight, dimension):
+    assert r2i.infer_dimension(weight) == dimension
+
+
+def test_table13_dimensions_are_inferred_and_marked_in_the_paper_preset(rows):
+    base = rows["logical/disjunctive/41"]
+    weights = [5, 9, 2]  # alignment, reasoning, quality
+    row = dict(base, questions=[dict(q, weight=w) for q, w in zip(base["questions"], weights, strict=True)])
+    odd = dict(row, id="logical/disjunctive/x", questions=[dict(q, weight=w) for q, w in
+                                                           zip(base["questions"], [5, 6.5, 0.5], strict=True)])
+    opts = BENCH.presets["paper"]["options"]
+    judge = ScriptedJudge([answer({"1": 1, "2": 0.5, "3": 0})] * 2)
+    results = BENCH.score([row, odd], images(2), judge, **opts)
+    assert [q.group for q in results[0].questions] == ["alignment", "reasoning", "quality"]
+    assert results[0].subscores == {"alignment": 1, "reasoning": 0.5, "quality": 0}
+    assert results[1].context["outside_ranges"] == ["2", "3"] and results[1].subscores == {"alignment": 1}
+    out = BENCH.aggregate(results)
+    assert out["dimensions_inferred"] and out["questions_outside_ranges"] == 2
+    assert out["dimensions"]["alignment"]["mean"] == 100 and out["dimensions"]["reasoning"]["n"] == 1
+    [t13] = [t for t in BENCH.paper_tables(out, "m") if "Table 13" in t.title]
+    assert t13.title == "R2I-Bench Table 13: dimensions (inferred)" and list(t13.columns) == ["TA", "RA", "IQ"]
+    assert "INFERRED" in t13.note and "2 question(s) in no range" in t13.note
+    # the official preset (the authors' script reports no dimensions) infers none
+    plain = BENCH.score([row], images(1), ScriptedJudge([answer({"1": 1, "2": 0.5, "3": 0})]),
+                        **BENCH.presets["official"]["options"])
+    assert plain[0].subscores == {} and not BENCH.aggregate(plain)["dimensions_inferred"]
+    assert all("Table 13" not in t.title for t in BENCH.paper_tables(BENCH.aggregate(plain), "m"))
 
 
 def test_official_category_figures_are_rounded_as_the_authors_round():

@@ -26,6 +26,7 @@ from t2ireason.images import JudgeImage
 from t2ireason.judges.base import Reply
 from t2ireason.judges.scripted import ScriptedJudge
 from t2ireason.prompts import render
+from t2ireason.results import ImageResult
 
 BENCH = get_benchmark("t2i-reasonbench")
 
@@ -497,7 +498,10 @@ def test_official_release_is_pinned():
     official = BENCH.official_release
     assert (official.kind, official.repo) == ("github", "KaiyueSun98/T2I-ReasonBench")
     assert re.fullmatch(r"[0-9a-f]{40}", official.revision)
-    assert official.files == {}  # the JSON data could not be fetched to hash: the build reports it unverified
+    # the data (prompts, questions, pipeline prompts) and the authors' scripts at that commit, byte for byte
+    assert set(official.scripts) <= set(official.files)
+    assert sum(f.endswith(".json") for f in official.files) == 12
+    assert all(re.fullmatch(r"[0-9a-f]{64}", h) for h in official.files.values())
     assert set(official.scripts) == {f"evaluation/Qwen2.5-VL/eval_{d}.py"
                                      for d in ("idiom", "textual_image", "entity", "scientific")}
     assert BENCH.release_markers == ("prompts/idiom_interpretation.json",)
@@ -576,6 +580,33 @@ def test_paper_weights_by_hand(scored_rows):
     assert table["dimensions"]["idiom"]["weights"] == {"reason": 0.9, "detail": 0.0, "quality": 0.1}
     assert table["dimensions"]["idiom"]["max_score"] == pytest.approx(100)
     assert table["aggregation"] == "paper" and table["mode"] == "image"
+
+
+def test_table4_image_score_by_hand(scored_rows):
+    """Table 4's image score: w1 S_reason + w2 S_detail of each image, without quality (maximum 90)."""
+    rows, images, scores = scored_rows
+    results = BENCH.score(rows, images, ScriptedJudge(answering(scores)))
+    table = BENCH.aggregate(results)
+    # idiom 0.9*0.625, textual 0.9*(2.5/3), entity 0.7*0.5 + 0.2*0.5, scientific 0.7*0.75 + 0.2*0 (x100)
+    expected = {"idiom": 56.25, "textual": 75.0, "entity": 45.0, "scientific": 52.5}
+    assert table["image_score"] == pytest.approx(expected)
+    assert table["dimensions"]["entity"]["image_score"]["n"] == 1
+    tables = {t.title: t for t in BENCH.paper_tables(table, "m")}
+    t4 = tables["T2I-ReasonBench Table 4: image score"]
+    assert {c: cell.value for c, cell in t4.rows["m"].items()} == pytest.approx(
+        {d.title(): v for d, v in expected.items()})
+    assert "without quality" in t4.note and "maximum 90" in t4.note
+    # a failed quality group leaves the Table 4 score standing; a failed reason group does not
+    broken = [ImageResult(**{**results[0].__dict__, "subscores": {"reason": 0.5, "detail": 0.0, "quality": None},
+                             "score": None}),
+              ImageResult(**{**results[0].__dict__, "subscores": {"reason": None, "detail": 0.0, "quality": 1.0},
+                             "score": None})]
+    assert BENCH.aggregate(broken)["dimensions"]["idiom"]["image_score"]["mean"] == pytest.approx(45)
+    # neither the text score nor the official accuracy has this table
+    official = BENCH.aggregate(BENCH.score(rows, images, ScriptedJudge(answering(scores)), aggregation="official"),
+                               aggregation="official")
+    assert "image_score" not in official
+    assert all("Table 4" not in t.title for t in BENCH.paper_tables(official, "m"))
 
 
 def test_official_aggregation_by_hand(scored_rows):

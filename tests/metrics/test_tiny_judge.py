@@ -93,6 +93,25 @@ def test_judged_metric_with_the_tiny_judge_and_the_cache(name, vlm, judge_kwargs
     assert again["scores"] == out["scores"] and again["per_image"] == out["per_image"]
 
 
+def test_r2i_criteria_levels_and_ranges_are_enforced_by_constrained_decoding(vlm, judge_kwargs, tmp_path):
+    """Each question's own levels (quarters, a range level, 1 or 0) in the schema the tiny judge decodes under:
+    every answer is one its criterion defines."""
+    from t2ireason.benchmarks import r2i_bench as r2i
+
+    row = next(r for r in load_rows("r2i-bench") if len(r["questions"]) == 3)
+    criteria = ["1.0: perfect. 0.75: minor flaws. 0.5: some. 0.25: little. 0: none.",
+                "1.0: clear. 0.7-0.9: vague but reasonable. 0.3-0.6: irrelevant. 0.0: absurd.",
+                "1: it exists, 0: it does not exist"]
+    row = dict(row, questions=[dict(q, criterion=c) for q, c in zip(row["questions"], criteria)])
+    metric = evaluate.load(metric_path("r2i_score"), judge=f"hf:{vlm}", judge_kwargs=judge_kwargs, progress=False,
+                           cache=str(tmp_path / "judge_cache.sqlite"))
+    out = metric.compute(predictions=pictures(1), references=[row], structured_output=True, max_reasks=0)
+    assert out["num_failed"] == 0
+    for q, c in zip(out["per_image"][0]["questions"], criteria):
+        levels = r2i.criterion_levels(c)
+        assert any(lo - 1e-9 <= q["score"] <= hi + 1e-9 for lo, hi in levels), (q["score"], levels)
+
+
 def test_unparsable_tiny_replies_are_counted_failures_with_their_raw_text(vlm, tmp_path):
     rows = JUDGED["r2i_score"][2]()
     kwargs = {"device": "cpu", "generate_kwargs": {"min_new_tokens": 4},
