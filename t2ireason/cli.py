@@ -348,7 +348,7 @@ def _report(runs, args: argparse.Namespace, out) -> dict:
     print(report["headline"])
     if report.get("unfinished"):
         print(f"not reported, not finished yet: {', '.join(report['unfinished'])}")
-    print(f"every table: {report['tables_md']} and {report['tables_csv']}")
+    print(f"every table: {report['tables_md']}, {report['tables_csv']} and {report['tables_tex']}")
     print(f"plots: {', '.join(str(p) for p in report['plots'])}")
     for page in report["html"]:
         print(f"HTML report: {page}")

@@ -14,7 +14,7 @@ without regenerating, and compared with other runs::
       images/                           the images in the benchmark's official layout + metadata.parquet
       evaluations/<name>/results.jsonl  one scored image per line, appended as scoring goes
       evaluations/<name>/scores.json    the paper's aggregate, counts, the judge
-      report/                           tables.md, tables.csv, plots/, report.html (see :func:`write_report`)
+      report/                           tables.md, .csv, .tex, plots/ (PNG, PDF), report.html (see :func:`write_report`)
       .locks/                           file locks: one writer per evaluation, and of run.json
 
 Nothing finished is ever recomputed: images already on disk are skipped, a
@@ -658,16 +658,33 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "run"
 
 
+def _run_row(run: Run, evaluation: str, label: str) -> dict[str, Any]:
+    """What made one model's results, as plain values for the report (local paths reduced to names)."""
+    from .scoring import portable_model
+
+    scores = run.scores(evaluation)
+    judge = scores.get("judge") or {}
+    judge_model = judge.get("model_name") or (portable_model(str(judge["model"]))[0] if judge.get("model") else None)
+    generator = (run.manifest.get("generation") or {}).get("model")
+    return {"model": label, "evaluation": evaluation,
+            "judge": f"{judge.get('backend')}:{judge_model}" if judge_model else judge.get("backend"),
+            "preset": judge.get("preset"),
+            "generator": portable_model(str(generator))[0] if generator else None,
+            "images": scores["num_images"], "failed": scores["num_failed"], "re-asks": scores["num_reasks"],
+            "t2i-reason": scores.get("t2ireason_version")}
+
+
 def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike, *, evaluation: str | None = None,
                  embed_images: bool = False, title: str | None = None) -> dict[str, Any]:
     """The paper-style report of one run or several side by side (and of MT2IE output folders:
-    their rankings): ``tables.md`` and ``tables.csv``
-    (the papers' layouts, 95% intervals where computed), ``plots/`` (per-dimension bars, radar,
-    score distributions) and an HTML gallery per evaluation. Returns the paths, the Markdown of
-    every table and of the headline table of each benchmark."""
-    from .report.html import write_html_report
-    from .report.plots import dimension_bars, dimension_radar, mt2ie_iterations, score_distribution
-    from .report.tables import format_cell, side_by_side, to_csv, to_markdown
+    their rankings): ``tables.md``, ``tables.csv`` and ``tables.tex`` (the papers' layouts, 95%
+    intervals where computed), ``plots/`` (every table as bars and, over three or more categories,
+    a radar; the per-image score distribution; PNG and PDF each) and one ``report.html`` holding
+    every table and figure and the gallery of each prompt's images across the models. Returns the
+    paths, the Markdown of every table and of the headline table of each benchmark."""
+    from .report.html import Section, write_html_report
+    from .report.plots import layout, mt2ie_iterations, score_distribution, table_bars, table_radar
+    from .report.tables import side_by_side, to_csv, to_latex, to_markdown
 
     out = Path(out)
     agents = [Path(r) for r in runs if not isinstance(r, Run) and _is_mt2ie_output(Path(r))]
@@ -678,7 +695,7 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
     for e in entries:
         by_bench.setdefault(e[0].bench.name, []).append(e)
 
-    markdown, headlines, csv_parts, plots, pages = [], [], [], [], []
+    markdown, headlines, csv_parts, every_table, plots, sections = [], [], [], [], [], []
     for bench_name, group in by_bench.items():
         bench = get_benchmark(bench_name)
         per_model = [bench.paper_tables(run.scores(n)["aggregate"], label) for run, n, label in group]
@@ -686,33 +703,22 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
         markdown.append(f"## {bench.pretty_name}\n\n{to_markdown(tables)}")
         headlines.append(to_markdown(tables[:1]))
         csv_parts.append(to_csv(tables))
-        headline = tables[0]
-        values = {label: {c: cell.value for c, cell in cells.items()} for label, cells in headline.rows.items()}
-        intervals = {label: {c: (cell.low, cell.high) for c, cell in cells.items() if cell.low is not None}
-                     for label, cells in headline.rows.items()}
-        plots.append(dimension_bars(values, out / "plots" / f"{bench_name}_bars.png", title=headline.title,
-                                    errors=intervals))
-        if len(headline.columns) >= 3:
-            plots.append(dimension_radar(values, out / "plots" / f"{bench_name}_radar.png", title=headline.title))
+        every_table += tables
+        figures = []
+        for i, table in enumerate(tables, 1):
+            axes = layout(table).axes
+            if not table.rows or not axes:  # nothing judged in it (every image failed): no figure to draw
+                continue
+            figures += table_bars(table, out / "plots" / f"{bench_name}_table{i}_bars")
+            if len(axes) >= 3:
+                figures += table_radar(table, out / "plots" / f"{bench_name}_table{i}_radar")
         results = {label: run.results(n) for run, n, label in group}
-        plots.append(score_distribution({label: [r.score for r in rs] for label, rs in results.items()},
-                                        out / "plots" / f"{bench_name}_scores.png",
-                                        title=f"{bench.pretty_name}: per-image scores"))
-        summary = {"columns": ["Model", *headline.columns],
-                   "rows": [[label, *(format_cell(cells.get(c), decimals=headline.decimals) for c in headline.columns)]
-                            for label, cells in headline.rows.items()]}
-        for run, n, label in group:
-            scores = run.scores(n)
-            judge = scores.get("judge") or {}
-            meta = {"benchmark": bench.pretty_name, "run": run.name, "evaluation": n,
-                    "judge": f"{judge.get('backend')}:{judge.get('model')}", "preset": judge.get("preset"),
-                    "images": scores["num_images"], "failed": scores["num_failed"], "re-asks": scores["num_reasks"],
-                    "generator": (run.manifest.get("generation") or {}).get("model"),
-                    "t2i-reason": scores.get("t2ireason_version")}
-            filename = ("report.html" if len(entries) == 1 else f"{_slug(label)}.html" if len(by_bench) == 1
-                        else f"{bench_name}-{_slug(label)}.html")  # runs of two benchmarks may share a name
-            pages.append(write_html_report(results[label], out, title=title or f"{bench.pretty_name}: {label}",
-                                           filename=filename, meta=meta, summary=summary, embed_images=embed_images))
+        figures += score_distribution({label: [r.score for r in rs] for label, rs in results.items()},
+                                      out / "plots" / f"{bench_name}_scores",
+                                      title=f"{bench.pretty_name}: per-image scores")
+        plots += figures
+        sections.append(Section(bench.pretty_name, results, tables, [f for f in figures if f.suffix == ".png"],
+                                [_run_row(run, n, label) for run, n, label in group]))
     for folder in agents:  # MT2IE writes its own benchmark: its output is a ranking, not a run
         table = json.loads((folder / "summary.json").read_text(encoding="utf-8")).get("table")
         if not table:
@@ -721,15 +727,24 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
         markdown.append(f"## MT2IE: {folder.name}\n\n{to_markdown(tables)}")
         headlines.append(to_markdown(tables))
         csv_parts.append(to_csv(tables))
+        every_table += tables
         per_iteration = {m: {int(i): v for i, v in its.items()} for m, its in table["per_iteration"].items()}
-        plots.append(mt2ie_iterations(per_iteration, out / "plots" / f"mt2ie_{_slug(folder.name)}.png",
-                                      title=f"MT2IE {table.get('mode', '')}"))
+        figures = mt2ie_iterations(per_iteration, out / "plots" / f"mt2ie_{_slug(folder.name)}",
+                                   title=f"MT2IE {table.get('mode', '')}")
+        plots += figures
+        sections.append(Section(f"MT2IE: {folder.name}", {}, tables, [f for f in figures if f.suffix == ".png"]))
     text = "\n".join(markdown)
     (out / "tables.md").write_text(text, encoding="utf-8")
     (out / "tables.csv").write_text("".join(part if i == 0 else part.split("\n", 1)[1]
                                             for i, part in enumerate(csv_parts)), encoding="utf-8")
+    (out / "tables.tex").write_text(to_latex(every_table), encoding="utf-8")
+    labels = list(dict.fromkeys(label for _, _, label in entries))
+    names = [s.title for s in sections]
+    page = write_html_report(sections, out, title=title or (f"{', '.join(names)}: {', '.join(labels)}" if labels
+                                                            else ", ".join(names)),
+                             embed_images=embed_images)
     return {"markdown": text, "headline": "\n".join(headlines), "tables_md": out / "tables.md",
-            "tables_csv": out / "tables.csv", "plots": plots, "html": pages,
+            "tables_csv": out / "tables.csv", "tables_tex": out / "tables.tex", "plots": plots, "html": [page],
             "unfinished": [f"{run.name} · {n}" for run, n in unfinished]}
 
 

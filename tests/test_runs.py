@@ -71,9 +71,11 @@ def test_run_end_to_end(cli_run, capsys):
         table = list(csv.DictReader(f))
     cell = next(r for r in table if r["table"] == "R2I-Bench Table 3: R2I-Score" and r["column"] == "Overall")
     assert math.isclose(float(cell["value"]), overall) and float(cell["ci_low"]) <= overall <= float(cell["ci_high"])
-    for f in ("report/report.html", "report/tables.md", "report/plots/r2i-bench_bars.png",
-              "report/plots/r2i-bench_radar.png", "report/plots/r2i-bench_scores.png"):
+    for f in ("report/report.html", "report/tables.md", "report/tables.tex", "report/plots/r2i-bench_table1_bars.png",
+              "report/plots/r2i-bench_table1_bars.pdf", "report/plots/r2i-bench_table1_radar.pdf",
+              "report/plots/r2i-bench_scores.png"):
         assert (out / f).is_file(), f
+    assert "\\toprule" in (out / "report" / "tables.tex").read_text()
     assert f"HTML report: {out / 'report' / 'report.html'}" in printed
 
     # run again: nothing is regenerated or re-scored
@@ -163,7 +165,7 @@ def test_reports_side_by_side_and_in_a_browser(tmp_path, tiny_models, browser):
     report = write_report([a, b], tmp_path / "compare")
     table = report["markdown"]
     assert "| model-a |" in table and "| model-b | 0.0 [0.0, 0.0] |" in table  # one row per model
-    assert [p.name for p in report["html"]] == ["model-a.html", "model-b.html"]
+    assert [p.name for p in report["html"]] == ["report.html"]  # one page compares them
 
     page = browser.new_page()
     errors = []
@@ -172,10 +174,17 @@ def test_reports_side_by_side_and_in_a_browser(tmp_path, tiny_models, browser):
     page.goto(report["html"][0].as_uri())
     page.wait_for_load_state("load")
     assert page.evaluate("window.__pwned") is None and evil in page.locator("#gallery").text_content()  # raw replies
+    # one card per prompt, each holding both models' images with their scores
     assert page.locator("#gallery .card").count() == len(a.image_items())
-    # both models in the summary table, images load from relative paths
-    assert page.locator("#summary tbody tr").count() == 2
+    assert page.locator("#gallery .card .entry").count() == 2 * len(a.image_items())
+    assert page.locator("#gallery .card").first.locator(".model").all_inner_texts() == ["model-a", "model-b"]
+    # both models in every paper table, each table's figures beside it, images from relative paths
+    assert page.locator("#table-1 tbody tr").count() == 2
+    assert page.locator("table.paper").count() == len(report["markdown"].split("### ")) - 1
+    assert page.evaluate("Array.from(document.querySelectorAll('.figures img')).every(i => i.naturalWidth > 500)")
+    assert page.locator(".figures img").first.get_attribute("src").startswith("plots/")
     assert page.evaluate("Array.from(document.querySelectorAll('#gallery img')).every(i => i.naturalWidth === 64)")
+    assert page.locator("table.runs tbody tr").count() == 2 and str(tmp_path) not in page.content()
     page.select_option("#filter-config", "commonsense")
     assert page.locator("#gallery .card:not(.hidden)").count() == sum(
         1 for _, row, _ in a.image_items() if row["category"] == "commonsense")
@@ -255,6 +264,7 @@ def test_mt2ie_rankings_in_the_report(tmp_path):
     assert "| good | 0.850 | 0.000 | 1.000 | 0.000 | 0 |" in md and "| bad | 0.450 | 0.000 | 2.000 | 0.000 | 1 |" in md
     assert "Kendall's tau vs the reference ranking: 1.000" in md
     assert (tmp_path / "report" / "plots" / "mt2ie_mt2ie-out.png").is_file()
+    assert (tmp_path / "report" / "plots" / "mt2ie_mt2ie-out.pdf").is_file()
 
 
 @pytest.mark.slow
@@ -497,7 +507,7 @@ def test_two_processes_on_one_run_never_judge_twice_and_both_are_recorded(tmp_pa
         keys = [json.loads(x)["key"] for x in (final.evaluation_dir(n) / "results.jsonl").read_text().splitlines()]
         assert len(keys) == len(set(keys)) == 4
     report = write_report([final], tmp_path / "report")
-    assert {p.name for p in report["html"]} == {"r-a.html", "r-b.html"}  # the report shows both
+    assert "r · a" in report["html"][0].read_text() and "r · b" in report["html"][0].read_text()  # both shown
 
 
 @pytest.mark.slow
