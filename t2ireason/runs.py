@@ -784,7 +784,7 @@ RESULTS_FIELD_DOCS = {
     "id": "the benchmark row's id",
     "prompt": "the prompt the image was generated from",
     "config": "the benchmark config (dimension, category, track) of the row",
-    "score": "the image's score on the benchmark's scale; null when the judge failed",
+    "score": "the image's score on 0-1 (the metric's per-image reward); null when the judge failed",
     "subscores": "named partial scores (groups, axes)",
     "questions": "every judged question with its criterion, weight, score (null: failed) and the judge's reasoning",
     "failure": "why the image or some of its questions could not be scored; empty when it was",
