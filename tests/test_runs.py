@@ -546,3 +546,49 @@ def test_export_of_runs_of_two_benchmarks_with_one_name(tmp_path):
     for file in out.rglob("*.parquet"):
         assert str(tmp_path).encode() not in file.read_bytes(), file
     assert pq.read_table(next(out.rglob("*.parquet"))).num_rows == 3
+
+
+def test_export_writes_the_hub_eval_results_of_each_model(tmp_path):
+    """`.eval_results/<benchmark>.yaml` for each model repository, in the Hub's format (read back
+    with huggingface_hub's own parser): one entry per config scored, the dataset's id and commit,
+    the metric's headline over that config as the evaluation aggregated it, and what made it."""
+    import yaml
+    from huggingface_hub import parse_eval_result_entries
+
+    from t2ireason.build import folder_files
+
+    def reply(request):
+        props = request.json_schema["properties"]
+        return json.dumps({"answers": [1, 0] * props["answers"]["minItems"]} if "answers" in props
+                          else {k: i % 2 for i, k in enumerate(props)})
+
+    runs = []
+    for bench in ("r2i-bench", "worldgenbench"):
+        run = _images_for(Run.create(tmp_path / bench / "sd", bench, limit=4))
+        run.evaluate(ScriptedJudge(reply), options=STRUCTURED, name="j", cache=False, progress=False)
+        runs.append(run)
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    with pytest.raises(RunError, match="names \\['prism-bench'\\], which no run exported here scored"):
+        export_results(runs, tmp_path / "bad", license="cc-by-4.0", benchmark_datasets={"prism-bench": "o/p"})
+    out = export_results(runs, tmp_path / "export", license="cc-by-4.0", repo_id="me/results",
+                         benchmark_datasets={"r2i-bench": f"org/r2i-bench@{commit}"})
+
+    [file] = (out / "eval_results").glob("*/.eval_results/*.yaml")
+    assert file.relative_to(out).as_posix() == "eval_results/sd/.eval_results/r2i-bench.yaml"
+    entries = parse_eval_result_entries(yaml.safe_load(file.read_text()))
+    results = runs[0].results("j")
+    configs = list(dict.fromkeys(r.config for r in results))
+    assert [e.task_id for e in entries] == [c for c in R2I.configs if c in configs]  # the eval.yaml task ids
+    for e in entries:
+        mine = [r for r in results if r.config == e.task_id]
+        expected = R2I.aggregate(mine, structured_output=True)["r2i_score"]
+        assert e.dataset_id == "org/r2i-bench" and e.dataset_revision == commit
+        assert e.value == pytest.approx(expected, abs=1e-4) and 0 <= e.value <= 100
+        assert e.source_url == "https://huggingface.co/datasets/me/results"
+        assert "r2i_score" in e.notes and "preset paper" in e.notes and "first 4 rows only" in e.notes
+    # the run took a limit: no "all" entry, which would claim the whole benchmark
+    assert "all" not in [e.task_id for e in entries]
+    # WorldGenBench's rows came from the shipped sample, no Hub dataset: said, not guessed
+    assert "--benchmark-dataset worldgenbench=" in (out / "eval_results_skipped.txt").read_text()
+    # for model repositories, not uploaded with the results dataset
+    assert not any(".eval_results" in f for f in folder_files(out))
