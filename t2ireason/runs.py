@@ -969,7 +969,7 @@ def _eval_result_files(entries: list[tuple[Run, str, str]], given: dict[str, str
     source = f"https://huggingface.co/datasets/{repo_id}" if repo_id else None
     files, skipped = [], []
     per_run = {}
-    for run, name, label in entries:
+    for run, name, _ in entries:
         per_run.setdefault(run.path, []).append(name)
     for run, name, label in entries:
         bench = run.manifest["benchmark"]
