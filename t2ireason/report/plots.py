@@ -1,8 +1,8 @@
 """Figures for a paper: each table of a benchmark as grouped bars (values printed, 95% intervals
 as whiskers) and, over three or more categories, as a radar; per-image score distributions; MT2IE
 score and difficulty per iteration. Every figure is written as PNG (300 dpi) and PDF (vector, fonts
-embedded as TrueType) at a paper's column width (3.4 in; 7 in for two panels side by side) with 7-8 pt
-text, and always on 0-100, the scale of every benchmark's table.
+embedded as TrueType) at a paper's column width (3.4 in; 7 in, both columns, for panels side by side)
+with 7-8 pt text, and always on 0-100, the scale of every benchmark's table.
 
 Tables are read generically (:func:`layout`): a column naming a summary (Overall, Avg., Mean...)
 is never a category axis, and columns named ``"<category> <series>"`` over a few repeated series
@@ -29,9 +29,10 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 from ..results import Cell, PaperTable  # noqa: E402
 
 __all__ = ["layout", "Layout", "table_bars", "table_radar", "bars_figure", "radar_figure", "score_distribution", "mt2ie_iterations",
-           "save_figure", "label_problems", "COLUMN_WIDTH"]
+           "save_figure", "label_problems", "COLUMN_WIDTH", "PAGE_WIDTH"]
 
-COLUMN_WIDTH = 3.4  # inches: one column of a two-column paper (ACL, ICLR, CVPR: 3.25-3.5 in)
+COLUMN_WIDTH = 3.4  # inches: one column of a two-column paper (ACL, CVPR: 3.25-3.5 in)
+PAGE_WIDTH = 7.0  # inches: both columns (ACL 6.3, CVPR 6.9 in); a figure this wide spans them
 _STYLE = {"font.size": 7.5, "axes.titlesize": 8, "axes.labelsize": 7.5, "xtick.labelsize": 7, "ytick.labelsize": 7,
           "legend.fontsize": 7, "pdf.fonttype": 42, "ps.fonttype": 42, "axes.spines.top": False,
           "axes.spines.right": False}
@@ -131,7 +132,7 @@ def bars_figure(table: PaperTable):
     height = len(lay.axes) * (n * bar + gap) + 0.75 + (0.15 * math.ceil(n / 3) if n > 1 else 0)
     top = _top(table)
     with plt.rc_context(_STYLE):
-        fig, axs = plt.subplots(1, len(panels), figsize=(COLUMN_WIDTH * (1 if len(panels) == 1 else 2 * 1.03),
+        fig, axs = plt.subplots(1, len(panels), figsize=(COLUMN_WIDTH if len(panels) == 1 else PAGE_WIDTH,
                                                         height), sharey=True, squeeze=False, layout="constrained")
         for ax, (panel, entries) in zip(axs[0], panels):
             for i, (label, model, series) in enumerate(entries):
@@ -174,7 +175,7 @@ def radar_figure(table: PaperTable):
     top = _top(table)
     angles = [2 * math.pi * i / len(lay.axes) for i in range(len(lay.axes))]
     with plt.rc_context(_STYLE):
-        side = COLUMN_WIDTH if len(panels) <= 2 else 2 * COLUMN_WIDTH / len(panels)  # at most a page's width
+        side = COLUMN_WIDTH if len(panels) <= 2 else PAGE_WIDTH / len(panels)  # at most a page's width
         fig, axs = plt.subplots(1, len(panels), figsize=(side * len(panels), side + 0.55 + 0.15 * (len(panels) > 1)),
                                 subplot_kw={"projection": "polar"}, squeeze=False, layout="constrained")
         for ax, (panel, entries) in zip(axs[0], panels):
@@ -182,11 +183,13 @@ def radar_figure(table: PaperTable):
             ax.set_theta_direction(-1)
             for i, (label, model, series) in enumerate(entries):
                 vals = [_cell(table, lay, model, a, series).value for a in lay.axes]
-                vals = [v if isinstance(v, (int, float)) else 0.0 for v in vals]
+                # a category without a value is a gap in the line, never a zero
+                vals = [float(v) if isinstance(v, (int, float)) else math.nan for v in vals]
                 colour = _COLOURS[i % len(_COLOURS)]
                 ax.plot([*angles, angles[0]], [*vals, vals[0]], color=colour, linewidth=1.1, label=label,
                         marker="o", markersize=2)
-                ax.fill([*angles, angles[0]], [*vals, vals[0]], color=colour, alpha=0.08)
+                if not any(math.isnan(v) for v in vals):
+                    ax.fill([*angles, angles[0]], [*vals, vals[0]], color=colour, alpha=0.08)
             ax.set_xticks(angles, [_wrap(a, 12) for a in lay.axes], fontsize=6.5)
             ax.set_ylim(0, top)
             # the outer circle is the top of the scale; its number would sit on a category's label
@@ -237,7 +240,7 @@ def mt2ie_iterations(per_iteration: Mapping[str, Mapping[int, Mapping[str, float
     if not per_iteration:
         raise ValueError("nothing to plot: no models")
     with plt.rc_context(_STYLE):
-        fig, (a, b) = plt.subplots(1, 2, figsize=(2 * COLUMN_WIDTH, 2.6), layout="constrained")
+        fig, (a, b) = plt.subplots(1, 2, figsize=(PAGE_WIDTH, 2.6), layout="constrained")
         for i, (m, its) in enumerate(per_iteration.items()):
             xs = sorted(its)
             colour = _COLOURS[i % len(_COLOURS)]
