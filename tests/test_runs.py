@@ -183,6 +183,9 @@ def test_reports_side_by_side_and_in_a_browser(tmp_path, tiny_models, browser):
     assert page.locator("table.paper").count() == len(report["markdown"].split("### ")) - 1
     assert page.evaluate("Array.from(document.querySelectorAll('.figures img')).every(i => i.naturalWidth > 500)")
     assert page.locator(".figures img").first.get_attribute("src").startswith("plots/")
+    # the gallery's images load lazily, below the figures: load them all, then check each
+    page.evaluate("document.querySelectorAll('#gallery img').forEach(i => i.loading = 'eager')")
+    page.wait_for_function("Array.from(document.querySelectorAll('#gallery img')).every(i => i.complete)")
     assert page.evaluate("Array.from(document.querySelectorAll('#gallery img')).every(i => i.naturalWidth === 64)")
     assert page.locator("table.runs tbody tr").count() == 2 and str(tmp_path) not in page.content()
     page.select_option("#filter-config", "commonsense")
