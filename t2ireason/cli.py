@@ -349,7 +349,8 @@ def _report(runs, args: argparse.Namespace, out) -> dict:
     if report.get("unfinished"):
         print(f"not reported, not finished yet: {', '.join(report['unfinished'])}")
     print(f"every table: {report['tables_md']}, {report['tables_csv']} and {report['tables_tex']}")
-    print(f"plots: {', '.join(str(p) for p in report['plots'])}")
+    folders = sorted({str(p.parent) for p in report["plots"]})
+    print(f"figures: {sum(p.suffix == '.png' for p in report['plots'])} (PNG and PDF) in {', '.join(folders)}")
     for page in report["html"]:
         print(f"HTML report: {page}")
     return report
