@@ -303,7 +303,7 @@ def test_the_official_preset_sends_the_image_as_pil_saves_it_again(tmp_path):
             [plain] = BENCH.score([row], [str(path)], judge, **{**preset["options"], "image_bytes": "file"})
         finally:
             judge.close()
-    assert result.score == plain.score == 80 and len(server.requests) == 4
+    assert result.score == plain.score == 0.8 and len(server.requests) == 4
     sent = [base64.b64decode(r.image_urls[0].split(",", 1)[1]) for r in server.requests]
     assert sent[:2] == [theirs, theirs] and sent[2:] == [path.read_bytes()] * 2
     assert all(r.image_urls[0].startswith("data:image/png;base64,") for r in server.requests)
