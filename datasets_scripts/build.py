@@ -6,9 +6,9 @@
 With no --source the authors' release is fetched at the revision the project pins (a GitHub
 archive, or a Hub snapshot) and its files checked; --source takes a folder, a checkout (its root
 is found a folder or two deeper) or a zip/tar archive of the repository. Writes one Parquet file
-per config, the dataset card (README.md), eval.yaml and build_report.json (every anomaly, the
-quarantine of what could not be kept, with its raw text) into --out; `load_dataset(<out>)` then
-works offline. --strict fails on any anomaly instead.
+per config, the dataset card (README.md), build_report.json (every anomaly, the
+quarantine of what could not be kept, with its raw text) and, with --evaluation-framework naming
+one the Hub lists, eval.yaml into --out; `load_dataset(<out>)` then works offline. --strict fails on any anomaly instead.
 """
 
 import sys

@@ -1,6 +1,6 @@
 """t2ireason: reasoning-driven text-to-image evaluation for the Hugging Face ecosystem."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"  # 0.2.0: per-image scores on 0-1 in every metric (PRISM-Bench was 0-100)
 
 
 def load_metric(name: str, **kwargs):

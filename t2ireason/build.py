@@ -10,7 +10,8 @@ authors' repository at the pinned revision and checked against the recorded hash
 - ``README.md``: the dataset card rendered from ``hub_cards/dataset_card.md.j2``
   (YAML: pretty_name, license, language, task_categories, size_categories, configs with
   ``all`` as the default where a benchmark has it, dataset_info with features per config);
-- ``eval.yaml``: the Hub's benchmark registration, for benchmarks scored by a metric;
+- ``eval.yaml``: the Hub's benchmark registration, for benchmarks scored by a metric, written when an
+  evaluation framework the Hub lists is named (:data:`HUB_EVALUATION_FRAMEWORKS`);
 - ``build_report.json``: where the release came from, rows and counts per config, every
   anomaly met (file, row, what), the quarantine (records that could not be kept at all, with
   their raw text), the files that were not read (the authors' scripts named as such), ids renamed
@@ -58,6 +59,14 @@ SPLIT = "test"
 REPORT_FILE = "build_report.json"
 #: the files a build writes at the top of its folder (with one folder per config)
 _OWN_FILES = ("README.md", "eval.yaml", REPORT_FILE)
+
+#: The ``evaluation_framework`` values the Hub accepts in a benchmark dataset's ``eval.yaml``
+#: (https://huggingface.co/docs/hub/eval-results, "Registering a Benchmark"): the keys of
+#: EVALUATION_FRAMEWORKS in huggingface.js packages/tasks/src/eval.ts (commit 0589d130).
+HUB_EVALUATION_FRAMEWORKS = (
+    "exgentic", "inspect-ai", "math-arena", "mteb", "olmocr-bench", "harbor", "archipelago", "apex-evals",
+    "screenspot-pro", "swe-bench", "swe-bench-pro", "nemo-evaluator", "yc-bench", "open-asr-leaderboard", "mdpbench",
+    "parsebench", "video-mme-v2", "claw-eval", "wildclawbench")
 #: text normalisations a build may apply (none by default: the release's text is the benchmark)
 NORMALIZATIONS = ("strip", "nfc")
 UNSAFE_IDS = ("map", "refuse")
@@ -418,7 +427,7 @@ def _what_was_there(release: Any, root: Path, most: int = 6) -> str:
 
 def build_dataset(benchmark: Benchmark | str, source: str | os.PathLike | None, out: str | os.PathLike, *,
                   license: str | None = None, overwrite: bool = False, repo_id: str | None = None,
-                  eval_yaml: bool = True, evaluation_framework: str = "t2i-reason",
+                  eval_yaml: bool = True, evaluation_framework: str | None = None,
                   options: dict[str, Any] | None = None, strict: bool = False, revision: str | None = None,
                   normalize: Sequence[str] = (), unsafe_ids: str = "map",
                   cache_dir: str | os.PathLike | None = None) -> BuildReport:
@@ -430,7 +439,9 @@ def build_dataset(benchmark: Benchmark | str, source: str | os.PathLike | None, 
     license (required when none is known). ``repo_id`` is the Hub repository the card's examples
     name. ``options`` go to ``read_release``. ``strict``: any anomaly or quarantined record is an
     error. ``normalize``: text normalisations (:data:`NORMALIZATIONS`), none by default.
-    ``unsafe_ids``: ``"map"`` or ``"refuse"`` ids that cannot be file names. The folder is written
+    ``unsafe_ids``: ``"map"`` or ``"refuse"`` ids that cannot be file names. ``eval.yaml`` is written
+    for a benchmark with a metric when ``evaluation_framework`` names one the Hub lists (it refuses
+    any other at push time; none fits text-to-image judging yet). The folder is written
     next to ``out`` and moved into place only when complete, so a failed build leaves no
     half-written dataset.
     """
@@ -438,6 +449,11 @@ def build_dataset(benchmark: Benchmark | str, source: str | os.PathLike | None, 
 
     bench = get_benchmark(benchmark) if isinstance(benchmark, str) else benchmark
     out = Path(out)
+    if evaluation_framework is not None and evaluation_framework not in HUB_EVALUATION_FRAMEWORKS:
+        raise BuildError(f"evaluation framework {evaluation_framework!r} is not one the Hub lists for eval.yaml "
+                         f"({', '.join(HUB_EVALUATION_FRAMEWORKS)}): the Hub would refuse the file. Leave it out "
+                         "(no eval.yaml), or have the framework added to EVALUATION_FRAMEWORKS in huggingface.js "
+                         "packages/tasks/src/eval.ts first")
     if source is not None and not Path(source).exists() and not getattr(bench, "reads_hub", False):
         raise FileNotFoundError(f"release folder not found: {source}")
     if unsafe_ids not in UNSAFE_IDS:
@@ -498,7 +514,7 @@ def _modified_files(bench: Benchmark, verification: dict[str, Any] | None) -> li
 
 
 def _write(bench: Benchmark, release: Any, built: list[str], tables: dict[str, pa.Table], tmp: Path,
-           report: BuildReport, repo_id: str | None, eval_yaml: bool, framework: str) -> None:
+           report: BuildReport, repo_id: str | None, eval_yaml: bool, framework: str | None) -> None:
     infos, metadata_configs, counts, files = {}, {}, {}, []
     for config in built:
         features = bench.config_features(config)
@@ -527,7 +543,7 @@ def _write(bench: Benchmark, release: Any, built: list[str], tables: dict[str, p
         schemas[key]["configs"].append(config)
     report.undocumented_fields = sorted({f["name"] for s in schemas.values() for f in s["fields"] if not f["doc"]})
 
-    has_eval_yaml = bool(eval_yaml and bench.metric)
+    has_eval_yaml = bool(eval_yaml and bench.metric and framework)
     card = _card(bench, report, infos, metadata_configs, list(schemas.values()), repo_id, has_eval_yaml)
     (tmp / "README.md").write_text(card, encoding="utf-8")
     files.append("README.md")
@@ -676,7 +692,9 @@ def add_build_args(p: argparse.ArgumentParser) -> None:
                    help="where fetched releases are kept (default: $T2IREASON_RELEASES_CACHE, else "
                         "$XDG_CACHE_HOME/t2ireason/releases)")
     p.add_argument("--no-eval-yaml", action="store_true", help="do not write eval.yaml")
-    p.add_argument("--evaluation-framework", default="t2i-reason", help="evaluation_framework key written in eval.yaml")
+    p.add_argument("--evaluation-framework", default=None, choices=HUB_EVALUATION_FRAMEWORKS, metavar="NAME",
+                   help="write eval.yaml (the Hub's benchmark registration) naming this evaluation framework, one "
+                        "the Hub lists: " + ", ".join(HUB_EVALUATION_FRAMEWORKS) + " (default: no eval.yaml)")
     p.add_argument("--read-option", type=_option, action="append", default=[], metavar="KEY=VALUE",
                    help="option for the benchmark's release reader (JSON value), e.g. limit=1000; repeatable")
 

@@ -379,8 +379,9 @@ def _report(runs, args: argparse.Namespace, out) -> dict:
     print(report["headline"])
     if report.get("unfinished"):
         print(f"not reported, not finished yet: {', '.join(report['unfinished'])}")
-    print(f"every table: {report['tables_md']} and {report['tables_csv']}")
-    print(f"plots: {', '.join(str(p) for p in report['plots'])}")
+    print(f"every table: {report['tables_md']}, {report['tables_csv']} and {report['tables_tex']}")
+    folders = sorted({str(p.parent) for p in report["plots"]})
+    print(f"figures: {sum(p.suffix == '.png' for p in report['plots'])} (PNG and PDF) in {', '.join(folders)}")
     for page in report["html"]:
         print(f"HTML report: {page}")
     return report
@@ -405,15 +406,31 @@ def add_export_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repo", default=None, help="also publish the folder to this Hub dataset repository")
     p.add_argument("--private", action="store_true", help="create the repository as private")
     p.add_argument("--dry-run", action="store_true", help="with --repo: list what would be uploaded, send nothing")
+    p.add_argument("--benchmark-dataset", action="append", default=[], metavar="BENCHMARK=ID[@COMMIT]",
+                   help="the Hub dataset (and commit) a benchmark's runs scored, for the model repositories' "
+                        ".eval_results entries (default: the run's data source when it is a Hub id); repeatable")
 
 
 def run_export(args: argparse.Namespace) -> int:
     from .build import folder_files, publish
-    from .runs import export_results
+    from .runs import EVAL_RESULTS_DIR, EVAL_RESULTS_SKIPPED, export_results
 
-    folder = export_results(args.runs, args.out, license=args.license, evaluation=args.evaluation, repo_id=args.repo)
+    given = {}
+    for text in args.benchmark_dataset:
+        bench, sep, dataset = text.partition("=")
+        if not sep or not bench or not dataset:
+            raise ValueError(f"--benchmark-dataset expects BENCHMARK=ID[@COMMIT], got {text!r}")
+        given[bench] = dataset
+    folder = export_results(args.runs, args.out, license=args.license, evaluation=args.evaluation, repo_id=args.repo,
+                            benchmark_datasets=given)
     print(f"results dataset in {folder} ({len(folder_files(folder))} files); "
           f"load_dataset({str(folder)!r}, <benchmark>) reads it")
+    written = sorted((folder / EVAL_RESULTS_DIR).glob("*/.eval_results/*.yaml"))
+    if written:
+        print(f"Hub evaluation results for model repositories (copy each <model>/.eval_results/ into the model's "
+              f"repository): {', '.join(str(p.relative_to(folder)) for p in written)}")
+    if (folder / EVAL_RESULTS_SKIPPED).is_file():
+        print("no .eval_results for " + (folder / EVAL_RESULTS_SKIPPED).read_text(encoding="utf-8").strip())
     if args.repo:
         plan = publish(folder, args.repo, private=args.private or None, dry_run=args.dry_run)
         verb = "would upload" if args.dry_run else "uploaded"

@@ -922,8 +922,8 @@ def run_mt2ie_command(args: argparse.Namespace) -> int:
                   f"(mean over seeds {_fmt(table['kendall_tau_seed_mean'])})")
         from .report.plots import mt2ie_iterations
 
-        plot = mt2ie_iterations(table["per_iteration"], out / "mt2ie_iterations.png", title=f"MT2IE {args.mode}")
-        print(f"\nplot: {plot}")
+        png, pdf = mt2ie_iterations(table["per_iteration"], out / "mt2ie_iterations", title=f"MT2IE {args.mode}")
+        print(f"\nplot: {png} and {pdf}")
     for f in summary["failures"][:5]:
         print(f"failed: {f['id']}: {f['failure']}")
     print(f"rows: {out / 'runs'}/*.jsonl (images beside them); summary: {out / 'summary.json'}\n"

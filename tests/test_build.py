@@ -102,7 +102,7 @@ def test_build_end_to_end(toy_release, tmp_path):
 
 def test_card_metadata(toy_release, tmp_path):
     out = tmp_path / "out"
-    build.build_dataset(Toy(), toy_release, out, repo_id="me/toy")
+    build.build_dataset(Toy(), toy_release, out, repo_id="me/toy", evaluation_framework="inspect-ai")
     card = DatasetCard.load(out / "README.md")
     data = card.data
     assert isinstance(data, DatasetCardData)
@@ -123,15 +123,26 @@ def test_card_metadata(toy_release, tmp_path):
     assert "toy_metric" in body and "weighted mean" in body and "@article{toy2025" in body
     assert "| `no_questions` | 2 |" in body
 
-    # eval.yaml: the Hub's benchmark registration, one task per config
+    # eval.yaml: the Hub's benchmark registration, one task per config, under a framework the Hub lists
     ev = yaml.safe_load((out / "eval.yaml").read_text())
-    assert ev["name"] == "Toy Bench" and ev["evaluation_framework"] == "t2i-reason"
+    assert ev["name"] == "Toy Bench" and ev["evaluation_framework"] == "inspect-ai"
     assert ev["tasks"] == [{"id": "alpha", "config": "alpha", "split": "test"},
                            {"id": "beta", "config": "beta", "split": "test"}]
     assert "weighted mean" in ev["description"]
 
 
 # ---------------------------------------------------------------------------------------------- bad input
+
+def test_eval_yaml_only_under_a_framework_the_hub_lists(toy_release, tmp_path):
+    # the Hub refuses an eval.yaml whose evaluation_framework it does not list: none by default ...
+    build.build_dataset(Toy(), toy_release, tmp_path / "plain")
+    assert not (tmp_path / "plain" / "eval.yaml").exists()
+    assert ".eval_results/" in (tmp_path / "plain" / "README.md").read_text()
+    # ... and one it does not list is refused before anything is written
+    with pytest.raises(build.BuildError, match="'t2i-reason' is not one the Hub lists for eval.yaml .*inspect-ai"):
+        build.build_dataset(Toy(), toy_release, tmp_path / "other", evaluation_framework="t2i-reason")
+    assert not (tmp_path / "other").exists()
+
 
 def test_missing_source(tmp_path):
     with pytest.raises(FileNotFoundError, match="release folder not found: .*nowhere"):
@@ -335,7 +346,7 @@ SECRET = "hf_do_not_print_this_token_123456"
 @pytest.fixture
 def built(toy_release, tmp_path):
     out = tmp_path / "built"
-    build.build_dataset(Toy(), toy_release, out, repo_id="me/toy")
+    build.build_dataset(Toy(), toy_release, out, repo_id="me/toy", evaluation_framework="inspect-ai")
     (out / ".cache").mkdir()
     (out / ".cache" / "junk").write_text("x")  # hidden files are never uploaded
     return out

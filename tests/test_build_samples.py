@@ -26,7 +26,8 @@ def built(request, tmp_path_factory):
     release = bench.read_release(bench.sample_path())
     out = tmp_path_factory.mktemp(bench.name) / "hub"
     license = None if (bench.license or release.license) else GIVEN_LICENSE
-    report = build.build_dataset(bench, bench.sample_path(), out, repo_id=f"me/{bench.name}", license=license)
+    report = build.build_dataset(bench, bench.sample_path(), out, repo_id=f"me/{bench.name}", license=license,
+                                 evaluation_framework="inspect-ai")  # one the Hub lists: eval.yaml is written
     return bench, release, out, report
 
 
@@ -112,5 +113,5 @@ def test_eval_yaml_where_a_metric_scores_the_benchmark(built):
         assert not path.exists()
         return
     ev = yaml.safe_load(path.read_text())
-    assert ev["name"] == bench.pretty_name and ev["evaluation_framework"] == "t2i-reason"
+    assert ev["name"] == bench.pretty_name and ev["evaluation_framework"] == "inspect-ai"
     assert ev["tasks"] == [{"id": c, "config": c, "split": "test"} for c in report.configs]

@@ -71,9 +71,11 @@ def test_run_end_to_end(cli_run, capsys):
         table = list(csv.DictReader(f))
     cell = next(r for r in table if r["table"] == "R2I-Bench Table 3: R2I-Score" and r["column"] == "Overall")
     assert math.isclose(float(cell["value"]), overall) and float(cell["ci_low"]) <= overall <= float(cell["ci_high"])
-    for f in ("report/report.html", "report/tables.md", "report/plots/r2i-bench_bars.png",
-              "report/plots/r2i-bench_radar.png", "report/plots/r2i-bench_scores.png"):
+    for f in ("report/report.html", "report/tables.md", "report/tables.tex", "report/plots/r2i-bench_table1_bars.png",
+              "report/plots/r2i-bench_table1_bars.pdf", "report/plots/r2i-bench_table1_radar.pdf",
+              "report/plots/r2i-bench_scores.png"):
         assert (out / f).is_file(), f
+    assert "\\toprule" in (out / "report" / "tables.tex").read_text()
     assert f"HTML report: {out / 'report' / 'report.html'}" in printed
 
     # run again: nothing is regenerated or re-scored
@@ -163,7 +165,7 @@ def test_reports_side_by_side_and_in_a_browser(tmp_path, tiny_models, browser):
     report = write_report([a, b], tmp_path / "compare")
     table = report["markdown"]
     assert "| model-a |" in table and "| model-b | 0.0 [0.0, 0.0] |" in table  # one row per model
-    assert [p.name for p in report["html"]] == ["model-a.html", "model-b.html"]
+    assert [p.name for p in report["html"]] == ["report.html"]  # one page compares them
 
     page = browser.new_page()
     errors = []
@@ -172,10 +174,20 @@ def test_reports_side_by_side_and_in_a_browser(tmp_path, tiny_models, browser):
     page.goto(report["html"][0].as_uri())
     page.wait_for_load_state("load")
     assert page.evaluate("window.__pwned") is None and evil in page.locator("#gallery").text_content()  # raw replies
+    # one card per prompt, each holding both models' images with their scores
     assert page.locator("#gallery .card").count() == len(a.image_items())
-    # both models in the summary table, images load from relative paths
-    assert page.locator("#summary tbody tr").count() == 2
+    assert page.locator("#gallery .card .entry").count() == 2 * len(a.image_items())
+    assert page.locator("#gallery .card").first.locator(".model").all_inner_texts() == ["model-a", "model-b"]
+    # both models in every paper table, each table's figures beside it, images from relative paths
+    assert page.locator("#table-1 tbody tr").count() == 2
+    assert page.locator("table.paper").count() == len(report["markdown"].split("### ")) - 1
+    assert page.evaluate("Array.from(document.querySelectorAll('.figures img')).every(i => i.naturalWidth > 500)")
+    assert page.locator(".figures img").first.get_attribute("src").startswith("plots/")
+    # the gallery's images load lazily, below the figures: load them all, then check each
+    page.evaluate("document.querySelectorAll('#gallery img').forEach(i => i.loading = 'eager')")
+    page.wait_for_function("Array.from(document.querySelectorAll('#gallery img')).every(i => i.complete)")
     assert page.evaluate("Array.from(document.querySelectorAll('#gallery img')).every(i => i.naturalWidth === 64)")
+    assert page.locator("table.runs tbody tr").count() == 2 and str(tmp_path) not in page.content()
     page.select_option("#filter-config", "commonsense")
     assert page.locator("#gallery .card:not(.hidden)").count() == sum(
         1 for _, row, _ in a.image_items() if row["category"] == "commonsense")
@@ -255,6 +267,7 @@ def test_mt2ie_rankings_in_the_report(tmp_path):
     assert "| good | 0.850 | 0.000 | 1.000 | 0.000 | 0 |" in md and "| bad | 0.450 | 0.000 | 2.000 | 0.000 | 1 |" in md
     assert "Kendall's tau vs the reference ranking: 1.000" in md
     assert (tmp_path / "report" / "plots" / "mt2ie_mt2ie-out.png").is_file()
+    assert (tmp_path / "report" / "plots" / "mt2ie_mt2ie-out.pdf").is_file()
 
 
 @pytest.mark.slow
@@ -499,7 +512,7 @@ def test_two_processes_on_one_run_never_judge_twice_and_both_are_recorded(tmp_pa
         keys = [json.loads(x)["key"] for x in (final.evaluation_dir(n) / "results.jsonl").read_text().splitlines()]
         assert len(keys) == len(set(keys)) == 4
     report = write_report([final], tmp_path / "report")
-    assert {p.name for p in report["html"]} == {"r-a.html", "r-b.html"}  # the report shows both
+    assert "r · a" in report["html"][0].read_text() and "r · b" in report["html"][0].read_text()  # both shown
 
 
 @pytest.mark.slow
@@ -538,3 +551,49 @@ def test_export_of_runs_of_two_benchmarks_with_one_name(tmp_path):
     for file in out.rglob("*.parquet"):
         assert str(tmp_path).encode() not in file.read_bytes(), file
     assert pq.read_table(next(out.rglob("*.parquet"))).num_rows == 3
+
+
+def test_export_writes_the_hub_eval_results_of_each_model(tmp_path):
+    """`.eval_results/<benchmark>.yaml` for each model repository, in the Hub's format (read back
+    with huggingface_hub's own parser): one entry per config scored, the dataset's id and commit,
+    the metric's headline over that config as the evaluation aggregated it, and what made it."""
+    import yaml
+    from huggingface_hub import parse_eval_result_entries
+
+    from t2ireason.build import folder_files
+
+    def reply(request):
+        props = request.json_schema["properties"]
+        return json.dumps({"answers": [1, 0] * props["answers"]["minItems"]} if "answers" in props
+                          else {k: i % 2 for i, k in enumerate(props)})
+
+    runs = []
+    for bench in ("r2i-bench", "worldgenbench"):
+        run = _images_for(Run.create(tmp_path / bench / "sd", bench, limit=4))
+        run.evaluate(ScriptedJudge(reply), options=STRUCTURED, name="j", cache=False, progress=False)
+        runs.append(run)
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    with pytest.raises(RunError, match="names \\['prism-bench'\\], which no run exported here scored"):
+        export_results(runs, tmp_path / "bad", license="cc-by-4.0", benchmark_datasets={"prism-bench": "o/p"})
+    out = export_results(runs, tmp_path / "export", license="cc-by-4.0", repo_id="me/results",
+                         benchmark_datasets={"r2i-bench": f"org/r2i-bench@{commit}"})
+
+    [file] = (out / "eval_results").glob("*/.eval_results/*.yaml")
+    assert file.relative_to(out).as_posix() == "eval_results/sd/.eval_results/r2i-bench.yaml"
+    entries = parse_eval_result_entries(yaml.safe_load(file.read_text()))
+    results = runs[0].results("j")
+    configs = list(dict.fromkeys(r.config for r in results))
+    assert [e.task_id for e in entries] == [c for c in R2I.configs if c in configs]  # the eval.yaml task ids
+    for e in entries:
+        mine = [r for r in results if r.config == e.task_id]
+        expected = R2I.aggregate(mine, structured_output=True)["r2i_score"]
+        assert e.dataset_id == "org/r2i-bench" and e.dataset_revision == commit
+        assert e.value == pytest.approx(expected, abs=1e-4) and 0 <= e.value <= 100
+        assert e.source_url == "https://huggingface.co/datasets/me/results"
+        assert "r2i_score" in e.notes and "preset paper" in e.notes and "first 4 rows only" in e.notes
+    # the run took a limit: no "all" entry, which would claim the whole benchmark
+    assert "all" not in [e.task_id for e in entries]
+    # WorldGenBench's rows came from the shipped sample, no Hub dataset: said, not guessed
+    assert "--benchmark-dataset worldgenbench=" in (out / "eval_results_skipped.txt").read_text()
+    # for model repositories, not uploaded with the results dataset
+    assert not any(".eval_results" in f for f in folder_files(out))

@@ -58,7 +58,8 @@ Returns:
     tracks: per track alignment, aesthetic, average, combined, n, counted, failed, outcomes and CIs;
     table: the paper's row; by_language: the same for en and zh separately.
     failed_replies, outcomes, notes: what was not counted, per axis and cause, and what the authors' code does.
-    scores: each image's mean of alignment and aesthetic (0-100; None if an axis was not counted); per_image.
+    scores: each image's mean of alignment and aesthetic (0-1, as every metric's per-image reward; None if an
+        axis was not counted); per_image (its subscores: each axis on 0-100).
 Examples (README.md has some that run offline):
     prism = evaluate.load("metrics/prism_score")                       # GPT-4.1, the paper's protocol
     out = prism.compute(predictions=images, references=rows)          # rows from load_dataset(..., "en")

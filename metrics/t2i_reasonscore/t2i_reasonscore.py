@@ -49,7 +49,7 @@ Init keyword arguments (evaluate.load(..., judge=...)):
         config and at most 1,000 new tokens, their prompt text, the first JSON of a reply, their aggregation).
     judge_kwargs, cache, progress: see t2ireason.metric.JudgedMetric.
 Returns:
-    overall: the mean of the dimension scores (0 to 100); idiom, textual, entity, scientific: each
+    t2i_reasonscore, overall: the mean of the dimension scores (0 to 100); idiom, textual, entity, scientific: each
         dimension's mean score (Table 2's cells).
     dimensions: per dimension, score / reason / detail / quality summaries (mean, se, 95% CIs, n,
         failed), weights and max_score; overall_summary: the overall's se and bootstrap interval.

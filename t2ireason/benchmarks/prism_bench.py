@@ -234,8 +234,9 @@ class PrismBench(Benchmark):
               progress: bool | str = False, **options: Any) -> list[ImageResult]:
         """One ImageResult per image, both judge requests of every image sent in one batch.
 
-        ``score`` is the mean of alignment and aesthetic on 0-100 (None unless both were counted);
-        ``subscores`` holds each axis on 0-100 (None when not counted), ``questions`` each raw
+        ``score`` is the mean of alignment and aesthetic on 0-1, the scale of every metric's per-image
+        reward (None unless both were counted); ``subscores`` holds each axis on the tables' 0-100 (None
+        when not counted), ``questions`` each raw
         judgement with its justification, ``context["outcome"]`` what became of each axis'
         reply (``counted``; ``failed``, ``judge_error``, ``image_error``; under the official
         protocol ``unparsable``, ``no_number``, ``summary_raises``, ``unparsed_no_demjson3``). An
@@ -708,7 +709,8 @@ def _record(result: ImageResult, judgements: Sequence[Judgement]) -> None:
     if failures:
         result.failure = "; ".join(dict.fromkeys(failures))
     else:
-        result.score = (result.subscores["alignment"] + result.subscores["aesthetic"]) / 2
+        # on 0-1 like every metric's per-image reward; the tables are computed from the 0-100 subscores
+        result.score = (result.subscores["alignment"] + result.subscores["aesthetic"]) / 200
 
 
 def _float(value: int | float) -> float:

@@ -897,6 +897,7 @@ class T2IReasonBench(Benchmark):
             table[d] = entry
         overall = _overall([[r.score for r in by_dim[d]] for d in dims], **kw)
         out = {
+            "t2i_reasonscore": overall["mean"],  # the metric's own key, as every metric module returns one
             "overall": overall["mean"],
             **{d: table[d]["score"]["mean"] for d in dims},
             "dimensions": table,

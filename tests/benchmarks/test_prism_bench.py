@@ -277,7 +277,7 @@ def test_track_means_and_pooled_overall_by_hand(sample):
                       (p[3], "alignment"): judgement(3), (p[3], "aesthetic"): judgement(5)})
     results = BENCH.score(rows, [image() for _ in rows], judge)
     assert len(judge.requests) == 8
-    assert [r.score for r in results] == [70, 70, 80, 40]
+    assert [r.score for r in results] == pytest.approx([0.7, 0.7, 0.8, 0.4])  # per-image rewards on 0-1
     assert results[0].subscores == {"alignment": 80, "aesthetic": 60}
     assert [(q.group, q.score, q.reasoning) for q in results[0].questions] == [("alignment", 8, "ok"), ("aesthetic", 6, "ok")]
     assert results[3].id == "entity_zh_0" and results[3].config == "entity_zh"
@@ -332,7 +332,7 @@ def test_reask_then_failure_is_counted(sample):
 
     judge = ScriptedJudge(reply)
     first, second = BENCH.score(rows, [image(), image("blue")], judge, max_reasks=1)
-    assert first.score == 70 and first.reasks == 1 and len(first.replies) == 3
+    assert first.score == pytest.approx(0.7) and first.reasks == 1 and len(first.replies) == 3
     reask = next(r for r in judge.requests if len(r.messages) == 4)
     assert reask.messages[0].role == "system" and "score 11" in reask.messages[3].text
     assert second.score is None and second.subscores == {"alignment": 50, "aesthetic": None}
@@ -390,7 +390,7 @@ def test_unreadable_images_are_their_own_failures(sample, tmp_path, monkeypatch)
     judge = ScriptedJudge(lambda request: judgement(6))
     results = BENCH.score(rows, [str(p) for p in paths], judge)
     assert len(judge.requests) == 4  # two images, two requests each
-    assert [r.score for r in results] == [60, None, None, None, None, 60]
+    assert [r.score for r in results] == [0.6, None, None, None, None, 0.6]
     for r, why in zip(results[1:5], ["empty", "incomplete", "cannot identify", "refusing"]):
         assert r.failure.startswith("image: ") and why in r.failure and not r.retryable
         assert r.subscores == {"alignment": None, "aesthetic": None} and r.context["outcome"]["aesthetic"] == "image_error"

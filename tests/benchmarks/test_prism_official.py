@@ -115,7 +115,7 @@ def test_the_official_preset_sends_the_authors_request_over_http(png):
             [result] = BENCH.score([row], [str(png)], judge, **preset["options"])
         finally:
             judge.close()
-    assert result.score == 80 and result.context["outcome"] == {"alignment": "counted", "aesthetic": "counted"}
+    assert result.score == 0.8 and result.context["outcome"] == {"alignment": "counted", "aesthetic": "counted"}
     assert len(server.requests) == 2 and {"hyper-critical" in r.text for r in server.requests} == {True, False}
     for received in server.requests:  # in flight together: in any order
         body = received.body
@@ -163,7 +163,7 @@ def test_the_qwen_preset_puts_the_image_first_with_no_system_message(png):
     row = BENCH.read_release(BENCH.sample_path()).configs["affection_zh"][1]
     judge = ScriptedJudge(lambda r: '{"justification": "x", "score": 6}')
     [result] = BENCH.score([row], [str(png)], judge, **preset["options"])
-    assert result.score == 60 and len(judge.requests) == 2
+    assert result.score == 0.6 and len(judge.requests) == 2
     for request, name in zip(judge.requests, ("alignment_affection", "aesthetic")):
         [message] = request.messages
         image, text = message.content
@@ -303,7 +303,7 @@ def test_the_official_preset_sends_the_image_as_pil_saves_it_again(tmp_path):
             [plain] = BENCH.score([row], [str(path)], judge, **{**preset["options"], "image_bytes": "file"})
         finally:
             judge.close()
-    assert result.score == plain.score == 80 and len(server.requests) == 4
+    assert result.score == plain.score == 0.8 and len(server.requests) == 4
     sent = [base64.b64decode(r.image_urls[0].split(",", 1)[1]) for r in server.requests]
     assert sent[:2] == [theirs, theirs] and sent[2:] == [path.read_bytes()] * 2
     assert all(r.image_urls[0].startswith("data:image/png;base64,") for r in server.requests)

@@ -81,7 +81,7 @@ def test_per_image_ids_pair_two_judges(release):
     a = load(by_track({"composition": 9}, 8)).compute(predictions=images, references=rows)
     b = load(by_track({"composition": 6}, 5)).compute(predictions=images, references=rows)
     pairs = {p["id"]: p["score"] for p in a["per_image"]}
-    assert [(p["id"], pairs[p["id"]], p["score"]) for p in b["per_image"]][0] == ("composition_zh_0", 85, 55)
+    assert [(p["id"], pairs[p["id"]], p["score"]) for p in b["per_image"]][0] == ("composition_zh_0", 0.85, 0.55)
     assert len(pairs) == len(rows)
 
 
@@ -197,7 +197,7 @@ def test_the_official_preset_gives_the_authors_table_on_mixed_replies(release):
     assert any("shows 0.0" in note for note in out["notes"])
     # per image: both axes counted, or a failure that says why
     by_id = {p["id"]: p for p in out["per_image"]}
-    assert by_id["imagination_en_0"]["score"] == 75 and by_id["entity_en_0"]["score"] == 70
+    assert by_id["imagination_en_0"]["score"] == 0.75 and by_id["entity_en_0"]["score"] == 0.7
     assert by_id["imagination_en_1"]["score"] is None
     assert "summarize_results raises" in by_id["imagination_en_1"]["failure"]
     assert by_id["entity_en_1"]["subscores"] == {"alignment": None, "aesthetic": 10.0}  # true counts as 1

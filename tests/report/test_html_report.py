@@ -3,8 +3,8 @@
 import pytest
 from PIL import Image
 
-from t2ireason.report.html import write_html_report
-from t2ireason.results import ImageResult, QuestionResult
+from t2ireason.report.html import Section, write_html_report
+from t2ireason.results import Cell, ImageResult, PaperTable, QuestionResult
 
 EVIL = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
 
@@ -32,9 +32,11 @@ def _results(tmp_path):
 @pytest.mark.parametrize("embed", [False, True])
 def test_report_in_browser(browser, tmp_path, embed):
     out = tmp_path / "report"
-    path = write_html_report(_results(tmp_path), out, title="T2I-ReasonBench <b>run</b>",
-                             meta={"judge": "scripted"}, embed_images=embed,
-                             summary={"columns": ["dimension", "score"], "rows": [["idiom", "75.0"]]})
+    table = PaperTable("Table 2", ["Idiom"], {"model-a": {"Idiom": Cell(75.0)}})
+    section = Section("T2I-ReasonBench", {"model-a": _results(tmp_path)}, [table],
+                      runs=[{"model": "model-a", "judge": "scripted", "settings": {"seed": 0}}])
+    path = write_html_report([section], out, title="T2I-ReasonBench <b>run</b>", meta={"judge": "scripted"},
+                             embed_images=embed)
     page = browser.new_page()
     errors = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
@@ -48,6 +50,9 @@ def test_report_in_browser(browser, tmp_path, embed):
     assert page.locator("#gallery img[src='x']").count() == 0
     assert "<script>window.__pwned = 1</script>" in page.locator("#gallery").inner_text()
     assert page.title() == "T2I-ReasonBench <b>run</b>"
+    # the table and what made the run, as plain text (a mapping as key: value, never a Python repr)
+    assert page.locator("#table-1 tbody td").all_inner_texts() == ["model-a", "75.0"]
+    assert page.locator("table.runs").inner_text().endswith("seed: 0") and "{" not in page.locator("table.runs").inner_text()
 
     cards = page.locator("#gallery .card")
     assert cards.count() == 3
