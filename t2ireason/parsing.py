@@ -35,6 +35,7 @@ __all__ = [
     "Parsed",
     "ask_structured",
     "REASK_PROMPT",
+    "cut_off",
 ]
 
 
@@ -314,6 +315,16 @@ REASK_PROMPT = (
 )
 
 
+def cut_off(reply: Reply) -> str | None:
+    """``"cut off at the token limit (N tokens)"`` when the judge stopped ``reply`` there
+    (``finish_reason == "length"``, as every backend reports it), else None. Such a text is never
+    scored, not even repaired: ``"score": 0.5`` cut after its ``0`` would read as 0, a cut 10 as 1."""
+    if reply.ok and reply.finish_reason == "length":
+        limit = (reply.sampling or {}).get("max_tokens")
+        return f"cut off at the token limit{f' ({limit} tokens)' if limit else ''} before it ended"
+    return None
+
+
 @dataclass
 class Parsed(Generic[T]):
     """The outcome of asking for a structured answer: the value, or a failure with every raw reply."""
@@ -355,7 +366,8 @@ def ask_structured(
     ``parse`` turns a reply text into the value the caller wants, raising
     :class:`ReplyParseError` when the reply is unusable; give one callable, or one
     per request. A reply that does not parse is followed, in the same
-    conversation, by ``reask_prompt`` naming the problem. A request the backend
+    conversation, by ``reask_prompt`` naming the problem; so is a reply the judge stopped at its
+    token limit (:func:`cut_off`), never parsed from its partial text. A request the backend
     failed is not asked again here: retrying the transport is the backend's job,
     and a deterministic error would come back the same; it is returned at once
     with ``error`` set (``transient`` tells which kind it was). After ``max_reasks``
@@ -381,6 +393,12 @@ def ask_structured(
             result.replies.append(reply)
             if not reply.ok:
                 result.error = f"judge error: {reply.error}"
+                continue
+            if (cut := cut_off(reply)) is not None:
+                result.value, result.error = None, f"reply {cut}: not read from its partial text (raise max_tokens?)"
+                conversations[i] = conversations[i].then(reply.text, reask_prompt.format(
+                    error=f"it was {cut}; answer more briefly"))
+                still.append(i)
                 continue
             try:
                 result.value, result.error = parsers[i](reply.text), None
