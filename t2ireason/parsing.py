@@ -270,7 +270,8 @@ def extract_json(text: str, *, expect: type | tuple[type, ...] = (dict, list),
 def as_score(value: Any, *, allowed: Sequence[float] | None = None, lo: float | None = None,
              hi: float | None = None, name: str = "score") -> float:
     """A number from a judge's answer (a number or a numeric string), checked against
-    an allowed set or a closed range."""
+    an allowed set or a closed range. A value within floating-point rounding of an allowed one
+    (``math.isclose``: ``0.9999999999`` for 1) is that allowed value, so no caller truncates it."""
     if isinstance(value, bool):
         raise ReplyParseError(f"{name} is a boolean ({value}), not a number")
     if isinstance(value, str):
@@ -284,8 +285,11 @@ def as_score(value: Any, *, allowed: Sequence[float] | None = None, lo: float | 
     value = _float(value)
     if not math.isfinite(value):
         raise ReplyParseError(f"{name} is not a finite number ({value})")
-    if allowed is not None and not any(math.isclose(value, a) for a in allowed):
-        raise ReplyParseError(f"{name} {value:g} is not one of {', '.join(f'{a:g}' for a in allowed)}")
+    if allowed is not None:
+        match = next((a for a in allowed if math.isclose(value, a)), None)
+        if match is None:
+            raise ReplyParseError(f"{name} {value:g} is not one of {', '.join(f'{a:g}' for a in allowed)}")
+        value = float(match)
     if lo is not None and value < lo:
         raise ReplyParseError(f"{name} {value:g} is below the minimum {lo:g}")
     if hi is not None and value > hi:
