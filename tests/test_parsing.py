@@ -91,7 +91,7 @@ def test_extract_json_refuses_non_text():
     (" 8.5 ", {}, 8.5),
     ("85%", {"lo": 0, "hi": 100}, 85.0),
     (1, {"allowed": [0, 0.5, 1]}, 1.0),
-    (0.5000000001, {"allowed": [0, 0.5, 1]}, 0.5000000001),
+    (0.5000000001, {"allowed": [0, 0.5, 1]}, 0.5),  # within rounding of an allowed value: that value
     (0, {"lo": 0}, 0.0),
     (10, {"hi": 10}, 10.0),
 ])
