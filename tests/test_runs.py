@@ -536,3 +536,23 @@ def test_export_of_runs_of_two_benchmarks_with_one_name(tmp_path):
     for file in out.rglob("*.parquet"):
         assert str(tmp_path).encode() not in file.read_bytes(), file
     assert pq.read_table(next(out.rglob("*.parquet"))).num_rows == 3
+
+
+def test_lone_surrogates_in_replies_are_stored_and_written_safely(tmp_path):
+    """As found: a lone surrogate (``\\ud800``) in a reply or a judge's reason aborted the evaluation with a
+    UTF-8 error and, once cached, every re-run. The cache, results.jsonl and scores.json keep it (escaped),
+    the report shows U+FFFD, the export takes it."""
+    run = _images_for(Run.create(tmp_path / "sd", "prism-bench", limit=2))
+    reply = '{"justification": "odd \\ud800 text", "score": 7}\n\ud800'  # escaped in the JSON, raw after it
+    cache = tmp_path / "cache.sqlite"
+    first = run.evaluate(ScriptedJudge(lambda r: reply, model="j"), name="a", cache=str(cache), progress=False)
+    assert first["num_failed"] == 0 and first["aggregate"]["prism_score"] == pytest.approx(70.0)
+    [result, _] = run.results("a")
+    assert result.replies[0] == reply and result.questions[0].reasoning == "odd \ud800 text"
+    # again from the cache alone: the judge is never asked
+    again = run.evaluate(ScriptedJudge([], model="j"), name="b", cache=str(cache), progress=False)
+    assert again["aggregate"] == first["aggregate"] and run.results("b")[0].replies[0] == reply
+    page = write_report([run], tmp_path / "report")["html"][0].read_text(encoding="utf-8")
+    assert "odd \ufffd text" in page
+    folder = export_results([run], tmp_path / "export", license="cc-by-4.0", evaluation="a")
+    assert datasets.load_dataset(str(folder), "prism-bench", split="test").num_rows == 2

@@ -43,6 +43,7 @@ from typing import Any
 
 from tenacity import retry, retry_if_exception, stop_after_delay, wait_random_exponential
 
+from ..files import json_text
 from ..progress import progress_bar
 from .base import AnswerQuery, ChatRequest, Judge, Reply, Sampling
 
@@ -84,7 +85,8 @@ def default_cache_path() -> Path:
 
 
 def _canonical(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    # json_text: a lone surrogate in a reply or a request stays escaped, so SQLite and the key's UTF-8 take it
+    return json_text(obj, sort_keys=True, separators=(",", ":"))
 
 
 def _is_busy(exc: BaseException) -> bool:

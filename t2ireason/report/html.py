@@ -20,6 +20,7 @@ from typing import Any
 
 import jinja2
 
+from ..files import printable
 from ..results import ImageResult
 
 __all__ = ["write_html_report", "render_html_report"]
@@ -90,5 +91,6 @@ def write_html_report(results: Sequence[ImageResult], out_dir: str | os.PathLike
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / filename
-    path.write_text(render_html_report(results, out, title=title, **kwargs), encoding="utf-8")
+    # a judge's text may hold a lone surrogate, which UTF-8 cannot: shown as U+FFFD
+    path.write_text(printable(render_html_report(results, out, title=title, **kwargs)), encoding="utf-8")
     return path
