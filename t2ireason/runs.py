@@ -486,7 +486,7 @@ class Run:
                                               progress=False, **options)
                     except JudgeUnavailable as e:
                         kept = sum(1 for key in done if not _retryable(done[key]))
-                        raise JudgeUnavailable(f"{e} (evaluation {name!r} of {self.path}: {kept} of {total} images "
+                        raise type(e)(f"{e} (evaluation {name!r} of {self.path}: {kept} of {total} images "
                                                "scored and kept; run the same command again to go on)") from e
                     for (key, _, _), result in zip(chunk, results):
                         done[key] = jsonable(result.to_dict())

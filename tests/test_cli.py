@@ -214,3 +214,37 @@ def test_a_judge_outage_is_one_error_line_and_a_failing_exit_status(tmp_path):
     line = one_error_line(proc)
     assert line.startswith("error: the judge at http://127.0.0.1:9/v1 is unreachable: connection refused")
     assert "0 of 2 images scored and kept; run the same command again" in line
+
+
+def test_a_refused_key_stops_the_evaluation_and_a_good_key_goes_on(tmp_path, capsys, monkeypatch):
+    """As found: a 401 during scoring showed only "N failed", recorded as the judgements' failures, which no
+    re-run (not even --retry-failed) asked again. Now it ends the evaluation with its cause, records nothing,
+    and the same command with the key fixed scores what is left."""
+    from t2ireason.testing_http import Answer, Fail, serve
+
+    run = run_with_images(tmp_path / "run", limit=3)
+    scored = sum(1 for row in run.rows() if row["questions"])
+    asked: list[str] = []
+
+    def answer(request):
+        asked.append(request.headers.get("authorization", ""))
+        if request.headers.get("authorization") != "Bearer good-key" or len(asked) == 2:  # revoked mid-run
+            return Fail(401, "Incorrect API key provided")
+        return Answer(scripted_reply(request.body["response_format"]["json_schema"]["schema"]))
+
+    with serve(answer, models=["tiny"]) as server:
+        argv = ["evaluate", "--run", str(run.path), "--judge", f"openai:tiny@{server.base_url}", "--chunk-size", "1",
+                "--options", '{"structured_output": true}', "--cache", str(tmp_path / "cache.sqlite"), "--no-progress"]
+        monkeypatch.setenv("OPENAI_API_KEY", "good-key")
+        assert cli.main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert "\n" not in err and "HTTP 401: authentication failed" in err and "Incorrect API key provided" in err
+        assert f"1 of {scored} images scored and kept" in err and "good-key" not in err
+        assert len(Run.open(run.path).results("openai-tiny")) == 1  # the refused image is not recorded
+        monkeypatch.setenv("OPENAI_API_KEY", "bad-key")
+        assert cli.main(argv) == 2 and "authentication failed" in capsys.readouterr().err
+        monkeypatch.setenv("OPENAI_API_KEY", "good-key")
+        assert cli.main(argv) == 0
+    scores = Run.open(run.path).scores("openai-tiny")
+    assert scores["num_images"] == 3 and scores["num_failed"] == 3 - scored
+    assert scores["aggregate"]["r2i_score"] == pytest.approx(100.0)

@@ -15,6 +15,7 @@ from .base import (
     AnswerQuery,
     ChatRequest,
     Judge,
+    JudgeAuthError,
     JudgeError,
     JudgeOptionError,
     JudgeUnavailable,
@@ -28,7 +29,7 @@ from .base import (
 )
 
 __all__ = [
-    "VQASCORE_QUESTION", "AnswerQuery", "ChatRequest", "Judge", "JudgeError", "JudgeOptionError", "JudgeUnavailable", "Message", "Reply",
+    "VQASCORE_QUESTION", "AnswerQuery", "ChatRequest", "Judge", "JudgeAuthError", "JudgeError", "JudgeOptionError", "JudgeUnavailable", "Message", "Reply",
     "Sampling", "TokenLogprob", "assistant", "system", "user", "load_judge", "parse_spec", "validate_judge", "check_sampling", "BACKENDS",
 ]
 
