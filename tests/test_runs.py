@@ -556,3 +556,17 @@ def test_lone_surrogates_in_replies_are_stored_and_written_safely(tmp_path):
     assert "odd \ufffd text" in page
     folder = export_results([run], tmp_path / "export", license="cc-by-4.0", evaluation="a")
     assert datasets.load_dataset(str(folder), "prism-bench", split="test").num_rows == 2
+
+
+@pytest.mark.parametrize("benchmark", ["worldgenbench", "r2i-bench", "t2i-reasonbench", "prism-bench"])
+def test_a_report_where_every_image_failed(tmp_path, benchmark):
+    """As found: `t2ireason report` (and `run`) crashed with an IndexError when every WorldGenBench image
+    failed: its paper tables left out a domain with nothing counted. Each benchmark's tables are there,
+    with empty cells, and the failures counted."""
+    run = _images_for(Run.create(tmp_path / "sd", benchmark, limit=2))
+    scores = run.evaluate(ScriptedJudge(lambda r: "I cannot tell.", model="j"), name="a", cache=False,
+                          options={"max_reasks": 0}, progress=False)
+    assert scores["num_failed"] == 2
+    assert run.bench.paper_tables(scores["aggregate"], "sd")
+    report = write_report([run], tmp_path / "report")
+    assert "| sd |" in report["markdown"] and report["html"][0].is_file()
