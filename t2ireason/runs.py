@@ -49,6 +49,7 @@ from . import __version__
 from .benchmarks import get_benchmark
 from .files import atomic_file, atomic_write_json, inside, json_text, jsonable, printable
 from .progress import progress_bar
+from .redaction import redacted
 
 if TYPE_CHECKING:
     from .benchmarks import Benchmark
@@ -378,9 +379,9 @@ class Run:
         check_setting(bench, setting)
         name = name or evaluation_name(setting.judge, preset)
         self.evaluation_dir(name)  # a name that leaves the run is refused before anything is written
-        settings = jsonable({"metric": bench.metric, "judge": judge if isinstance(judge, str) or judge is None
-                             else evaluation_name(judge), "preset": preset, "judge_kwargs": judge_kwargs or {},
-                             "options": dict(options or {})})
+        settings = redacted(jsonable({"metric": bench.metric, "judge": judge if isinstance(judge, str) or judge is None
+                                      else evaluation_name(judge), "preset": preset, "judge_kwargs": judge_kwargs or {},
+                                      "options": dict(options or {})}))  # recorded: never an API key
         busy = (f"evaluation {name!r} of {self.path} is being scored by another process (waited {lock_timeout:g} s); "
                 "let it finish (the same command then has nothing left to do), or pass another --name to score "
                 "beside it")

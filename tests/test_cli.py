@@ -248,3 +248,35 @@ def test_a_refused_key_stops_the_evaluation_and_a_good_key_goes_on(tmp_path, cap
     scores = Run.open(run.path).scores("openai-tiny")
     assert scores["num_images"] == 3 and scores["num_failed"] == 3 - scored
     assert scores["aggregate"]["r2i_score"] == pytest.approx(100.0)
+
+
+def test_an_api_key_given_as_an_option_is_never_written_or_printed(tmp_path, capsys):
+    """As found: `--judge-kwargs '{"api_key": ...}'` was written to run.json and scores.json, and a password
+    in the judge's URL was echoed on stderr. Both are masked where judge settings are recorded or named; a
+    new key for the same evaluation is the same settings."""
+    from t2ireason.testing_http import Answer, Fail, serve
+
+    run = run_with_images(tmp_path / "run", limit=2)
+    keys = ["sk-first-key-0123456789", "sk-second-key-0123456789"]
+
+    def answer(request):
+        if request.headers.get("authorization") not in {f"Bearer {k}" for k in keys}:
+            return Fail(401, "no")
+        return Answer(scripted_reply(request.body["response_format"]["json_schema"]["schema"]))
+
+    with serve(answer, models=["tiny"]) as server:
+        for key in keys:  # the second: nothing left to do, and no "other settings"
+            argv = ["evaluate", "--run", str(run.path), "--judge", f"openai:tiny@{server.base_url}", "--judge-kwargs",
+                    json.dumps({"api_key": key}), "--options", '{"structured_output": true}', "--no-cache",
+                    "--no-progress"]
+            assert cli.main(argv) == 0, capsys.readouterr().err
+    printed = capsys.readouterr()
+    written = b"".join(p.read_bytes() for p in run.path.rglob("*") if p.is_file())
+    for key in keys:
+        assert key.encode() not in written and key not in printed.out + printed.err
+    assert Run.open(run.path).manifest["evaluations"]["openai-tiny"]["settings"]["judge_kwargs"] == {"api_key": "***"}
+
+    spec = "openai:tiny@https://me:pass-word-42@127.0.0.1:9/v1"
+    assert cli.main(["evaluate", "--run", str(run.path), "--judge", spec, "--no-cache", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "pass-word-42" not in err and "https://***@127.0.0.1:9/v1" in err

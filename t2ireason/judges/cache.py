@@ -33,7 +33,6 @@ import inspect
 import json
 import math
 import os
-import re
 import sqlite3
 import threading
 import time
@@ -45,6 +44,7 @@ from tenacity import retry, retry_if_exception, stop_after_delay, wait_random_ex
 
 from ..files import json_text
 from ..progress import progress_bar
+from ..redaction import SECRET_NAME
 from .base import AnswerQuery, ChatRequest, Judge, Reply, Sampling
 
 __all__ = ["CachedJudge", "ResponseCache", "default_cache_path", "CACHE_MODES"]
@@ -66,7 +66,7 @@ CREATE INDEX IF NOT EXISTS replies_model ON replies (model);
 """
 
 # identity() must never hold credentials; drop anything that looks like one all the same.
-_SECRET_NAME = re.compile(r"(api_?key|.*_key|.*token|.*secret|password|authorization)", re.IGNORECASE)
+_SECRET_NAME = SECRET_NAME
 
 
 def default_cache_path() -> Path:
