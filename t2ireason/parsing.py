@@ -30,6 +30,9 @@ __all__ = [
     "ReplyParseError",
     "extract_json",
     "MAX_REPLY_CHARS",
+    "MAX_REPAIR_CHARS",
+    "MAX_REPAIR_BRACKETS",
+    "MAX_SCAN_BRACKETS",
     "as_score",
     "score_list",
     "Parsed",
@@ -48,10 +51,23 @@ class ReplyParseError(ValueError):
 MAX_REPLY_CHARS = 1_000_000
 #: The deepest nesting a JSON value may have to count (Python's decoder recurses per level).
 MAX_DEPTH = 256
+#: What json-repair is given at most: the last this many characters of a reply (from an opening
+#: bracket), holding at most ``MAX_REPAIR_BRACKETS`` brackets. json-repair takes about 5 µs a
+#: character, and time quadratic in the brackets of some broken shapes (``{[}]`` repeated: 2 s for
+#: 4,000 characters); a judge's broken answer is a few hundred characters, and valid JSON of any
+#: size is read without it.
+MAX_REPAIR_CHARS = 20_000
+MAX_REPAIR_BRACKETS = 256
+#: The strict scan of a reply starts at the first of its last this many brackets (all of them in a
+#: judge's answer): the scanner's few µs a bracket stay well under a second whatever the reply, and
+#: the answer, which comes last, is always within reach.
+MAX_SCAN_BRACKETS = 20_000
 
 _FENCE_MARK = "```"
 _FENCE_TAG = re.compile(r"[ \t]*[A-Za-z0-9_-]*[ \t]*\n?")
 _OPENERS = re.compile(r"[\[{]")
+_BRACKETS = re.compile(r"[\[\]{}]")
+_DECODER = json.JSONDecoder()
 _SPECIAL = re.compile(r'["\\\x00-\x1f]')  # what ends a run of plain characters inside a JSON string
 _HEX4 = re.compile(r"[0-9a-fA-F]{4}")
 _TOKEN = re.compile(r"""[ \t\n\r]*(?:
@@ -210,9 +226,33 @@ class _Scanner:
         return memo.get(start)
 
 
+def _scan_start(text: str, limit: int = MAX_SCAN_BRACKETS) -> int:
+    """0, or in a text of more than ``limit`` brackets, where the last ``limit`` of them begin
+    (counted from the end, a block at a time, at C speed)."""
+    seen, end, block = 0, len(text), 1 << 16
+    while end > 0:
+        start = max(0, end - block)
+        here = sum(text.count(c, start, end) for c in "[]{}")
+        if seen + here >= limit:
+            positions = [m.start() for m in _BRACKETS.finditer(text, start, end)]
+            return positions[len(positions) - (limit - seen)]
+        seen, end = seen + here, start
+    return 0
+
+
 def _strict_candidates(text: str) -> list[Any]:
-    """Every JSON object or array that decodes strictly, in order of appearance (outermost only)."""
-    found = []
+    """Every JSON object or array that decodes strictly, in order of appearance (outermost only),
+    among the last :data:`MAX_SCAN_BRACKETS` brackets of ``text`` (unless ``text`` is one valid value)."""
+    found, start = [], _scan_start(text)
+    if start:  # too many brackets to scan them all: one valid value holding all of them is still read whole
+        first = _OPENERS.search(text)
+        try:
+            value, end = _DECODER.raw_decode(text, first.start())
+            if not _OPENERS.search(text, end):
+                return [value]
+        except (ValueError, RecursionError):
+            pass
+        text = text[start:]
     for start, end in _Scanner(text).spans():
         try:
             found.append(json.loads(text[start:end]))
@@ -221,12 +261,25 @@ def _strict_candidates(text: str) -> list[Any]:
     return found
 
 
+def _repair_window(text: str) -> str | None:
+    """What :func:`_repaired` gives json-repair: from the first opening bracket, or, in a reply longer
+    than :data:`MAX_REPAIR_CHARS` from there, from the first one in its last ``MAX_REPAIR_CHARS``
+    characters (replies that reason first answer last). None without one."""
+    first = _OPENERS.search(text)
+    if first is None:
+        return None
+    if len(text) - first.start() <= MAX_REPAIR_CHARS:
+        return text[first.start():]
+    last = _OPENERS.search(text, len(text) - MAX_REPAIR_CHARS)
+    return None if last is None else text[last.start():]
+
+
 def _repaired(text: str) -> Any:
-    start = min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=-1)
-    if start < 0:
+    window = _repair_window(text)
+    if window is None or len(_BRACKETS.findall(window)) > MAX_REPAIR_BRACKETS:
         return None
     try:
-        value = json_repair.loads(text[start:])
+        value = json_repair.loads(window)
     except Exception:  # json-repair is defensive, but never let it escape as another type
         return None
     return value if isinstance(value, (dict, list)) and value else None
@@ -238,7 +291,8 @@ def extract_json(text: str, *, expect: type | tuple[type, ...] = (dict, list),
 
     Looks, in order, at fenced code blocks (the last one first, since replies
     that reason before answering put the answer last), then at JSON values in
-    the bare text (the last one first), and finally repairs broken JSON.
+    the bare text (the last one first), and finally repairs broken JSON (a bounded
+    window of it: :data:`MAX_REPAIR_CHARS`, :data:`MAX_REPAIR_BRACKETS`).
     Only values of type ``expect`` count. The work is linear in the reply's
     length; a reply longer than ``max_chars`` (:data:`MAX_REPLY_CHARS`) is refused.
 
@@ -264,6 +318,10 @@ def extract_json(text: str, *, expect: type | tuple[type, ...] = (dict, list),
         if isinstance(value, expect):
             return value
     names = " or ".join(t.__name__ for t in (expect if isinstance(expect, tuple) else (expect,)))
+    windows = [w for w in map(_repair_window, [*blocks, text]) if w is not None]
+    if any(len(_BRACKETS.findall(w)) > MAX_REPAIR_BRACKETS for w in windows):
+        raise ReplyParseError(f"no JSON {names} found in reply, and its broken JSON has too many brackets to repair "
+                              f"(over {MAX_REPAIR_BRACKETS} in {MAX_REPAIR_CHARS:,} characters)")
     raise ReplyParseError(f"no JSON {names} found in reply")
 
 
