@@ -280,3 +280,23 @@ def test_an_api_key_given_as_an_option_is_never_written_or_printed(tmp_path, cap
     assert cli.main(["evaluate", "--run", str(run.path), "--judge", spec, "--no-cache", "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "pass-word-42" not in err and "https://***@127.0.0.1:9/v1" in err
+
+
+@pytest.mark.parametrize("where", ["a file that is not a database", "a folder", "a path under a file",
+                                   "a folder that cannot be written"])
+def test_a_cache_that_cannot_be_used_is_one_error_line(tmp_path, capsys, where):
+    """As found: --cache pointing at a file or an unwritable folder gave a traceback (sqlite3's)."""
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database\n")
+    cache = {"a file that is not a database": text, "a folder": tmp_path,
+             "a path under a file": text / "cache.sqlite",
+             "a folder that cannot be written": Path("/proc/t2ireason-cache.sqlite")}[where]
+    if where == "a folder that cannot be written" and not Path("/proc/self").is_dir():
+        pytest.skip("needs Linux's /proc, where no file can be created")
+    run = run_with_images(tmp_path / "run", limit=2)
+    code = cli.main(["evaluate", "--run", str(run.path), "--judge", "openai:m@http://127.0.0.1:9/v1", "--cache",
+                     str(cache), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith(f"error: the response cache {cache} cannot be used: ") and "--no-cache" in err
+    assert text.read_text() == "not a database\n" and not Run.open(run.path).manifest["evaluations"]

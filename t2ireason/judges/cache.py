@@ -45,9 +45,9 @@ from tenacity import retry, retry_if_exception, stop_after_delay, wait_random_ex
 from ..files import json_text
 from ..progress import progress_bar
 from ..redaction import SECRET_NAME
-from .base import AnswerQuery, ChatRequest, Judge, Reply, Sampling
+from .base import AnswerQuery, ChatRequest, Judge, JudgeError, Reply, Sampling
 
-__all__ = ["CachedJudge", "ResponseCache", "default_cache_path", "CACHE_MODES"]
+__all__ = ["CachedJudge", "ResponseCache", "CacheError", "default_cache_path", "CACHE_MODES"]
 
 CACHE_MODES = ("use", "refresh", "off")
 
@@ -100,6 +100,10 @@ _retry_busy = retry(retry=retry_if_exception(_is_busy), wait=wait_random_exponen
                     stop=stop_after_delay(120), reraise=True)
 
 
+class CacheError(JudgeError):
+    """The response cache cannot be opened or written: the message names the file and why."""
+
+
 class ResponseCache:
     """The SQLite store behind :class:`CachedJudge`: keyed JSON rows, safe across
     threads and processes. One connection per process (re-opened after a fork)."""
@@ -113,13 +117,35 @@ class ResponseCache:
 
     def _connect(self) -> sqlite3.Connection:
         if self._conn is None or self._pid != os.getpid():
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            # autocommit (isolation_level=None): every statement is its own short transaction
-            conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None,
-                                   check_same_thread=False)
-            self._setup(conn)
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                # autocommit (isolation_level=None): every statement is its own short transaction
+                conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None,
+                                       check_same_thread=False)
+                self._setup(conn)
+            except (OSError, sqlite3.Error) as e:
+                raise CacheError(self._unusable(e)) from None
             self._conn, self._pid = conn, os.getpid()
         return self._conn
+
+    def _unusable(self, exc: BaseException) -> str:
+        in_file = next((p for p in self.path.parents if p.is_file()), None)
+        if in_file is not None:
+            why = f"{in_file} is a file, not a folder"
+        elif self.path.is_dir():
+            why = "it is a folder (name a file in it, e.g. judge_cache.sqlite)"
+        elif isinstance(exc, sqlite3.DatabaseError) and "not a database" in str(exc):
+            why = "it is a file that is not an SQLite database"
+        elif isinstance(exc, OSError):
+            why = f"{exc.strerror or exc} ({exc.filename or self.path.parent})"
+        else:
+            why = f"{exc} (a folder that cannot be written?)"
+        return (f"the response cache {self.path} cannot be used: {why}; pass --cache with a file path that can be "
+                "created or written, or --no-cache")
+
+    def check(self) -> None:
+        """Open (or create) the file now: a :class:`CacheError` here, before any judging, rather than later."""
+        self._connect()
 
     @_retry_busy
     def _setup(self, conn: sqlite3.Connection) -> None:
@@ -226,6 +252,8 @@ class CachedJudge(Judge):
         self.mode = mode
         self.cache_nondeterministic = cache_nondeterministic
         self.store = ResponseCache(default_cache_path() if path is None else path)
+        if mode != "off":
+            self.store.check()
         self.hits = self.misses = self.bypassed = self.stored = 0
         self._accepts_on_reply = _accepts(judge.chat, "on_reply")
 
