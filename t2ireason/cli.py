@@ -260,6 +260,11 @@ def _check_scoring(args: argparse.Namespace, benchmark: str) -> None:
 
 
 def _evaluate(run, args: argparse.Namespace) -> dict:
+    from .scoring import judge_setting
+
+    report = judge_setting(run.bench, args.preset, args.judge, args.judge_kwargs or None, args.options).preset_settings
+    if report is not None:  # which of the preset's backend settings the judge gets, in one line
+        print(report.line())
     scores = run.evaluate(args.judge, preset=args.preset, judge_kwargs=args.judge_kwargs or None,
                           options=args.options, name=args.name, cache=args.cache, chunk_size=args.chunk_size,
                           progress=not args.no_progress, retry_failed=args.retry_failed,

@@ -9,6 +9,12 @@ Images reach a judge as they are: an image read from a file (or from encoded
 bytes) keeps those bytes and is sent as them, with their own media type (a PNG
 stays a PNG, bit for bit); an image made in memory is encoded losslessly (PNG).
 Re-encoding (JPEG...) or resizing happens only when a caller asks for it.
+
+An official preset that must feed a judge what the authors' scripts fed it prepares the images
+the same way: :func:`qwen_vl_utils_image` is what ``qwen_vl_utils``' ``fetch_image`` makes of an
+image (RGBA composited on white, sides rounded to multiples of 28 by :func:`smart_resize`), given
+to :func:`load_images` as ``prepare``; :meth:`JudgeImage.pil_reencoded` is the bytes a script gets
+by opening the file with PIL and saving it again in its own format.
 """
 
 from __future__ import annotations
@@ -19,13 +25,15 @@ import io
 import math
 import os
 import warnings
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from PIL import Image
 
-__all__ = ["JudgeImage", "as_image", "ImageError", "load_images", "MEDIA_TYPES"]
+__all__ = ["JudgeImage", "as_image", "ImageError", "load_images", "MEDIA_TYPES", "smart_resize", "on_white",
+           "qwen_vl_utils_image"]
 
 #: PIL format name -> media type, for the formats judges take
 MEDIA_TYPES = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp", "GIF": "image/gif"}
@@ -137,6 +145,22 @@ class JudgeImage:
             url = self._url_bytes[key] = b"data:" + mime.encode() + b";base64," + base64.b64encode(data)
         return url
 
+    def pil_reencoded(self) -> JudgeImage:
+        """The image as a script gets it by opening its file with PIL and saving it again in the
+        file's own format with PIL's defaults (``Image.open(path).save(buf, format=image.format or
+        "PNG")``, as PRISM-Bench's ``eval_gpt41.py`` encodes what it sends): other bytes than the
+        file's (PIL's own compression, the chunks it keeps), the same picture for a PNG, a JPEG
+        saved again at PIL's default quality. An image made in memory has no file: its PNG, which
+        is what such a script writes for an image without a format. Memoised."""
+        if self.data is None:
+            return self
+        if "_pil_reencoded" not in self.__dict__:
+            original = Image.open(io.BytesIO(self.data))
+            buf = io.BytesIO()
+            original.save(buf, format=original.format or "PNG")
+            self.__dict__["_pil_reencoded"] = _decode(buf.getvalue(), self.source or "<bytes>", self.source)
+        return self.__dict__["_pil_reencoded"]
+
     def __repr__(self) -> str:
         src = f" from {self.source}" if self.source else ""
         return f"JudgeImage({self.image.width}x{self.image.height}{src}, {self.digest[:12]})"
@@ -149,17 +173,17 @@ class JudgeImage:
         return hash(self.digest)
 
 
-def _read(path: Path) -> JudgeImage:
+def _read(path: Path, prepare: Prepare | None = None) -> JudgeImage:
     try:
         data = path.read_bytes()
     except FileNotFoundError as e:
         raise ImageError(f"image file not found: {path}") from e
     except OSError as e:  # a folder, no permission...
         raise ImageError(f"cannot read image {path}: {e}") from e
-    return _decode(data, str(path), str(path))
+    return _decode(data, str(path), str(path), prepare)
 
 
-def _decode(data: bytes, where: str, source: str | None) -> JudgeImage:
+def _decode(data: bytes, where: str, source: str | None, prepare: Prepare | None = None) -> JudgeImage:
     """The image encoded in ``data``, fully decoded and checked: an empty, truncated or
     unreadable file, or a decompression bomb (more pixels than PIL's ``MAX_IMAGE_PIXELS``),
     is an :class:`ImageError` naming ``where``."""
@@ -179,33 +203,47 @@ def _decode(data: bytes, where: str, source: str | None) -> JudgeImage:
     # still being written, or a copy that stopped short. Whole PNGs end with the IEND chunk.
     if fmt == "PNG" and not data.rstrip(b"\0").endswith(_PNG_END):
         raise ImageError(f"cannot read image {where}: the PNG is incomplete (no IEND chunk at its end)")
+    if prepare is not None:  # other pixels than the file's: the file's bytes are no longer the image
+        return JudgeImage(_prepared(prepare, img, where), source)
     return JudgeImage(img, source, data=data, format=fmt)
 
 
-def as_image(x: Any, *, base_dir: str | os.PathLike | None = None) -> JudgeImage:
+def _prepared(prepare: Prepare, image: Image.Image, where: str) -> Image.Image:
+    try:
+        return prepare(image)
+    except ValueError as e:  # smart_resize's aspect-ratio limit...
+        raise ImageError(f"cannot prepare image {where}: {e}") from None
+
+
+def as_image(x: Any, *, base_dir: str | os.PathLike | None = None, prepare: Prepare | None = None) -> JudgeImage:
     """Turn any common image form into a :class:`JudgeImage`.
 
     Accepts a ``JudgeImage``, a PIL image, a path (``str``/``Path``, relative
     paths resolved against ``base_dir``), raw encoded bytes, a numpy array
     (HxW, HxWx3 or HxWx4; uint8 or floats in [0, 1]) and the dicts that
     ``datasets.Image(decode=False)`` yields (``{"bytes": ..., "path": ...}``).
+
+    ``prepare`` turns the decoded image (in its own mode: RGBA keeps its alpha) into the picture the
+    judge gets, e.g. :func:`qwen_vl_utils_image`; one it cannot prepare is an :class:`ImageError`.
+    (A ``JudgeImage`` given is already RGB.)
     """
     if isinstance(x, JudgeImage):
-        return x
+        return x if prepare is None else JudgeImage(_prepared(prepare, x.image, x.source or "<image>"), x.source)
     if isinstance(x, Image.Image):
-        return JudgeImage(x, getattr(x, "filename", None) or None)
+        source = getattr(x, "filename", None) or None
+        return JudgeImage(x if prepare is None else _prepared(prepare, x, source or "<image>"), source)
     if isinstance(x, (str, os.PathLike)):
         path = Path(x)
         if base_dir is not None and not path.is_absolute():
             path = Path(base_dir) / path
-        return _read(path)
+        return _read(path, prepare)
     if isinstance(x, (bytes, bytearray, memoryview)):
-        return _decode(bytes(x), "<bytes>", None)
+        return _decode(bytes(x), "<bytes>", None, prepare)
     if isinstance(x, dict):
         if x.get("bytes"):
-            return _decode(bytes(x["bytes"]), x.get("path") or "<bytes>", x.get("path"))
+            return _decode(bytes(x["bytes"]), x.get("path") or "<bytes>", x.get("path"), prepare)
         if x.get("path"):
-            return as_image(x["path"], base_dir=base_dir)
+            return as_image(x["path"], base_dir=base_dir, prepare=prepare)
         raise ImageError(f"image dict has neither 'bytes' nor 'path': keys {sorted(x)}")
     if type(x).__module__ == "numpy":
         import numpy as np
@@ -227,19 +265,86 @@ def as_image(x: Any, *, base_dir: str | os.PathLike | None = None) -> JudgeImage
             raise ImageError(f"numpy image dtype must be integer, bool or float; got {arr.dtype}")
         if arr.ndim == 3 and arr.shape[-1] == 1:
             arr = arr[..., 0]
-        return JudgeImage(Image.fromarray(arr.astype("uint8")))
+        return as_image(Image.fromarray(arr.astype("uint8")), prepare=prepare)
     if x is None:
         raise ImageError("image is missing (None)")
     raise ImageError(f"unsupported image type {type(x).__name__}")
 
 
-def load_images(images: Any, *, base_dir: str | os.PathLike | None = None) -> list[JudgeImage | ImageError]:
-    """Each of ``images`` as a :class:`JudgeImage`, or the :class:`ImageError` saying why it
-    cannot be read: one unreadable image is that image's failure, not the batch's."""
+def load_images(images: Any, *, base_dir: str | os.PathLike | None = None,
+                prepare: Prepare | None = None) -> list[JudgeImage | ImageError]:
+    """Each of ``images`` as a :class:`JudgeImage` (prepared by ``prepare``, see :func:`as_image`),
+    or the :class:`ImageError` saying why it cannot be read: one unreadable image is that image's
+    failure, not the batch's."""
     out: list[JudgeImage | ImageError] = []
     for x in images:
         try:
-            out.append(as_image(x, base_dir=base_dir))
+            out.append(as_image(x, base_dir=base_dir, prepare=prepare))
         except ImageError as e:
             out.append(e)
     return out
+
+
+# -- what qwen_vl_utils makes of an image -------------------------------------------------------------
+# The authors of T2I-ReasonBench and PRISM-Bench feed Qwen2.5-VL through ``process_vision_info`` of
+# ``qwen_vl_utils`` (qwen-vl-utils in the Qwen2.5-VL repository, src/qwen_vl_utils/vision_process.py),
+# whose ``fetch_image`` makes every image RGB (``to_rgb``: an RGBA image pasted on white through its
+# alpha; any other mode converted by PIL, which drops alpha) and resizes it with PIL's default filter
+# (bicubic) to :func:`smart_resize`'s size before the processor sees it. Written here from that
+# behaviour; the project does not depend on qwen_vl_utils (which needs torchvision).
+
+Prepare = Callable[[Image.Image], Image.Image]
+
+#: qwen_vl_utils' constants for images: a side is a multiple of 28 (14-pixel patches merged 2x2), the
+#: area within 4 and 16384 such tiles (its defaults: an image message with no min_pixels/max_pixels),
+#: and no image more than 200 times as long as it is wide
+QWEN_FACTOR = 28
+QWEN_MIN_PIXELS = 4 * 28 * 28
+QWEN_MAX_PIXELS = 16384 * 28 * 28
+QWEN_MAX_RATIO = 200
+
+
+def smart_resize(height: int, width: int, factor: int = QWEN_FACTOR, min_pixels: int = QWEN_MIN_PIXELS,
+                 max_pixels: int = QWEN_MAX_PIXELS) -> tuple[int, int]:
+    """``(height, width)`` as qwen_vl_utils' ``smart_resize`` computes them: each side rounded to the
+    nearest multiple of ``factor`` (Python's ``round``: a half goes to the even multiple, 42 / 28 =
+    1.5 -> 56, 70 / 28 = 2.5 -> 56) and at least ``factor``; if that area exceeds ``max_pixels``,
+    both sides scaled by sqrt(area / max_pixels) and rounded DOWN to multiples of ``factor``; if it
+    falls below ``min_pixels``, scaled up by sqrt(min_pixels / area) and rounded UP. (The scaled
+    sides are not held at ``factor`` or more: an extreme aspect can give 0, as there.) An aspect
+    ratio above 200 is a ValueError."""
+    if max(height, width) / min(height, width) > QWEN_MAX_RATIO:
+        raise ValueError(f"absolute aspect ratio must be smaller than {QWEN_MAX_RATIO}, "
+                         f"got {max(height, width) / min(height, width)}")
+    h_bar = max(factor, round(height / factor) * factor)
+    w_bar = max(factor, round(width / factor) * factor)
+    if h_bar * w_bar > max_pixels:
+        beta = math.sqrt((height * width) / max_pixels)
+        h_bar = math.floor(height / beta / factor) * factor
+        w_bar = math.floor(width / beta / factor) * factor
+    elif h_bar * w_bar < min_pixels:
+        beta = math.sqrt(min_pixels / (height * width))
+        h_bar = math.ceil(height * beta / factor) * factor
+        w_bar = math.ceil(width * beta / factor) * factor
+    return h_bar, w_bar
+
+
+def on_white(image: Image.Image) -> Image.Image:
+    """qwen_vl_utils' ``to_rgb``: an RGBA image pasted on a white RGB canvas through its alpha (a
+    transparent pixel becomes white); an image of any other mode converted by PIL (LA, PA and a
+    palette's transparency lose their alpha without compositing, as there)."""
+    if image.mode == "RGBA":
+        canvas = Image.new("RGB", image.size, (255, 255, 255))
+        canvas.paste(image, mask=image.split()[3])
+        return canvas
+    return image.convert("RGB")
+
+
+def qwen_vl_utils_image(image: Image.Image, *, min_pixels: int = QWEN_MIN_PIXELS,
+                        max_pixels: int = QWEN_MAX_PIXELS) -> Image.Image:
+    """What qwen_vl_utils' ``fetch_image`` hands the processor for ``image``: :func:`on_white`, then
+    resized (PIL's default filter) to :func:`smart_resize`'s size within ``min_pixels`` and
+    ``max_pixels`` (its defaults: a message that names neither, as the authors' scripts send)."""
+    image = on_white(image)
+    height, width = smart_resize(image.height, image.width, min_pixels=min_pixels, max_pixels=max_pixels)
+    return image.resize((width, height))

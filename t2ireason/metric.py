@@ -36,7 +36,7 @@ from PIL import Image
 from .benchmarks import get_benchmark
 from .images import JudgeImage
 from .results import ImageResult
-from .scoring import judge_record, judge_setting
+from .scoring import judge_record, judge_setting, report_preset_settings
 
 __all__ = ["ImageMetric", "JudgeMixin", "JudgedMetric", "check_inputs", "results_payload", "image_features",
            "metric_path", "known_metrics", "load_metric"]
@@ -248,8 +248,9 @@ class JudgedMetric(JudgeMixin, ImageMetric):
     ``judge`` (a spec string such as ``"openai:gpt-4.1"``, or a judge object;
     default: the preset's), ``preset`` (a named judge setting from the
     benchmark module, e.g. ``"paper"`` or ``"official"``), ``judge_kwargs``
-    (passed to the backend, over the preset's; when ``judge`` is not the preset's
-    own, only the preset's ``sampling`` carries over), ``cache`` (response cache
+    (passed to the backend, over the preset's; the preset's backend settings follow its model,
+    whatever the judge's spec spelling, see :func:`~t2ireason.scoring.judge_setting`; a judge that
+    is not the preset's model gets only its ``sampling``), ``cache`` (response cache
     path, ``True`` for the default place, ``False`` to disable), ``progress``. A ``config_name`` that
     is one of the benchmark's configs selects that config's row schema.
     """
@@ -266,6 +267,7 @@ class JudgedMetric(JudgeMixin, ImageMetric):
         setting = judge_setting(self.bench, preset, judge, judge_kwargs)  # shared with `t2ireason evaluate`
         self.preset_name = setting.preset
         self.preset = dict(getattr(self.bench, "presets", {}).get(self.preset_name, {}))
+        self.judge_setting = setting
         self._set_judge(setting.judge, setting.judge_kwargs, cache)
         self.progress = progress
         config = kwargs.get("config_name")
@@ -312,5 +314,11 @@ class JudgedMetric(JudgeMixin, ImageMetric):
     def _missing_judge_message(self) -> str:
         return f"no judge given and the {self.preset_name!r} preset of {self.bench.name} names none"
 
+    @property
+    def judge(self):
+        if self._judge is None and self.judge_spec is not None:
+            report_preset_settings(self.judge_setting)  # once, as the judge is loaded
+        return super().judge
+
     def judge_info(self) -> dict[str, Any]:
-        return judge_record(self.judge, self.preset_name)
+        return judge_record(self.judge, self.preset_name, self.judge_setting.preset_settings)

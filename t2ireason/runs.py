@@ -392,7 +392,7 @@ class Run:
     def _evaluate(self, name: str, setting: Any, settings: dict[str, Any], *, cache: str | bool, chunk_size: int,
                   progress: bool, retry_failed: bool) -> dict[str, Any]:
         from .results import ImageResult
-        from .scoring import judge_record
+        from .scoring import judge_record, report_preset_settings
 
         bench = self.bench
         recorded = self.reload()["evaluations"].get(name)  # as left by whichever process scored it last
@@ -416,8 +416,9 @@ class Run:
         if todo or not info:
             from .judges import load_judge
 
+            report_preset_settings(setting)
             judge = load_judge(setting.judge, cache=cache, **setting.judge_kwargs)
-            info = self._judge_info(judge_record(judge, setting.preset), info)
+            info = self._judge_info(judge_record(judge, setting.preset, setting.preset_settings), info)
 
         def start(m: dict[str, Any]) -> None:
             entry = m["evaluations"].setdefault(name, {})

@@ -11,6 +11,7 @@ judge with :func:`judge_record`. This module imports nothing heavy.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
 from dataclasses import dataclass, field
@@ -20,8 +21,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .benchmarks import Benchmark
 
-__all__ = ["JudgeSetting", "judge_setting", "check_setting", "check_options", "judge_record",
-           "portable_model", "model_fingerprint"]
+__all__ = ["JudgeSetting", "PresetSettings", "judge_setting", "check_setting", "check_options", "judge_record",
+           "judge_is_model", "checkpoint_names", "backend_options", "report_preset_settings", "portable_model",
+           "model_fingerprint"]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -34,25 +38,180 @@ class JudgeSetting:
     judge_kwargs: dict[str, Any] = field(default_factory=dict)
     #: the scoring options: the preset's, under the caller's
     options: dict[str, Any] = field(default_factory=dict)
+    #: what became of the preset's backend settings (:class:`PresetSettings`), None when it has none
+    preset_settings: PresetSettings | None = None
+
+
+@dataclass(frozen=True)
+class PresetSettings:
+    """Which of a preset's backend settings a judge got, and why the others not: the judge is the
+    preset's model (whatever its spec's spelling) or another one, and its backend takes each
+    setting or not. :meth:`line` says it in one line; :meth:`to_dict` is what results record."""
+
+    preset: str
+    #: the preset's judge spec
+    preset_judge: str
+    #: the judge as given (a spec, or a judge object's class name)
+    judge: str
+    #: whether the judge is the preset's model
+    same_model: bool
+    #: how the judge's model was recognised ("the same spec", "config.json _name_or_path 'Qwen/...'",
+    #: "the API model name"...), or why it is another model
+    recognised: str
+    applied: tuple[str, ...] = ()
+    #: setting -> why it was not applied
+    not_applied: dict[str, str] = field(default_factory=dict)
+
+    def line(self) -> str:
+        head = f"preset {self.preset!r} ({self.preset_judge}): judge {self.judge} "
+        head += f"is the preset's model ({self.recognised})" if self.same_model else f"is another model ({self.recognised})"
+        said = [f"applied: {', '.join(self.applied)}" if self.applied else "no preset setting applied"]
+        if self.not_applied:
+            said.append("not applied: " + "; ".join(f"{k} ({why})" for k, why in self.not_applied.items()))
+        return head + "; " + "; ".join(said)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"preset": self.preset, "preset_judge": self.preset_judge, "judge": self.judge,
+                "same_model": self.same_model, "recognised": self.recognised, "applied": list(self.applied),
+                "not_applied": dict(self.not_applied), "line": self.line()}
 
 
 def judge_setting(bench: Benchmark, preset: str | None = None, judge: Any = None,
                   judge_kwargs: dict[str, Any] | None = None, options: dict[str, Any] | None = None) -> JudgeSetting:
     """The judge, backend options and scoring options of ``preset`` (default: the benchmark's),
-    with the caller's on top. When ``judge`` is not the preset's own, the preset's backend
-    settings (dtype, image format...) are not for it: only its ``sampling``, which is the
-    protocol's, carries over unless ``judge_kwargs`` say otherwise."""
+    with the caller's on top.
+
+    The preset's backend settings (dtype, device_map, pixel limits, generation_config, retries...)
+    follow the preset's MODEL, not the spelling of its spec: a judge named otherwise that is the
+    same model (a local folder of the checkpoint, recognised by the name in its ``config.json``
+    or the folder's name; ``vllm:`` of the same checkpoint; the same API model behind another base
+    URL) gets every setting its backend takes, and :attr:`JudgeSetting.preset_settings` says which
+    were applied and which could not be (a transformers-only setting on a vLLM judge). Another
+    model gets only the preset's ``sampling``, which is the protocol's."""
     name = preset or getattr(bench, "default_preset", "paper")
     presets = getattr(bench, "presets", {})
     if presets and name not in presets:
         raise ValueError(f"unknown preset {name!r} for {bench.name}; known: {', '.join(presets)}")
     chosen = dict(presets.get(name, {}))
     preset_kwargs = dict(chosen.get("judge_kwargs", {}))
-    if judge is not None and judge != chosen.get("judge"):
-        preset_kwargs = {k: v for k, v in preset_kwargs.items() if k == "sampling"}
+    report = None
+    if chosen.get("judge") is not None and preset_kwargs:
+        given = judge if judge is not None else chosen["judge"]
+        preset_kwargs, report = _preset_settings_for(name, chosen["judge"], given, preset_kwargs, judge_kwargs or {})
     return JudgeSetting(preset=name, judge=judge if judge is not None else chosen.get("judge"),
                         judge_kwargs={**preset_kwargs, **(judge_kwargs or {})},
-                        options={**chosen.get("options", {}), **(options or {})})
+                        options={**chosen.get("options", {}), **(options or {})}, preset_settings=report)
+
+
+# -- is the judge the preset's model? ---------------------------------------------------------------------
+
+def _preset_settings_for(preset: str, preset_judge: str, judge: Any, preset_kwargs: dict[str, Any],
+                         caller_kwargs: dict[str, Any]) -> tuple[dict[str, Any], PresetSettings]:
+    """The preset's backend settings that ``judge`` gets, and the report of what became of each."""
+    from .judges import parse_spec
+
+    if not isinstance(judge, str):
+        shown = f"<{type(judge).__name__} object>"
+        model = str(getattr(judge, "model", "") or "")
+        same = bool(model) and _same_model(model, parse_spec(preset_judge)[1])
+        why = "a judge object, built by the caller: its settings are its own"
+        report = PresetSettings(preset, preset_judge, shown, same, f"model {model!r}" if model else "no model name",
+                                not_applied={k: why for k in preset_kwargs})
+        return {}, report
+    from .judges import JudgeError
+
+    try:
+        backend = parse_spec(judge)[0]
+        same, recognised = (True, "the same spec") if judge == preset_judge else judge_is_model(judge, preset_judge)
+    except JudgeError:  # a spec check_setting will name; until then, only the same spelling is the same model
+        backend, same, recognised = None, judge == preset_judge, "the same spec" if judge == preset_judge else "unread"
+    kept: dict[str, Any] = {}
+    applied: list[str] = []
+    not_applied: dict[str, str] = {}
+    taken = backend_options(backend) if backend else None
+    for key, value in preset_kwargs.items():
+        if key in caller_kwargs:
+            not_applied[key] = "judge_kwargs give their own"
+        elif not same and key != "sampling":
+            not_applied[key] = "for the preset's model only"
+        elif taken is not None and key not in taken:
+            not_applied[key] = f"the {backend} backend takes no such option"
+        else:
+            kept[key] = value
+            applied.append(key)
+    return kept, PresetSettings(preset, preset_judge, judge, same, recognised, tuple(applied), not_applied)
+
+
+def backend_options(backend: str) -> set[str] | None:
+    """The option names a judge backend's constructor takes (for vLLM, whose engine takes any
+    keyword, its named ones and the engine arguments a preset may set: ``engine_options``); None
+    for a backend that takes any keyword and declares none."""
+    import inspect
+
+    from .judges import _backend_class
+
+    cls = _backend_class(backend)
+    params = inspect.signature(cls.__init__).parameters
+    named = {n for n, p in params.items() if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)} - {"self", "model"}
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()) and not hasattr(cls, "engine_options"):
+        return None
+    return named | set(getattr(cls, "engine_options", ()))
+
+
+def judge_is_model(spec: str, preset_judge: str) -> tuple[bool, str]:
+    """``(same, how)``: whether the judge ``spec`` is the model of ``preset_judge``, whatever the
+    spelling: an API model by its name (whatever the base URL), a checkpoint by its Hub id, a local
+    folder by the checkpoint name its ``config.json`` records (``_name_or_path``, ``name_or_path``),
+    else by the Hub cache snapshot it is or the folder's own name."""
+    from .judges import parse_spec
+
+    backend, model, _ = parse_spec(spec)
+    _, wanted, _ = parse_spec(preset_judge)
+    names = [(model, "the API model name" if backend == "openai" else "its Hub id")]
+    if backend != "openai" and _looks_local(model):
+        names = checkpoint_names(model)
+    for name, how in names:
+        if _same_model(name, wanted):
+            return True, f"{how} {name!r}" if name != model else how
+    shown = ", ".join(f"{how} {name!r}" for name, how in names)
+    return False, f"{shown}, not {wanted!r}"
+
+
+def checkpoint_names(folder: str) -> list[tuple[str, str]]:
+    """The names a local checkpoint folder answers to, with where each was read: the checkpoint
+    name its ``config.json`` records (transformers writes ``_name_or_path`` when it saves a model
+    loaded from the Hub), then the Hub repository of a Hub cache snapshot, or the folder's name."""
+    import json
+
+    names: list[tuple[str, str]] = []
+    config = Path(folder).expanduser() / "config.json"
+    try:
+        data = json.loads(config.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        data = {}
+    for key in ("_name_or_path", "name_or_path"):
+        value = data.get(key) if isinstance(data, dict) else None
+        if isinstance(value, str) and value.strip():
+            names.append((value.strip(), f"config.json {key}"))
+    name, revision = portable_model(folder)
+    names.append((name, "the Hub cache snapshot of" if revision else "the folder name"))
+    return names
+
+
+def _looks_local(model: str) -> bool:
+    return os.path.isabs(model) or model.startswith(("./", "../", "~")) or os.path.isdir(os.path.expanduser(model))
+
+
+def _same_model(name: str, wanted: str) -> bool:
+    """Whether a checkpoint or API model ``name`` is ``wanted`` (a Hub id or an API model name):
+    the same id (case aside), or, for a bare name or a local path, the same last part
+    (``/models/Qwen2.5-VL-72B-Instruct`` is ``Qwen/Qwen2.5-VL-72B-Instruct``; ``other-org/<name>``,
+    a fine-tune published elsewhere, is not)."""
+    a, b = name.strip().rstrip("/\\").lower(), wanted.strip().rstrip("/").lower()
+    if a == b:
+        return True
+    pathlike = _looks_local(name) or "\\" in a or a.count("/") != 1
+    return pathlike and Path(a.replace("\\", "/")).name == Path(b).name
 
 
 def check_options(bench: Benchmark, options: dict[str, Any]) -> None:
@@ -87,9 +246,10 @@ def check_setting(bench: Benchmark, setting: JudgeSetting) -> None:
 
 # -- what the results say about the judge ---------------------------------------------------------------
 
-def judge_record(judge: Any, preset: str | None = None) -> dict[str, Any]:
-    """The judge's identity and sampling defaults (never secrets), the preset, and
-    ``model_name``: the model as anyone can name it (a local folder's path is not portable)."""
+def judge_record(judge: Any, preset: str | None = None, preset_settings: PresetSettings | None = None) -> dict[str, Any]:
+    """The judge's identity and sampling defaults (never secrets), the preset, ``model_name``: the
+    model as anyone can name it (a local folder's path is not portable), and ``preset_settings``:
+    which of the preset's backend settings the judge got (:class:`PresetSettings`)."""
     info = dict(judge.identity())
     sampling = getattr(judge, "default_sampling", None)
     info["sampling"] = sampling.to_dict() if sampling is not None else None
@@ -99,7 +259,17 @@ def judge_record(judge: Any, preset: str | None = None) -> dict[str, Any]:
         info["revision"] = revision
     if preset is not None:
         info["preset"] = preset
+    if preset_settings is not None:
+        info["preset_settings"] = preset_settings.to_dict()
     return info
+
+
+def report_preset_settings(setting: JudgeSetting) -> None:
+    """Say in the log, once per judge loaded, what became of the preset's backend settings."""
+    if setting.preset_settings is not None:
+        report = setting.preset_settings
+        level = logging.WARNING if report.not_applied and report.same_model else logging.INFO
+        logger.log(level, "%s", report.line())
 
 
 #: a folder of the Hugging Face cache: .../models--<org>--<name>/snapshots/<commit>

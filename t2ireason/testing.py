@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 __all__ = ["build_tiny_clip", "build_tiny_vlm", "build_vlm", "vlm_parameters", "VLMShape", "TINY_VLM", "BASE_VLM",
-           "build_tiny_sd", "build_all", "tiny_judge_kwargs", "SEED", "VLM_CHAT_TEMPLATE"]
+           "build_tiny_sd", "build_all", "tiny_judge_kwargs", "name_checkpoint", "SEED", "VLM_CHAT_TEMPLATE"]
 
 #: every build starts from this torch seed, so the same call gives the same weights
 SEED = 0
@@ -218,15 +218,27 @@ def vlm_parameters(shape: VLMShape = BASE_VLM) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-def build_vlm(path: str | Path, shape: VLMShape = TINY_VLM) -> Path:
+def name_checkpoint(path: str | Path, checkpoint: str) -> Path:
+    """Record ``checkpoint`` as the name of the model saved in ``path``, in its ``config.json``'s
+    ``_name_or_path``, as checkpoints saved by transformers 4 carry the Hub id they were loaded
+    from (a local copy of a published checkpoint: what a preset recognises its model by)."""
+    config = Path(path) / "config.json"
+    data = json.loads(config.read_text(encoding="utf-8"))
+    data["_name_or_path"] = checkpoint
+    config.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return Path(path)
+
+
+def build_vlm(path: str | Path, shape: VLMShape = TINY_VLM, *, checkpoint: str | None = None) -> Path:
     """A LLaVA judge of ``shape`` (CLIP vision tower, Llama language model, random weights in
     float32) with a ``LlavaProcessor`` and a chat template, saved to ``path``. Loads with
     ``AutoModelForImageTextToText`` and ``AutoProcessor``, or as a judge ``hf:<path>``.
-    Reuses ``path`` if a model of the same shape was built there."""
+    ``checkpoint`` names it in its config (:func:`name_checkpoint`). Reuses ``path`` if a model
+    of the same shape and name was built there."""
     from transformers import LlavaForConditionalGeneration
 
     path = Path(path)
-    if _done(path, "vlm", shape=asdict(shape)):
+    if _done(path, "vlm", shape=asdict(shape), checkpoint=checkpoint):
         return path
     _seed()
     tokenizer, processor, config = _vlm_parts(shape)
@@ -235,7 +247,10 @@ def build_vlm(path: str | Path, shape: VLMShape = TINY_VLM) -> Path:
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.save_pretrained(path)
     processor.save_pretrained(path)
-    return _mark(path, "vlm", shape=asdict(shape), parameters=sum(p.numel() for p in model.parameters()),
+    if checkpoint is not None:
+        name_checkpoint(path, checkpoint)
+    return _mark(path, "vlm", shape=asdict(shape), checkpoint=checkpoint,
+                 parameters=sum(p.numel() for p in model.parameters()),
                  yes_token_id=tokenizer.convert_tokens_to_ids("▁Yes"), no_token_id=tokenizer.convert_tokens_to_ids("▁No"))
 
 

@@ -264,3 +264,84 @@ def test_data_url_bytes_is_the_data_url_memoised_and_can_be_asked_without_comput
     assert image.data_url_bytes(compute=False) is url and image.data_url_bytes() is url
     assert image.data_url_bytes("JPEG", compute=False) is None and image.data_url_bytes("JPEG").startswith(
         b"data:image/jpeg;base64,")
+
+
+# -- qwen_vl_utils' preparation: sizes worked out by hand from its rules ---------------------------------
+
+@pytest.mark.parametrize("height, width, bounds, expected", [
+    # 1024 / 28 = 36.57 rounds to 37: 1036 x 1036 = 1,073,296 pixels, within 4*28*28 .. 16384*28*28
+    (1024, 1024, {}, (1036, 1036)),
+    # 3000 / 28 = 107.14 -> 107 (2996), 4000 / 28 = 142.86 -> 143 (4004): 11,995,984 <= 12,845,056
+    (3000, 4000, {}, (2996, 4004)),
+    # Python's round sends a half to the even integer: 42 / 28 = 1.5 -> 2 (56), 70 / 28 = 2.5 -> 2 (56),
+    # not 3 (84); 56 x 56 = 3136 is exactly the minimum, kept
+    (42, 70, {}, (56, 56)),
+    # 14 x 14 rounds to 0 tiles, held at 28 x 28 = 784 < 3136: scaled by sqrt(3136 / 196) = 4 and rounded
+    # up, 14 * 4 / 28 = 2 -> 56
+    (14, 14, {}, (56, 56)),
+    # the processor's bounds in eval_qwen25.py: 1036 x 1036 > 1280*28*28 = 1,003,520, so both sides
+    # scale by sqrt(1024^2 / 1003520) = 1.0222 and round down: 1024 / 1.0222 / 28 = 35.78 -> 35 (980)
+    (1024, 1024, {"min_pixels": 256 * 28 * 28, "max_pixels": 1280 * 28 * 28}, (980, 980)),
+    # 100 x 50 rounds to 112 x 56 = 6272 < 256*28*28 = 200,704: scaled by sqrt(200704 / 5000) = 6.3357 and
+    # rounded up: 100 * 6.3357 / 28 = 22.63 -> 23 (644), 50 * 6.3357 / 28 = 11.31 -> 12 (336)
+    (100, 50, {"min_pixels": 256 * 28 * 28, "max_pixels": 1280 * 28 * 28}, (644, 336)),
+])
+def test_smart_resize_follows_qwen_vl_utils_rules(height, width, bounds, expected):
+    from t2ireason.images import smart_resize
+
+    assert smart_resize(height, width, **bounds) == expected
+
+
+def test_smart_resize_refuses_an_aspect_over_200():
+    from t2ireason.images import smart_resize
+
+    assert smart_resize(28, 28 * 200) == (28, 5600)
+    with pytest.raises(ValueError, match="aspect ratio"):
+        smart_resize(10, 2001)
+
+
+def test_on_white_composites_rgba_only_as_to_rgb_does():
+    from t2ireason.images import on_white
+
+    rgba = np.zeros((4, 4, 4), dtype=np.uint8)
+    rgba[0, 0] = (200, 0, 0, 0)  # transparent red -> white
+    rgba[0, 1] = (200, 0, 0, 255)  # opaque red stays
+    rgba[0, 2] = (0, 0, 200, 128)  # half-transparent blue -> blended with white
+    out = on_white(Image.fromarray(rgba, "RGBA"))
+    assert out.mode == "RGB" and out.getpixel((0, 0)) == (255, 255, 255) and out.getpixel((1, 0)) == (200, 0, 0)
+    r, g, b = out.getpixel((2, 0))
+    assert abs(r - 127) <= 1 and abs(g - 127) <= 1 and abs(b - 227) <= 1
+    la = Image.fromarray(np.array([[[90, 0]]], dtype=np.uint8), "LA")  # not RGBA: PIL's convert, alpha dropped
+    assert on_white(la).getpixel((0, 0)) == (90, 90, 90)
+
+
+def test_prepare_reaches_every_input_form_and_drops_the_file_bytes(tmp_path):
+    from t2ireason.images import load_images, qwen_vl_utils_image
+
+    rgba = np.zeros((20, 24, 4), dtype=np.uint8)
+    rgba[..., 1] = 180  # transparent green
+    picture = Image.fromarray(rgba, "RGBA")
+    path = tmp_path / "a.png"
+    picture.save(path)
+    forms = [str(path), path.read_bytes(), {"bytes": path.read_bytes(), "path": str(path)}, picture, rgba]
+    images = load_images(forms, prepare=qwen_vl_utils_image)
+    white = Image.new("RGB", (84, 56), (255, 255, 255)).tobytes()
+    for image in images:
+        assert image.size == (84, 56) and image.image.tobytes() == white and image.data is None
+        assert image.encoded()[0] == "image/png"  # sent as the prepared picture, not the file
+    assert as_image(str(path)).image.getpixel((0, 0)) == (0, 180, 0)  # unprepared: PIL drops alpha
+    [failed] = load_images([Image.new("RGB", (2010, 10))], prepare=qwen_vl_utils_image)
+    assert isinstance(failed, ImageError) and "aspect ratio" in str(failed)
+
+
+def test_pil_reencoded_is_what_pil_writes_again(tmp_path, picture):
+    path = tmp_path / "pic.png"
+    picture.save(path, compress_level=0)
+    image = as_image(str(path))
+    again = image.pil_reencoded()
+    buf = io.BytesIO()
+    Image.open(path).save(buf, format="PNG")
+    assert again.data == buf.getvalue() != path.read_bytes() and again.format == "PNG"
+    assert again.digest == image.digest and image.pil_reencoded() is again  # the same picture, memoised
+    in_memory = as_image(picture)
+    assert in_memory.pil_reencoded() is in_memory  # no file: its PNG, as it is

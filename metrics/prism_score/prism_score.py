@@ -29,11 +29,15 @@ _CITATION = """\
 
 _KWARGS_DESCRIPTION = """
 Args:
-    predictions: the generated images (PIL images or file paths), one per row; a file is sent as its own bytes.
+    predictions: the generated images (PIL images or file paths), one per row; a file is sent as its own bytes
+        (as PIL saves it again under the official preset, resized as qwen_vl_utils does under qwen).
     references: PRISM-Bench rows, as load_dataset gives them (id, prompt, track, language, index, subset, extra).
     protocol (compute option): "paper" or "official" (the preset sets it).
     system_prompt (compute option): default the template's "You are a helpful assistant."; None for none.
     image_first (compute option): the image before the text (as eval_qwen25.py).
+    image_preparation (compute option): None, or "qwen_vl_utils" (PIL's convert("RGB"), then qwen_vl_utils'
+        fetch_image: sides resized to multiples of 28, as eval_qwen25.py).
+    image_bytes (compute option): "file" (a file's own bytes), or "pil" (saved again by PIL, as eval_gpt41.py).
     sampling (compute option): a Sampling or a dict of its fields, overriding the judge's defaults.
     max_reasks (compute option, paper protocol): follow-ups when a reply is not a JSON object with a score in
         [0, 10] (default 2); the official protocol never re-asks.

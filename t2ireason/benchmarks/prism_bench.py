@@ -41,7 +41,7 @@ from typing import Any
 
 import datasets
 
-from ..images import ImageError, as_image, load_images
+from ..images import ImageError, as_image, load_images, qwen_vl_utils_image
 from ..judges.base import ChatRequest, Sampling
 from ..parsing import ReplyParseError, as_score, ask_structured, cut_off, extract_json
 from ..prompts import verbatim
@@ -73,7 +73,12 @@ AXES = ("alignment", "aesthetic")
 #: ``official``: the authors' code (strings, parser, counting, pooled aggregation)
 PROTOCOLS = ("paper", "official")
 
-SCORE_OPTIONS = {"protocol", "max_reasks", "sampling", "system_prompt", "structured_output", "image_first"}
+SCORE_OPTIONS = {"protocol", "max_reasks", "sampling", "system_prompt", "structured_output", "image_first",
+                 "image_preparation", "image_bytes"}
+#: ``image_preparation``: None (each image as it is) or "qwen_vl_utils" (as eval_qwen25.py feeds Qwen2.5-VL)
+IMAGE_PREPARATIONS = (None, "qwen_vl_utils")
+#: ``image_bytes``: "file" (a file's own bytes) or "pil" (opened and saved again by PIL, as eval_gpt41.py sends)
+IMAGE_BYTES = ("file", "pil")
 AGGREGATE_OPTIONS = {"protocol", "confidence", "n_resamples", "seed"}
 
 #: what the authors' eval_gpt41.py sends with every request
@@ -138,21 +143,27 @@ class PrismBench(Benchmark):
                   "judge_kwargs": {"sampling": _GPT41_SAMPLING},
                   "options": {"protocol": "paper"}},
         # evaluation/eval_gpt41.py: its strings, parameters (max_tokens as such, stream false, no
-        # response_format), 3 tries per request, its parser, counting and pooled aggregation; the
-        # PNG file's own bytes (it labels them image/jpeg: a mislabel, not reproduced).
+        # response_format), 3 tries per request, its parser, counting and pooled aggregation; each
+        # image opened by PIL and saved again in its own format, the bytes it sends (it labels them
+        # image/jpeg: a mislabel, not reproduced).
         "official": {"judge": "openai:gpt-4.1-2025-04-14",
                      "judge_kwargs": {"sampling": _GPT41_SAMPLING, "max_tokens_param": "max_tokens",
                                       "max_retries": 2, "extra_body": {"stream": False}},
-                     "options": {"protocol": "official"}},
-        # evaluation/eval_qwen25.py: the image before the text, no system message of its own (the chat
-        # template adds its default), the processor's own pixel limits (no resizing here), the
-        # checkpoint's own generation settings, 1024 new tokens; the authors' parser and aggregation.
+                     "options": {"protocol": "official", "image_bytes": "pil"}},
+        # evaluation/eval_qwen25.py: Qwen2.5-VL-72B in bfloat16 spread over the GPUs (device_map
+        # "balanced"), the chat template rendered with add_vision_id=True ("Picture 1: " before the
+        # image), each image made RGB by PIL and resized by qwen_vl_utils before the processor, the
+        # processor's pixel limits, the image before the text, no system message of its own (the chat
+        # template adds its default), the checkpoint's own generation settings, 1024 new tokens; the
+        # authors' parser and aggregation.
         "qwen": {"judge": "hf:Qwen/Qwen2.5-VL-72B-Instruct",
-                 "judge_kwargs": {"dtype": "bfloat16",
+                 "judge_kwargs": {"dtype": "bfloat16", "device_map": "balanced",
                                   "processor_kwargs": {"min_pixels": 256 * 28 * 28, "max_pixels": 1280 * 28 * 28},
+                                  "chat_template_kwargs": {"add_vision_id": True},
                                   "generation_config": "model",
                                   "sampling": Sampling(max_tokens=1024)},
-                 "options": {"protocol": "official", "system_prompt": None, "image_first": True}},
+                 "options": {"protocol": "official", "system_prompt": None, "image_first": True,
+                             "image_preparation": "qwen_vl_utils"}},
     }
 
     @property
@@ -235,7 +246,12 @@ class PrismBench(Benchmark):
         ``image_first`` (default False: the text, then the image; True as eval_qwen25.py),
         ``sampling`` (a Sampling or a dict, overriding the judge's defaults), ``max_reasks``
         (paper protocol, default 2), ``structured_output`` (default False, as the authors send no
-        schema: also send :data:`REPLY_SCHEMA`).
+        schema: also send :data:`REPLY_SCHEMA`), ``image_preparation`` (None, default: each image as
+        it is; ``"qwen_vl_utils"``: as eval_qwen25.py feeds Qwen2.5-VL, made RGB by PIL's
+        ``convert`` and then what qwen_vl_utils' ``fetch_image`` makes of it,
+        :func:`~t2ireason.images.qwen_vl_utils_image`), ``image_bytes`` (``"file"``, default: a
+        file's own bytes; ``"pil"``: the file opened and saved again by PIL in its own format, the
+        bytes eval_gpt41.py sends, :meth:`~t2ireason.images.JudgeImage.pil_reencoded`).
         """
         opts = _options(options, SCORE_OPTIONS)
         protocol = _protocol(opts.get("protocol"))
@@ -247,11 +263,20 @@ class PrismBench(Benchmark):
         sampling = opts.get("sampling")
         if isinstance(sampling, dict):
             sampling = Sampling(**sampling)
+        preparation, image_bytes = opts.get("image_preparation"), opts.get("image_bytes", "file")
+        if preparation not in IMAGE_PREPARATIONS:
+            raise ValueError(f"image_preparation must be one of {IMAGE_PREPARATIONS}, got {preparation!r}")
+        if image_bytes not in IMAGE_BYTES:
+            raise ValueError(f"image_bytes must be one of {IMAGE_BYTES}, got {image_bytes!r}")
+        prepare = _after_convert_rgb if preparation == "qwen_vl_utils" else None
         request_options = {"protocol": protocol, "image_first": bool(opts.get("image_first", False)),
                            "system_prompt": opts.get("system_prompt", _FROM_TEMPLATE), "sampling": sampling,
                            "json_schema": REPLY_SCHEMA if opts.get("structured_output") else None}
         results, asked, requests = [], [], []
-        for row, given, image in zip(rows, images, load_images(images)):
+        loaded = load_images(images, prepare=prepare)
+        if image_bytes == "pil":
+            loaded = _pil_reencoded(loaded)
+        for row, given, image in zip(rows, images, loaded):
             track = row.get("track")
             if track not in TRACKS:
                 raise ValueError(f"row {row.get('id')!r} has track {track!r}; known: {', '.join(TRACKS)}")
@@ -489,6 +514,22 @@ REPLY_SCHEMA = {"title": "prism_bench_judgement", "type": "object",
                 "required": ["justification", "score"], "additionalProperties": False}
 
 
+def _pil_reencoded(images: list[Any]) -> list[Any]:
+    """Each readable image as PIL saves it again (:meth:`~t2ireason.images.JudgeImage.pil_reencoded`),
+    encoded in worker threads: PIL's PNG encoder releases the GIL, and one 1,024 px image takes a
+    tenth of a second or more to encode."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
+        return list(pool.map(lambda im: im if isinstance(im, ImageError) else im.pil_reencoded(), images))
+
+
+def _after_convert_rgb(image: Any) -> Any:
+    """eval_qwen25.py's image: ``Image.open(path).convert("RGB")`` (alpha dropped, not composited),
+    then qwen_vl_utils' ``fetch_image`` (sides to multiples of 28, resized) before the processor."""
+    return qwen_vl_utils_image(image.convert("RGB"))
+
+
 # -- replies ---------------------------------------------------------------------------------------
 
 def parse_judgement(text: str) -> dict[str, Any]:
@@ -507,17 +548,18 @@ _NOT_PARSED = object()
 
 
 def clean_and_parse_json(text: str) -> Any:
-    """A reply read as the authors' ``clean_and_parse_json`` reads it (formats.md): the reply is
-    stripped, a fence is removed only when it opens with ```` ```json ```` (its closing ```` ``` ````
-    too), every comma before a closing brace or bracket is removed (inside strings as well), then
-    ``json.loads`` and, failing that, ``demjson3.decode``. ``None`` when both fail (their code
-    prints such a reply and skips it)."""
+    """A reply read as the authors' ``clean_and_parse_json`` reads it (``eval_gpt41.py``,
+    ``eval_qwen25.py``): the reply is stripped; a leading ```` ```json ```` is removed; then, on its
+    own, a trailing ```` ``` ```` (so a reply ending in a closing fence without an opening one loses
+    it too); stripped again; every comma before a closing brace or bracket is removed (inside
+    strings as well); then ``json.loads`` and, failing that, ``demjson3.decode``. ``None`` when
+    both fail (their code prints such a reply and skips it)."""
     s = text.strip()
     if s.startswith("```json"):
         s = s[len("```json"):]
-        if s.rstrip().endswith("```"):
-            s = s.rstrip()[:-3]
-    s = _TRAILING_COMMA.sub(r"\1", s)
+    if s.endswith("```"):
+        s = s[:-3]
+    s = _TRAILING_COMMA.sub(r"\1", s.strip())
     try:
         return json.loads(s)
     except (ValueError, RecursionError):
@@ -558,21 +600,39 @@ class Judgement:
 
 
 def official_judgement(text: str) -> Judgement:
-    """A reply judged by the authors' rules: parsed by :func:`clean_and_parse_json`; counted when
-    it is an object whose ``score`` is an int or a float (a boolean ``true`` counts as 1, no range
-    check); skipped when it does not parse (``unparsable``) or its score is missing or not a number
-    (``no_number``: a string "8" included); ``summary_raises`` when it parses to anything but an
-    object (a bare number, a string...), on which their ``summarize_results`` raises."""
+    """A reply judged by the authors' rules, step by step as their script takes it: parsed by
+    :func:`clean_and_parse_json` (``unparsable`` when it fails, or gives a false value: ``{}``,
+    ``null``, ``0``, ``""``..., which their script skips as a parsing failure); written with
+    ``json.dump`` (``unwritable`` when the value holds what JSON cannot write, a ``Decimal`` or
+    ``demjson3.undefined`` from demjson3: their script stops there, and a run started again skips
+    the broken file); read back by their summary: counted when it is an object whose ``score`` is
+    an int or a float (a boolean ``true`` counts as 1, NaN and infinities as they are, no range
+    check); ``no_number`` when the summary skips it (a missing or non-numeric score, a string "8",
+    a string or list without ``score`` in it); ``summary_raises`` when their summary raises on it
+    (a bare number or boolean, a string or list holding ``score``)."""
     value = clean_and_parse_json(text)
     texts = [text]
     if value is _NOT_PARSED:
         return Judgement("unparsed_no_demjson3", detail="json.loads cannot read it and demjson3, which the authors' "
                          "parser tries next, is not installed", texts=texts)
-    if value is None:
-        return Judgement("unparsable", detail="the authors' parser cannot read it (their code prints and skips it)",
+    if value is None or not _truthy(value):
+        what = "" if value is None else f" (it parses to {_shown(value)}, which their script takes for a failure)"
+        return Judgement("unparsable", detail="the authors' parser cannot read it" + what +
+                         " (their code prints and skips it)", texts=texts)
+    unwritable = _unwritable(value)
+    if unwritable:
+        return Judgement("unwritable", detail=f"demjson3 reads it with {unwritable}, which json.dump cannot write: "
+                         "the authors' script stops on it (a run started again skips the broken file); not counted",
                          texts=texts)
     if not isinstance(value, dict):
-        return Judgement("summary_raises", detail=f"it parses to a JSON {_json_type(value)}, not an object: the "
+        try:
+            skipped = "score" not in value  # their summary's own test, on whatever json.load gives back
+        except TypeError:
+            skipped = False
+        if skipped:
+            return Judgement("no_number", texts=texts, detail=f"it parses to {_shown(value)}, not an object: the "
+                             "authors' summary finds no \"score\" in it and skips it")
+        return Judgement("summary_raises", detail=f"it parses to {_shown(value)}, not an object: the "
                          "authors' summarize_results raises on it (recorded here, not counted)", texts=texts)
     score, justification = value.get("score"), value.get("justification")
     justification = None if justification is None else str(justification)
@@ -593,6 +653,38 @@ def _official_judgement(reply: Any) -> Judgement:
     if (cut := cut_off(reply)) is not None:
         return Judgement("cut_off", detail=f"reply {cut}: not read (raise max_tokens)", texts=[reply.text])
     return official_judgement(reply.text)
+
+
+def _truthy(value: Any) -> bool:
+    try:
+        return bool(value)
+    except Exception:  # a value whose truth cannot be told is not one their script keeps
+        return False
+
+
+def _unwritable(value: Any) -> str | None:
+    """What in ``value`` ``json.dump`` cannot write (a type name), or None."""
+    try:
+        json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        kinds = sorted({type(v).__name__ for v in _leaves(value)
+                        if not isinstance(v, (str, int, float, bool, type(None)))})
+        return "a " + " and a ".join(kinds) if kinds else "a value JSON cannot hold"
+    except RecursionError:
+        return "nesting too deep"
+    return None
+
+
+def _leaves(value: Any):
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield k
+            yield from _leaves(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _leaves(v)
+    else:
+        yield value
 
 
 def _paper_judgement(p: Any) -> Judgement:
@@ -631,7 +723,13 @@ def _float(value: int | float) -> float:
 
 
 def _shown(value: Any) -> str:
-    return "missing" if value is None else f"a {_json_type(value)} ({json.dumps(value, ensure_ascii=False)[:40]})"
+    if value is None:
+        return "missing"
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):  # what demjson3 gives and JSON cannot write
+        text = repr(value)
+    return f"a {_json_type(value)} ({text[:40]})"
 
 
 def _source(given: Any) -> str | None:
@@ -646,13 +744,17 @@ _NOTES = {
     "judge_error": "{n} {requests} failed at the judge after its retries (the authors' script skips an image "
                    "after 3 tries): left out of the means",
     "image_error": "{n} {judgements} not asked: the image could not be read",
-    "unparsable": "{n} {replies} that the authors' clean_and_parse_json cannot read: their code prints and skips "
+    "unparsable": "{n} {replies} that the authors' clean_and_parse_json cannot read (or reads as an empty or false "
+                  "value): their code prints and skips "
                   "such replies; not counted here either",
     "no_number": "{n} {replies} whose \"score\" is missing or not an int or a float (a string \"8\" included): "
                  "the authors' summary skips such replies; so does this",
-    "summary_raises": "{n} {replies} parsing to a value that is not an object (a bare number, a string...): "
-                      "the authors' summarize_results raises on such a reply and prints no table; recorded here, "
-                      "not counted",
+    "summary_raises": "{n} {replies} parsing to a value that is not an object (a bare number, a string holding "
+                      "\"score\"...): the authors' summarize_results raises on such a reply and prints no table; "
+                      "recorded here, not counted",
+    "unwritable": "{n} {replies} that demjson3 reads with a value json.dump cannot write (a Decimal, "
+                  "undefined): the authors' script stops on such a reply, and skips it when started again; "
+                  "not counted here",
     "cut_off": "{n} {replies} cut off at the judge's token limit (finish_reason \"length\"): not read, not "
                "counted (the authors' parser skips such a reply as unparsable, unless the cut leaves valid JSON)",
     "unparsed_no_demjson3": "{n} {replies} that json cannot read, not tried with demjson3 (not installed) as the "

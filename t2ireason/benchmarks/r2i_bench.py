@@ -521,7 +521,10 @@ class R2IBench(Benchmark):
         # instance.py lists. Its bugs are not reproduced (metrics/r2i_score/README.md lists each).
         "paper": {"judge": "openai:gpt-4o", "judge_kwargs": {"sampling": Sampling(temperature=0.1)},
                   "options": {"missing": "fail", "template": "paper"}},
-        "official": {"judge": "openai:gpt-4o", "judge_kwargs": {"sampling": Sampling(temperature=0.1)},
+        # Its request (instance.py's get_llm_response) names the model and temperature 0.1 and nothing
+        # else: no max_tokens, no top_p (sampling_params), the server's defaults for the rest.
+        "official": {"judge": "openai:gpt-4o", "judge_kwargs": {"sampling": Sampling(temperature=0.1),
+                                                                "sampling_params": ["temperature"]},
                      "options": {"missing": "answered", "template": "official", "round_scores": 2,
                                  "subcategories": list(OFFICIAL_SUBCATEGORIES)}},
     }
@@ -886,8 +889,10 @@ class R2IBench(Benchmark):
         style means per question dimension where the rows carry dimensions. Unscorable instances
         are counted in ``num_unscorable`` and ``unscorable_ids``, instances left out by
         ``subcategories`` in ``num_excluded``; both are left out of every mean; judge failures are
-        counted in each summary's ``failed``. ``round_scores``: means rounded to that many decimals
-        of the 0 to 1 scale, as the official script prints its category averages.
+        counted in each summary's ``failed``. ``round_scores``: each mean computed and rounded as the
+        official script computes its category averages (``round(sum(scores) / len(scores), 2)``
+        over the instance scores, on the 0 to 1 scale), then put on ``scale`` (0.57 -> 57.0, not
+        56.99999999999999).
         """
         unknown = set(options) - _SCORE_OPTIONS - _AGGREGATE_OPTIONS
         if unknown:
@@ -899,7 +904,9 @@ class R2IBench(Benchmark):
         def stat(values: list[float | None]) -> dict[str, Any]:
             s = summarize(values, scale=scale, **kw)
             if decimals is not None and s["n"]:
-                s["mean"] = round(s["mean"] / scale, decimals) * scale
+                counted = [v for v in values if v is not None and not math.isnan(v)]  # as summarize counts
+                # the authors' figure, then the scale without float noise (round to 10 places)
+                s["mean"] = round(round(sum(counted) / len(counted), decimals) * scale, 10)
             return s
 
         excluded = [r for r in results if r.context.get("excluded")]

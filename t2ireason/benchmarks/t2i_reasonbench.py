@@ -37,7 +37,7 @@ import datasets
 import numpy as np
 
 from ..files import inside
-from ..images import load_images
+from ..images import load_images, qwen_vl_utils_image
 from ..judges.base import ChatRequest, Sampling
 from ..parsing import ReplyParseError, ask_structured, extract_json, score_list
 from ..prompts import render, verbatim
@@ -112,7 +112,10 @@ OFFICIAL_WEIGHTS = {
     "scientific": {"reason": 0.7, "detail": 0.3},
 }
 
-_SCORE_OPTIONS = {"mode", "aggregation", "weights", "max_reasks", "structured_output", "reply_json", "template"}
+_SCORE_OPTIONS = {"mode", "aggregation", "weights", "max_reasks", "structured_output", "reply_json", "template",
+                  "image_preparation"}
+#: ``image_preparation``: None (each image as it is) or "qwen_vl_utils" (as the authors' eval_*.py feed Qwen2.5-VL)
+_IMAGE_PREPARATIONS = (None, "qwen_vl_utils")
 _AGGREGATE_OPTIONS = {"confidence", "n_resamples", "seed"}
 _READ_OPTIONS = {"configs"}
 _MODES = ("image", "text")
@@ -558,12 +561,14 @@ class T2IReasonBench(Benchmark):
                   "options": {"aggregation": "paper"}},
         # The authors' scripts (evaluation/Qwen2.5-VL/eval_*.py): Qwen2.5-VL-72B-Instruct loaded with
         # torch_dtype="auto", device_map="auto", generate(max_new_tokens=1000) with the checkpoint's own
-        # generation config; their prompt text (the group printed as a Python dict), the first JSON object
-        # of a reply, their aggregation.
+        # generation config; each image file as qwen_vl_utils hands it to the processor (transparent
+        # pixels on white, sides to multiples of 28); their prompt text (the group printed as a Python
+        # dict), the first JSON object of a reply, their aggregation.
         "official": {"judge": "hf:Qwen/Qwen2.5-VL-72B-Instruct",
                      "judge_kwargs": {"generation_config": "model", "sampling": Sampling(max_tokens=1000),
                                       "dtype": "auto", "device_map": "auto"},
-                     "options": {"aggregation": "official", "template": "official", "reply_json": "first"}},
+                     "options": {"aggregation": "official", "template": "official", "reply_json": "first",
+                                 "image_preparation": "qwen_vl_utils"}},
     }
 
     @property
@@ -667,7 +672,11 @@ class T2IReasonBench(Benchmark):
         ``reply_json`` ``"last"`` (default: the last JSON object of a reply, a corrected answer after a
         draft) or ``"first"`` (the official scripts' reading); ``max_reasks`` (default 2) for replies
         that do not parse or hold the wrong number of scores; ``structured_output`` (default False: the
-        paper's judge saw the plain template) to also send a JSON schema. Batched: every describe turn
+        paper's judge saw the plain template) to also send a JSON schema; ``image_preparation``
+        (None, default: each image as it is; ``"qwen_vl_utils"``: as the authors' scripts feed
+        Qwen2.5-VL, what qwen_vl_utils' ``fetch_image`` makes of the file: transparent pixels
+        composited on white, sides resized to multiples of 28,
+        :func:`~t2ireason.images.qwen_vl_utils_image`). Batched: every describe turn
         in one ``judge.chat`` batch, then every group turn in one batch (plus one per re-ask round).
         An image that cannot be read, a reply still unusable after the re-asks or a judge error is that
         image's counted failure (``retryable`` when the judge's infrastructure failed), never a zero.
@@ -690,7 +699,8 @@ class T2IReasonBench(Benchmark):
         texts: list[str | None] = [None] * len(rows)
         if mode == "image":
             asks = []
-            for i, img in enumerate(load_images(images)):
+            prepare = qwen_vl_utils_image if opts["image_preparation"] == "qwen_vl_utils" else None
+            for i, img in enumerate(load_images(images, prepare=prepare)):
                 if isinstance(img, Exception):
                     results[i].failure = f"image could not be read: {img}"
                     continue
@@ -1551,7 +1561,10 @@ def _check_options(options: dict[str, Any]) -> dict[str, Any]:
         raise TypeError(f"unknown option(s) {sorted(unknown)}; T2I-ReasonBench takes "
                         f"{sorted(_SCORE_OPTIONS | _AGGREGATE_OPTIONS)}")
     opts = {"mode": "image", "aggregation": "paper", "weights": None, "max_reasks": 2, "structured_output": False,
-            "reply_json": "last", "template": "paper", "confidence": 0.95, "n_resamples": 2000, "seed": 0, **options}
+            "reply_json": "last", "template": "paper", "confidence": 0.95, "n_resamples": 2000, "seed": 0,
+            "image_preparation": None, **options}
+    if opts["image_preparation"] not in _IMAGE_PREPARATIONS:
+        raise ValueError(f"image_preparation must be one of {_IMAGE_PREPARATIONS}, got {opts['image_preparation']!r}")
     if opts["mode"] not in _MODES:
         raise ValueError(f"mode must be one of {_MODES}, got {opts['mode']!r}")
     if opts["aggregation"] not in _AGGREGATIONS:

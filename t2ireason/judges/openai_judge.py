@@ -445,6 +445,9 @@ def _count(x: Any, least: int) -> bool:
     return isinstance(x, int) and not isinstance(x, bool) and x >= least
 
 
+#: the sampling fields a request body can carry (``sampling_params``), by their Sampling names
+SAMPLING_PARAMS = ("temperature", "top_p", "max_tokens", "seed")
+
 _OPTION_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "max_concurrency": (lambda x: _count(x, 1), "a whole number >= 1"),
     "timeout": (_positive, "a number of seconds > 0"),
@@ -463,6 +466,8 @@ _OPTION_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "on_unavailable": (lambda x: x in ("raise", "record"), "'raise' or 'record'"),
     "check": (lambda x: isinstance(x, bool), "True or False"),
     "extra_body": (lambda x: x is None or isinstance(x, dict), "None or a dict"),
+    "sampling_params": (lambda x: x is None or (isinstance(x, (list, tuple)) and set(x) <= set(SAMPLING_PARAMS)),
+                        f"None (all) or a list among {', '.join(SAMPLING_PARAMS)}"),
 }
 
 
@@ -504,6 +509,10 @@ class OpenAIJudge(Judge):
         (e.g. vLLM's ``{"top_k": 1}`` or ``{"chat_template_kwargs": {...}}``).
     max_tokens_param: ``"max_tokens"`` or ``"max_completion_tokens"`` (newer OpenAI
         models want the latter); ``None`` picks the latter for OpenAI's own API.
+    sampling_params: which of the sampling fields (``temperature``, ``top_p``, ``max_tokens``,
+        ``seed``) the request body carries: ``None`` (default) all of them (the seed when set);
+        a list only those, the server's defaults for the others, as an official script that sends
+        only a temperature (``["temperature"]``).
     revision: a model snapshot name, recorded in :meth:`identity`.
     """
 
@@ -531,6 +540,7 @@ class OpenAIJudge(Judge):
         structured_output: bool | str = "auto",
         extra_body: dict[str, Any] | None = None,
         max_tokens_param: str | None = None,
+        sampling_params: list[str] | tuple[str, ...] | None = None,
         revision: str | None = None,
     ):
         try:
@@ -542,7 +552,7 @@ class OpenAIJudge(Judge):
             max_retries=max_retries, max_retry_after=max_retry_after, max_reply_bytes=max_reply_bytes,
             backoff_base=backoff_base, backoff_max=backoff_max, check=check, on_unavailable=on_unavailable,
             image_format=image_format, max_pixels=max_pixels, structured_output=structured_output,
-            extra_body=extra_body, max_tokens_param=max_tokens_param)
+            extra_body=extra_body, max_tokens_param=max_tokens_param, sampling_params=sampling_params)
         if image_format is not None:
             image_format = {"JPG": "JPEG"}.get(image_format.upper(), image_format.upper())
         host = urlsplit(base_url).hostname if base_url else _OPENAI_HOST
@@ -569,6 +579,8 @@ class OpenAIJudge(Judge):
         self.structured_output = structured_output
         self.extra_body = dict(extra_body or {})
         self.max_tokens_param = max_tokens_param
+        self.sampling_params = None if sampling_params is None else tuple(p for p in SAMPLING_PARAMS
+                                                                          if p in sampling_params)
         #: whether a reply to a request with ``response_format`` came back as something not JSON
         self.structured_output_ignored = False
 
@@ -612,8 +624,11 @@ class OpenAIJudge(Judge):
     # -- identity ----------------------------------------------------------
 
     def identity(self) -> dict[str, Any]:
-        return {**super().identity(), "base_url": _public_url(self.base_url),
-                "image_format": self.image_format, "max_pixels": self.max_pixels}
+        ident = {**super().identity(), "base_url": _public_url(self.base_url),
+                 "image_format": self.image_format, "max_pixels": self.max_pixels}
+        if self.sampling_params is not None:  # fields left to the server change replies
+            ident["sampling_params"] = list(self.sampling_params)
+        return ident
 
     def __repr__(self) -> str:
         where = f" at {_public_url(self.base_url)}" if self.base_url else ""
@@ -1067,6 +1082,10 @@ class OpenAIJudge(Judge):
         }
         if sampling.seed is not None:
             fields["seed"] = sampling.seed
+        if self.sampling_params is not None:  # only these; the server's defaults for the rest
+            for name in SAMPLING_PARAMS:
+                if name not in self.sampling_params:
+                    fields.pop(self.max_tokens_param if name == "max_tokens" else name, None)
         if request.top_logprobs:
             fields["logprobs"] = True
             fields["top_logprobs"] = request.top_logprobs

@@ -43,6 +43,10 @@ class VLLMJudge(Judge):
     """
 
     backend = "vllm"
+    #: the engine arguments (beside the named options) that a benchmark preset's settings may name:
+    #: a preset written for the hf backend gives a vLLM judge of the same model these and no others
+    engine_options = ("dtype", "tensor_parallel_size", "max_model_len", "gpu_memory_utilization",
+                      "limit_mm_per_prompt", "mm_processor_kwargs")
 
     def __init__(
         self,

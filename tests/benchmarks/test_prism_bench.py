@@ -413,15 +413,18 @@ def test_presets():
         s = preset["judge_kwargs"]["sampling"]
         assert (s.temperature, s.top_p, s.seed, s.max_tokens) == (0, 1, 42, 4096)
         assert "image_format" not in preset["judge_kwargs"] and "max_pixels" not in preset["judge_kwargs"]  # as is
-    assert paper["options"] == {"protocol": "paper"} and official["options"] == {"protocol": "official"}
+    assert paper["options"] == {"protocol": "paper"}
+    assert official["options"] == {"protocol": "official", "image_bytes": "pil"}  # the bytes PIL saves again
     # the authors' script: max_tokens sent as such, 3 tries, stream false
     assert official["judge_kwargs"]["max_tokens_param"] == "max_tokens" and official["judge_kwargs"]["max_retries"] == 2
     assert official["judge_kwargs"]["extra_body"] == {"stream": False}
     assert qwen["judge"] == "hf:Qwen/Qwen2.5-VL-72B-Instruct"
     kwargs = qwen["judge_kwargs"]
-    # the processor's own pixel limits, as eval_qwen25.py sets them; no resizing by the project
+    # the processor's own pixel limits, as eval_qwen25.py sets them; the judge itself resizes nothing
     assert kwargs["processor_kwargs"] == {"min_pixels": 256 * 28 * 28, "max_pixels": 1280 * 28 * 28}
     assert "max_pixels" not in kwargs and "min_pixels" not in kwargs
     assert kwargs["generation_config"] == "model" and kwargs["sampling"].max_tokens == 1024
-    assert kwargs["dtype"] == "bfloat16"
-    assert qwen["options"] == {"protocol": "official", "system_prompt": None, "image_first": True}
+    assert (kwargs["dtype"], kwargs["device_map"]) == ("bfloat16", "balanced")
+    assert kwargs["chat_template_kwargs"] == {"add_vision_id": True}
+    assert qwen["options"] == {"protocol": "official", "system_prompt": None, "image_first": True,
+                               "image_preparation": "qwen_vl_utils"}  # qwen_vl_utils resizes before the processor

@@ -157,7 +157,8 @@ def test_three_tries_on_a_server_error_then_the_judgement_is_skipped(png):
 
 
 def test_the_qwen_preset_puts_the_image_first_with_no_system_message(png):
-    """eval_qwen25.py: the image, then the text; the model's chat template adds its own system message."""
+    """eval_qwen25.py: the image, then the text; the model's chat template adds its own system message;
+    the image as qwen_vl_utils hands it to the processor (its sides rounded to multiples of 28)."""
     preset = BENCH.presets["qwen"]
     row = BENCH.read_release(BENCH.sample_path()).configs["affection_zh"][1]
     judge = ScriptedJudge(lambda r: '{"justification": "x", "score": 6}')
@@ -166,7 +167,10 @@ def test_the_qwen_preset_puts_the_image_first_with_no_system_message(png):
     for request, name in zip(judge.requests, ("alignment_affection", "aesthetic")):
         [message] = request.messages
         image, text = message.content
-        assert message.role == "user" and image.data == png.read_bytes()
+        # 24x20: each side rounds to 28 (784 pixels < 4*28*28), so both scale up by sqrt(3136/480) and round
+        # up: 24*2.556/28 = 2.19 -> 84, 20*2.556/28 = 1.83 -> 56; resized by PIL's default filter (bicubic)
+        expected = Image.open(png).convert("RGB").resize((84, 56), Image.Resampling.BICUBIC)
+        assert message.role == "user" and image.size == (84, 56) and image.image.tobytes() == expected.tobytes()
         assert text == sections(authors_file(name))[1].format(text_prompt=row["prompt"])
 
 
@@ -185,11 +189,18 @@ def test_the_qwen_preset_puts_the_image_first_with_no_system_message(png):
     ('{"justification": "x", "score": null}', "no_number", None),
     ('{"justification": "x"}', "no_number", None),
     ('{"score": [8]}', "no_number", None),
-    ("7", "summary_raises", None),  # their summary raises on anything but an object
-    ('"8"', "summary_raises", None),
-    ("[1, 2]", "summary_raises", None),
+    ("7", "summary_raises", None),  # their summary's `'score' in data` raises on a number...
     ("true", "summary_raises", None),
-    ("null", "unparsable", None),  # their parser's None: the same as a failure
+    ('"the score"', "summary_raises", None),  # ...and data['score'] on a string or list holding "score"
+    ('["score"]', "summary_raises", None),
+    ('"8"', "no_number", None),  # a string or list without "score" in it: warned about and skipped
+    ("[1, 2]", "no_number", None),
+    ("null", "unparsable", None),  # a false value: their script skips it as a parsing failure
+    ("{}", "unparsable", None),
+    ("0", "unparsable", None),
+    ('""', "unparsable", None),
+    ('{"justification": "x", "score": 6}\n```', "counted", 6.0),  # a closing fence is removed on its own
+    ('```json\n{"score": 2}', "counted", 2.0),  # and an opening one without a closing one
     ('```python\n{"score": 9}\n```', NOT_READ, None),  # only a json fence is stripped
     ('```\n{"score": 9}\n```', NOT_READ, None),
     ('{"justification": "x", "score": 6}\nHope this helps!', NOT_READ, None),  # trailing text
@@ -214,6 +225,119 @@ def test_replies_are_counted_and_skipped_as_the_authors_parse_them(reply, outcom
 def test_what_only_demjson3_reads_is_counted(reply, score):
     pytest.importorskip("demjson3")
     assert official_judgement(reply).outcome == "counted" and official_judgement(reply).score == score
+
+
+@pytest.mark.parametrize("reply, what", [
+    # not JSON (so the authors' parser falls back to demjson3), with a number demjson3 keeps as a Decimal
+    ("{'justification': 'x', 'score': 7.000000000000000000001}", "Decimal"),
+    ("{justification: 'x', score: 12345678901234567890.5}", "Decimal"),
+    ('{"score": 7, extra: [1e-400]}', "Decimal"),  # anywhere in the object
+    ('{"justification": "x", "score": undefined}', "_undefined_class"),
+    ('{"justification": undefined, "score": 7}', "_undefined_class"),
+])
+def test_what_json_cannot_write_is_recorded_as_the_authors_script_leaves_it(reply, what):
+    """demjson3 reads these with a value json.dump cannot write: eval_gpt41.py stops on the json.dump
+    of its result file (a run started again skips the broken file), so the reply is never counted;
+    here it is recorded, and compute goes on."""
+    demjson3 = pytest.importorskip("demjson3")
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(reply)
+    with pytest.raises(TypeError):  # what the authors' script meets at json.dump
+        json.dumps(demjson3.decode(reply))
+    judged = official_judgement(reply)
+    assert judged.outcome == "unwritable" and judged.score is None and what in judged.detail
+
+
+def test_nan_is_counted_as_the_authors_json_round_trip_keeps_it():
+    judged = official_judgement('{"justification": "x", "score": NaN}')  # json.dump writes NaN, json.load reads it
+    assert judged.outcome == "counted" and judged.score != judged.score
+
+
+def test_a_reply_json_cannot_write_never_crashes_compute():
+    pytest.importorskip("demjson3")
+    import evaluate
+
+    rows = BENCH.read_release(BENCH.sample_path()).configs["style_en"][:2]
+    replies = iter(['{"justification": "x", "score": undefined}', '{"justification": "x", "score": 8}',
+                    "{'justification': 'x', 'score': 7.0000000000000000000001}", '{"score": 6}'])
+    judge = ScriptedJudge(lambda r: next(replies))
+    metric = evaluate.load(str(Path(__file__).resolve().parents[2] / "metrics" / "prism_score"), judge=judge,
+                           preset="official", cache=False, progress=False)
+    out = metric.compute(predictions=[Image.new("RGB", (8, 8))] * 2, references=rows)
+    assert [r["context"]["outcome"] for r in out["per_image"]] == [
+        {"alignment": "unwritable", "aesthetic": "counted"}, {"alignment": "unwritable", "aesthetic": "counted"}]
+    assert out["outcomes"]["alignment"] == {"unwritable": 2} and out["table"]["Style"]["Ali."] == 0.0
+    assert out["table"]["Style"]["Avg."] == 70.0  # one pooled list: 8 and 6
+    assert any("json.dump cannot write" in n or "cannot write" in n for n in out["notes"])
+    json.dumps(out)  # the results themselves are JSON
+
+
+def authors_image_bytes(path: Path) -> bytes:
+    """eval_gpt41.py's encode_image_to_base64(Image.open(path)), decoded: the image saved again by PIL
+    in its own format."""
+    import io
+
+    image = Image.open(path)
+    buffered = io.BytesIO()
+    image.save(buffered, format=image.format or "PNG")
+    return buffered.getvalue()
+
+
+def test_the_official_preset_sends_the_image_as_pil_saves_it_again(tmp_path):
+    """Not the file's own bytes: eval_gpt41.py opens the file with PIL and saves it again."""
+    from PIL import PngImagePlugin
+
+    path = tmp_path / "0.png"
+    info = PngImagePlugin.PngInfo()
+    info.add_text("parameters", "steps 28")  # a generator's text chunk, which PIL does not write again
+    Image.fromarray(np.random.default_rng(1).integers(0, 256, (20, 24, 3), dtype=np.uint8)).save(
+        path, pnginfo=info, compress_level=1)
+    theirs = authors_image_bytes(path)
+    assert theirs != path.read_bytes()
+    preset = BENCH.presets["official"]
+    row = BENCH.read_release(BENCH.sample_path()).configs["entity_en"][0]
+    with serve(Answer('{"justification": "Fine.", "score": 8}'), models=["gpt-4.1-2025-04-14"]) as server:
+        judge = load_judge(f"openai:gpt-4.1-2025-04-14@{server.base_url}", **preset["judge_kwargs"])
+        try:
+            [result] = BENCH.score([row], [str(path)], judge, **preset["options"])
+            [plain] = BENCH.score([row], [str(path)], judge, **{**preset["options"], "image_bytes": "file"})
+        finally:
+            judge.close()
+    assert result.score == plain.score == 80 and len(server.requests) == 4
+    sent = [base64.b64decode(r.image_urls[0].split(",", 1)[1]) for r in server.requests]
+    assert sent[:2] == [theirs, theirs] and sent[2:] == [path.read_bytes()] * 2
+    assert all(r.image_urls[0].startswith("data:image/png;base64,") for r in server.requests)
+
+
+def test_a_jpeg_file_is_saved_again_as_a_jpeg_at_pil_defaults(tmp_path):
+    path = tmp_path / "0.png"  # a JPEG under a .png name, as a generator may leave it
+    Image.fromarray(np.random.default_rng(2).integers(0, 256, (16, 16, 3), dtype=np.uint8)).save(
+        path, format="JPEG", quality=97)
+    judge = ScriptedJudge(lambda r: '{"justification": "x", "score": 5}')
+    row = BENCH.read_release(BENCH.sample_path()).configs["entity_en"][0]
+    BENCH.score([row], [str(path)], judge, protocol="official", image_bytes="pil")
+    image = judge.requests[0].messages[1].content[1]
+    assert image.format == "JPEG" and image.data == authors_image_bytes(path) != path.read_bytes()
+
+
+def test_the_qwen_preset_drops_alpha_as_pil_converts_it(tmp_path):
+    """eval_qwen25.py converts with PIL before qwen_vl_utils: a transparent pixel keeps its colour (not white)."""
+    path = tmp_path / "0.png"
+    pixels = np.zeros((56, 56, 4), dtype=np.uint8)
+    pixels[..., 0] = 200  # red, fully transparent
+    Image.fromarray(pixels, "RGBA").save(path)
+    judge = ScriptedJudge(lambda r: '{"justification": "x", "score": 5}')
+    row = BENCH.read_release(BENCH.sample_path()).configs["entity_en"][0]
+    BENCH.score([row], [str(path)], judge, **BENCH.presets["qwen"]["options"])
+    image = judge.requests[0].messages[0].content[0]
+    assert image.size == (56, 56) and image.image.getpixel((10, 10)) == (200, 0, 0)
+
+
+def test_image_options_are_checked():
+    row = BENCH.read_release(BENCH.sample_path()).configs["entity_en"][0]
+    for bad in ({"image_bytes": "raw"}, {"image_preparation": "qwen"}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            BENCH.score([row], [Image.new("RGB", (8, 8))], ScriptedJudge([]), **bad)
 
 
 def test_without_demjson3_such_replies_are_named_not_hidden(monkeypatch):

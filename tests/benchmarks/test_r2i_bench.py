@@ -799,3 +799,39 @@ def test_criteria_failures_in_early_steps_and_bad_input():
         r2i.generate_criteria([{"prompt": "x"}], judge)
     with pytest.raises(ValueError, match="weights must be"):
         r2i.generate_criteria([NEW], judge, weights="ignore")
+
+
+def test_official_category_figures_are_rounded_as_the_authors_round():
+    """evaluation.py: each instance's round(above / under, 2), then per category
+    round(sum(scores) / len(scores), 2): 0.57, shown on 0-100 as 57.0 (not 56.99999999999999)."""
+    def result(score, category="logical"):
+        return ImageResult(id=f"{category}/x/{score}", prompt="p", score=score, config=category,
+                           context={"subcategory": "x"})
+
+    scores = [0.57, 0.57, 0.57]  # sum 1.71 / 3 = 0.57 (0.5700000000000001 in floats): 0.57
+    halves = [0.12, 0.13]  # 0.125 in decimals; 0.25 / 2 in floats is exactly 0.125: round() gives 0.12
+    agg = BENCH.aggregate([result(s) for s in scores] + [result(s, "causal") for s in halves],
+                          round_scores=2, n_resamples=20)
+    expected = {"logical": round(sum(scores) / len(scores), 2) * 100, "causal": round(sum(halves) / 2, 2) * 100}
+    assert expected == {"logical": 56.99999999999999, "causal": 12.0}  # the authors' figures, scaled naively
+    assert agg["category_scores"] == {"logical": 57.0, "causal": 12.0}
+    assert agg["categories"]["logical"]["n"] == 3 and agg["overall"]["mean"] == 39.0  # 1.96 / 5 = 0.392 -> 0.39
+
+
+def test_the_official_request_carries_only_model_and_temperature(rows):
+    """instance.py's get_llm_response sends model, temperature 0.1 and the messages: no max_tokens, no top_p."""
+    from t2ireason.judges import load_judge
+    from t2ireason.testing_http import Answer, serve
+
+    row = rows["logical/disjunctive/41"]
+    preset = BENCH.presets["official"]
+    with serve(Answer(answer({"1": 1, "2": 1, "3": 1, "4": 1})), models=["gpt-4o"]) as server:
+        judge = load_judge(f"openai:gpt-4o@{server.base_url}", **preset["judge_kwargs"])
+        try:
+            [result] = BENCH.score([row], images(1), judge, **preset["options"])
+        finally:
+            judge.close()
+    assert result.score == 1.0
+    [received] = server.requests
+    assert set(received.body) == {"model", "temperature", "messages"}
+    assert (received.body["model"], received.body["temperature"]) == ("gpt-4o", 0.1)

@@ -10,6 +10,7 @@ import re
 import shutil
 
 import datasets
+import numpy as np
 import pytest
 from PIL import Image
 
@@ -873,3 +874,25 @@ def test_the_modules_examples_run():
 
     result = doctest.testmod(t2i_reasonbench)
     assert result.attempted >= 5 and result.failed == 0
+
+
+def test_the_official_preset_composites_transparent_pixels_on_white_as_qwen_vl_utils(release, tmp_path):
+    """The authors' eval_*.py hand qwen_vl_utils the file's path: its fetch_image pastes an RGBA image on
+    white through its alpha and resizes it to multiples of 28 before the processor sees it."""
+    pixels = np.zeros((30, 40, 4), dtype=np.uint8)
+    pixels[..., 0] = 250  # red everywhere, transparent on the left half, opaque on the right
+    pixels[:, 20:, 3] = 255
+    path = tmp_path / "0001.png"
+    Image.fromarray(pixels, "RGBA").save(path)
+    row = _row(release, "idiom", 1)
+    seen = {}
+    for preset in ("official", "paper"):
+        judge = ScriptedJudge(lambda r: "An image.")
+        BENCH.score([row], [str(path)], judge, **{**BENCH.presets[preset]["options"], "max_reasks": 0})
+        seen[preset] = judge.requests[0].messages[0].images[0]
+    official, paper = seen["official"], seen["paper"]
+    # 30 -> 28, 40 / 28 = 1.43 -> 28: 784 < 4*28*28, scaled up by sqrt(3136 / 1200) = 1.617 and rounded up:
+    # 30 * 1.617 / 28 = 1.73 -> 56, 40 * 1.617 / 28 = 2.31 -> 84
+    assert official.size == (84, 56) and paper.size == (40, 30)
+    assert official.image.getpixel((5, 28)) == (255, 255, 255) and official.image.getpixel((80, 28)) == (250, 0, 0)
+    assert paper.image.getpixel((5, 15)) == (250, 0, 0)  # as it is: PIL's conversion drops the alpha

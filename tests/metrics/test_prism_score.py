@@ -97,10 +97,12 @@ def test_presets_and_inputs(release):
     metric = evaluate.load(METRIC, preset="qwen", cache=False)  # nothing is loaded until a compute
     assert metric.judge_spec == "hf:Qwen/Qwen2.5-VL-72B-Instruct"
     assert metric.judge_kwargs["processor_kwargs"]["max_pixels"] == 1280 * 28 * 28
-    assert metric.preset["options"] == {"protocol": "official", "system_prompt": None, "image_first": True}
-    # another judge keeps the preset's options and sampling, not its backend settings
+    assert metric.preset["options"] == {"protocol": "official", "system_prompt": None, "image_first": True,
+                                        "image_preparation": "qwen_vl_utils"}
+    # a judge object keeps the preset's options; its backend settings are its own, and the record says so
     mine = load(ScriptedJudge([]), preset="qwen")
-    assert mine.judge_kwargs == {"sampling": metric.judge_kwargs["sampling"]} and mine.preset["options"]
+    assert mine.judge_kwargs == {} and mine.preset["options"]
+    assert set(mine.judge_setting.preset_settings.not_applied) == set(metric.judge_kwargs)
     with pytest.raises(ValueError, match=r"lacks field\(s\) \['track'"):
         load(ScriptedJudge([])).compute(predictions=[Image.new("RGB", (8, 8))], references=[{"id": "x", "prompt": "p"}])
 
@@ -123,7 +125,7 @@ BATTERY = {
                             W(6) + "\nI hope this helps."),                    # trailing text
     ("text_rendering", 1): (W(4) + W(5), ""),                                  # two objects; empty
     ("style", 0): (W(10), W(4)),
-    ("style", 1): (W(6), '"8"'),                                               # a JSON string: their summary raises
+    ("style", 1): (W(6), '"score: 8"'),                                        # a string holding "score": theirs raises
     ("affection", 0): (W(7.5), '```json\n{"justification": "a", "score": 2,}\n```'),
     ("affection", 1): ('{"justification": "no score"}', W(-3)),
     ("composition", 0): (W(9), W(8)),

@@ -155,7 +155,8 @@ def test_official_preset_declares_the_scripts_settings():
     kwargs = official["judge_kwargs"]
     assert kwargs["generation_config"] == "model" and kwargs["sampling"].max_tokens == 1000
     assert (kwargs["dtype"], kwargs["device_map"]) == ("auto", "auto")
-    assert official["options"] == {"aggregation": "official", "template": "official", "reply_json": "first"}
+    assert official["options"] == {"aggregation": "official", "template": "official", "reply_json": "first",
+                                   "image_preparation": "qwen_vl_utils"}
 
 
 def test_the_transformers_backend_takes_the_official_presets_options():
