@@ -53,7 +53,7 @@ from .files import UnsafePath, atomic_folder
 __all__ = ["BuildError", "BuildReport", "build_dataset", "publish", "render_template", "size_category",
            "describe_features", "SPLIT", "NORMALIZATIONS"]
 
-#: the one split every config has: these are evaluation sets
+#: the split of an evaluation set (a benchmark's own ``split`` says which it has: FLUX-Reason-6M's is ``train``)
 SPLIT = "test"
 REPORT_FILE = "build_report.json"
 #: the files a build writes at the top of its folder (with one folder per config)
@@ -488,16 +488,16 @@ def _write(bench: Benchmark, release: Any, built: list[str], tables: dict[str, p
     for config in built:
         features = bench.config_features(config)
         table = tables[config]
-        rel = f"{config}/{SPLIT}-00000-of-00001.parquet"
+        rel = f"{config}/{bench.split}-00000-of-00001.parquet"
         (tmp / config).mkdir()
         pq.write_table(table, tmp / rel)
         files.append(rel)
         infos[config] = datasets.DatasetInfo(
             features=features, config_name=config, dataset_size=table.nbytes,
             download_size=(tmp / rel).stat().st_size,
-            splits=datasets.SplitDict.from_split_dict([{"name": SPLIT, "num_bytes": table.nbytes,
+            splits=datasets.SplitDict.from_split_dict([{"name": bench.split, "num_bytes": table.nbytes,
                                                         "num_examples": table.num_rows}]))
-        metadata_configs[config] = {"data_files": [{"split": SPLIT, "path": f"{config}/{SPLIT}-*"}]}
+        metadata_configs[config] = {"data_files": [{"split": bench.split, "path": f"{config}/{bench.split}-*"}]}
         counts[config] = {"rows": table.num_rows} | {k: int(v) for k, v in release.counts.get(config, {}).items()
                                                      if k != "rows"}
     # load_dataset(<folder>) with no config gives the default: the whole benchmark where a config holds it
@@ -544,7 +544,7 @@ def _card(bench: Benchmark, report: BuildReport, infos: dict[str, datasets.Datas
     source = (f"{info['given']} (revision {info['revision']})" if info.get("kind") in ("github", "hub")
               else Path(report.source).name or report.source)
     text = render_template(
-        "dataset_card.md.j2", card_data=data.to_yaml(), bench=bench, split=SPLIT,
+        "dataset_card.md.j2", card_data=data.to_yaml(), bench=bench, split=bench.split,
         repo_id=repo_id or f"<namespace>/{bench.name}", default_config=default,
         configs=[{"name": n, "rows": c["rows"], "counts": c} for n, c in report.configs.items()],
         count_columns=count_columns, schemas=schemas, anomalies=anomalies, has_eval_yaml=has_eval_yaml,
@@ -559,7 +559,7 @@ def _eval_yaml(bench: Benchmark, configs: Sequence[str], framework: str) -> str:
     description = " ".join(bench.description.split())
     if bench.scoring:
         description += " Scoring: " + " ".join(bench.scoring.split())
-    return render_template("eval.yaml.j2", bench=bench, configs=list(configs), split=SPLIT, framework=framework,
+    return render_template("eval.yaml.j2", bench=bench, configs=list(configs), split=bench.split, framework=framework,
                            description=description, inputs=getattr(bench, "input_columns", ("prompt",)))
 
 

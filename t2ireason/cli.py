@@ -128,9 +128,10 @@ def _generation_config(args: argparse.Namespace):
     """The generation settings, checked before any row, image or folder: float16 needs a GPU."""
     import torch
 
-    from .generation import GenerationConfig, check_dtype
+    from .generation import GenerationConfig, check_dtype, check_model
 
     check_dtype(args.dtype, "cuda" if torch.cuda.is_available() else "cpu")
+    check_model(args.model, args.revision)
     return GenerationConfig(model=args.model, dtype=args.dtype, steps=args.steps, guidance=args.guidance,
                             height=args.height, width=args.width, images_per_prompt=args.images_per_prompt,
                             batch_size=args.batch_size, seed=args.seed, pipeline_kwargs=args.pipeline_kwargs,
@@ -250,13 +251,34 @@ def _add_scoring_args(p: argparse.ArgumentParser) -> None:
                         f"(default {LOCK_TIMEOUT:g}), then stop with an error")
 
 
-def _check_scoring(args: argparse.Namespace, benchmark: str) -> None:
+def _check_scoring(args: argparse.Namespace, benchmark: str):
     """The judge, its options, the preset and the scoring options, checked before any folder is made."""
     from .benchmarks import get_benchmark
     from .scoring import check_setting, judge_setting
 
     bench = get_benchmark(benchmark)
-    check_setting(bench, judge_setting(bench, args.preset, args.judge, args.judge_kwargs or None, args.options))
+    setting = judge_setting(bench, args.preset, args.judge, args.judge_kwargs or None, args.options)
+    check_setting(bench, setting)
+    return setting
+
+
+def _preflight(args: argparse.Namespace, setting) -> None:
+    """Before any image is generated, the judge is asked what scoring will ask (its key, its endpoint,
+    an image with a JSON schema: :func:`t2ireason.judges.preflight_spec`), unless this run's
+    evaluation is already finished (a re-run contacts no server)."""
+    from .judges import preflight_spec
+    from .runs import RUN_FILE, evaluation_name
+
+    manifest = Path(args.out) / RUN_FILE
+    if manifest.is_file():
+        try:
+            evaluations = json.loads(manifest.read_text(encoding="utf-8")).get("evaluations") or {}
+        except (OSError, ValueError, AttributeError):
+            evaluations = {}
+        name = args.name or evaluation_name(setting.judge, args.preset)
+        if (evaluations.get(name) or {}).get("finished"):
+            return
+    preflight_spec(setting.judge, setting.judge_kwargs, structured=True)
 
 
 def _evaluate(run, args: argparse.Namespace) -> dict:
@@ -321,6 +343,10 @@ def _open_or_create(args: argparse.Namespace):
 def run_evaluate(args: argparse.Namespace) -> int:
     if args.benchmark:
         _check_scoring(args, args.benchmark)
+        images = Path(args.images or Path(args.run) / "images")
+        if not (Path(args.run) / "run.json").is_file() and not images.is_dir():
+            raise ValueError(f"no images to score in {images}: generate them first (`t2ireason run`, which also "
+                             f"scores them, or `t2ireason generate --out {images}`), or give --images <folder>")
     elif not (Path(args.run) / "run.json").is_file():
         _open_or_create(args)  # says what is missing
     else:
@@ -423,7 +449,12 @@ def run_run(args: argparse.Namespace) -> int:
     from .runs import Run
 
     config = _generation_config(args)
-    _check_scoring(args, args.benchmark)
+    setting = _check_scoring(args, args.benchmark)
+    if not args.source:
+        from .data import check_data
+
+        check_data(args.benchmark, args.data, args.configs)
+    _preflight(args, setting)  # nothing generated for a judge that cannot score
     data = Path(args.out) / "data" if args.source else args.data  # built into the run folder
     run = Run.create(args.out, args.benchmark, data=data, configs=args.configs, limit=args.limit, name=args.run_name,
                      revision=args.data_revision)
@@ -456,10 +487,40 @@ COMMANDS["engine"] = (_lazy(".engine.command", "add_engine_args"), _lazy(".engin
                       "the FLUX-Reason data engine: curate a text-to-image dataset in the FLUX-Reason-6M schema")
 
 
+class _Parser(argparse.ArgumentParser):
+    """A mistake on the command line is one line naming it (an unknown option by its name, with the
+    closest known one), not the whole usage: ``--help`` lists the options."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._given = list(sys.argv[1:] if args is None else args)  # what this (sub)command was given
+        return super().parse_known_args(args, namespace)
+
+    def error(self, message: str):
+        unknown = self._unknown_option()
+        self.exit(2, f"{self.prog}: error: {unknown or message} (options: {self.prog} --help)\n")
+
+    def _unknown_option(self) -> str | None:
+        """The first ``--option`` given that this command does not take (argparse names a missing
+        required option first, and a misspelt one not at all)."""
+        import difflib
+
+        if any(isinstance(a, argparse._SubParsersAction) for a in self._actions):
+            return None  # the subcommand's own parser judges its options
+        known = [s for a in self._actions for s in a.option_strings if s.startswith("--")]
+        for token in getattr(self, "_given", []):
+            if token == "--":
+                break
+            option = token.split("=", 1)[0]
+            if option.startswith("--") and not any(k.startswith(option) for k in known):  # prefixes are taken
+                close = difflib.get_close_matches(option, known, n=1, cutoff=0.6)
+                return f"unknown option {option}" + (f" (did you mean {close[0]}?)" if close else "")
+        return None
+
+
 def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
     """The parser: every subcommand's options (``"*"``), only ``command``'s, or none (the list of
     subcommands, all ``t2ireason --help`` needs)."""
-    parser = argparse.ArgumentParser(prog="t2ireason", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="t2ireason", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (add_args, _, help_text) in COMMANDS.items():
@@ -477,6 +538,16 @@ def _is_user_error(e: BaseException) -> bool:
     return base is not None and isinstance(e, base.JudgeError)
 
 
+def user_error_text(e: BaseException) -> str | None:
+    """The one line a user is shown for a mistake of theirs or an unusable judge (the project's
+    own clear messages), or None for anything else (a bug: its traceback is wanted). The command
+    line and the metric Spaces both show errors through it."""
+    if not _is_user_error(e):
+        return None
+    message = e.args[0] if isinstance(e, KeyError) and e.args else e
+    return " ".join(str(message).split())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = next((a for a in argv if not a.startswith("-")), None)  # the top level takes no valued option
@@ -492,10 +563,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("interrupted: finished work is kept; run the same command again to resume", file=sys.stderr)
         return 130
     except Exception as e:
-        if not _is_user_error(e):
+        text = user_error_text(e)
+        if text is None:
             raise
-        message = e.args[0] if isinstance(e, KeyError) and e.args else e
-        print("error: " + " ".join(str(message).split()), file=sys.stderr)  # one line
+        print("error: " + text, file=sys.stderr)  # one line
         return 2
 
 

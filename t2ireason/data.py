@@ -11,11 +11,53 @@ from .benchmarks import get_benchmark
 if TYPE_CHECKING:
     from .benchmarks import Benchmark
 
-__all__ = ["load_rows"]
+__all__ = ["load_rows", "check_data"]
+
+
+def check_data(benchmark: Benchmark | str, data: str | os.PathLike | None, configs: Sequence[str] | None = None) -> None:
+    """``data`` checked before anything is created or generated: a local folder (see
+    :func:`t2ireason.files.missing_folder`) must exist and hold the configs asked (default: all)
+    of this benchmark, not another's; a ValueError says which and how to fix it. A Hub id is
+    read at the first step."""
+    from pathlib import Path
+
+    from .files import missing_folder
+
+    bench = get_benchmark(benchmark) if isinstance(benchmark, str) else benchmark
+    if data is None:
+        return
+    said = missing_folder(data)
+    if said:
+        raise ValueError(f"--data: {said}; give a folder built by `t2ireason build {bench.name} --out <folder>`, "
+                         "a Hub dataset id, or nothing for the shipped sample")
+    folder = Path(data).expanduser()
+    if not folder.is_dir():
+        return
+    import json
+
+    import datasets
+
+    try:
+        have = datasets.get_dataset_config_names(str(folder))
+    except Exception as e:  # noqa: BLE001 - not a dataset folder at all: said below, with the cause
+        raise ValueError(f"--data: {data} is not a dataset folder ({type(e).__name__}: {e}); build one with "
+                         f"`t2ireason build {bench.name} --out <folder>`") from None
+    wanted = list(configs or bench.configs)
+    report = folder / "build_report.json"
+    built = json.loads(report.read_text(encoding="utf-8")).get("benchmark") if report.is_file() else None
+    if built and built != bench.name or not set(have) <= set(bench.configs):
+        what = (f"was built for {built}" if built and built != bench.name
+                else f"holds the configs {', '.join(have)}, not {bench.name}'s")
+        raise ValueError(f"--data: {data} {what}; build {bench.name} into its own folder (`t2ireason build {bench.name} --out <folder>`), "
+                         f"or use --benchmark {built or '<its benchmark>'}")
+    absent = [c for c in wanted if c not in have]
+    if absent:
+        raise ValueError(f"--data: {data} has no config {', '.join(absent)} of {bench.name} (its release has none); "
+                         f"pass --configs among {', '.join(c for c in bench.configs if c in have)}")
 
 
 def load_rows(benchmark: Benchmark | str, data: str | os.PathLike | None = None,
-              configs: Sequence[str] | None = None, *, split: str = "test",
+              configs: Sequence[str] | None = None, *, split: str | None = None,
               revision: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
     """The rows of ``configs`` (default: all), each once, in config order; with ``limit``, the first
     ``limit`` of them.
@@ -32,6 +74,7 @@ def load_rows(benchmark: Benchmark | str, data: str | os.PathLike | None = None,
         raise ValueError(f"unknown config(s) {unknown} of {bench.name}; known: {', '.join(bench.configs)}")
     if limit is not None and limit < 1:
         raise ValueError(f"limit must be at least 1, got {limit}")
+    check_data(bench, data, configs)
     configs = list(configs or bench.configs)
     if data is None:
         release = bench.read_release(bench.sample_path())
@@ -39,7 +82,8 @@ def load_rows(benchmark: Benchmark | str, data: str | os.PathLike | None = None,
     else:
         import datasets
 
-        per_config = (datasets.load_dataset(str(data), c, split=split, revision=revision) for c in configs)
+        per_config = (datasets.load_dataset(str(data), c, split=split or bench.split, revision=revision)
+                      for c in configs)
     rows: list[dict[str, Any]] = []
     seen: set[str] = set()
     for config_rows in per_config:  # a generator: a config is read only when the rows so far are too few

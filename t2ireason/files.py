@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 __all__ = ["atomic_file", "atomic_folder", "atomic_write_text", "atomic_write_json", "json_text", "jsonable", "inside",
-           "UnsafePath", "remove_partial_files", "printable"]
+           "UnsafePath", "remove_partial_files", "printable", "missing_folder"]
 
 
 class UnsafePath(ValueError):
@@ -129,3 +129,30 @@ def jsonable(x: Any) -> Any:
     if hasattr(x, "item") and callable(x.item):  # numpy scalars
         return jsonable(x.item())
     return repr(x)
+
+
+def missing_folder(name: str | os.PathLike) -> str | None:
+    """Where ``name`` (a ``--data`` or ``--model`` value: a local folder or a Hub id) names a local
+    folder that is not there: what to say, with the closest folder beside it ("did you mean");
+    else None. It names a local folder when it is a path (``/``, ``./``, ``../``, ``~``), has more
+    parts than a Hub id's ``org/name``, or its first part is a folder here (``data/r2i-bnech``
+    beside ``data/r2i-bench``)."""
+    import difflib
+
+    text = str(name)
+    path = Path(text).expanduser()
+    if path.is_dir():
+        return None
+    parts = Path(text).parts
+    local = (text.startswith(("/", "./", "../", "~", ".\\")) or len(parts) > 2
+             or len(parts) == 2 and Path(parts[0]).is_dir())
+    if not local:
+        return None
+    if path.exists():
+        return f"{text} is a file, not a folder"
+    parent = path.parent
+    siblings = [p.name for p in parent.iterdir() if p.is_dir()] if parent.is_dir() else []
+    close = difflib.get_close_matches(path.name, siblings, n=1, cutoff=0.6)
+    hint = f" (did you mean {str(parent / close[0])!r}?)" if close else ""
+    where = "" if parent.is_dir() else f"; {parent} does not exist either"
+    return f"no folder {text!r}{hint}{where}"

@@ -107,9 +107,9 @@ from .alignment import DEFAULT_VQASCORE_JUDGE, vqascore
 from .benchmarks.mt2ie import BENCHMARK, MODES, RUN_FEATURES, read_jsonl
 from .difficulty import METHODS, prompt_difficulty
 from .files import atomic_write_json, atomic_write_text
-from .generation import Drawer, GenerationConfig, image_seed, save_image_atomic
+from .generation import Drawer, GenerationConfig, check_model, image_seed, save_image_atomic
 from .images import as_image
-from .judges import ChatRequest, Sampling, load_judge
+from .judges import ChatRequest, Sampling, load_judge, preflight
 from .parsing import ReplyParseError, as_score, ask_structured
 from .progress import progress_bar
 from .prompts import render
@@ -890,11 +890,15 @@ def run_mt2ie_command(args: argparse.Namespace) -> int:
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise ValueError(f"model name(s) given twice: {', '.join(twice)}")
+    for _, model in args.models:
+        check_model(model)
     models = {name: GenerationConfig(model=model, dtype=args.dtype, steps=args.steps, height=args.height,
                                      width=args.width, batch_size=args.batch_size,
                                      pipeline_kwargs=args.pipeline_kwargs)
               for name, model in args.models}
     judge = load_judge(args.judge, cache=args.cache, **args.judge_kwargs)
+    # before any image is drawn: the judge answers about an image, and gives VQAScore's probabilities
+    preflight(judge, structured=False, probabilities=args.scoring == "vqascore")
     summary = run_mt2ie(models, judge, args.seed_prompts, out_dir=args.out, mode=args.mode,
                         iterations=args.iterations, seeds=args.seeds,
                         seed_prompts_per_seed=args.seed_prompts_per_seed, scoring=args.scoring,

@@ -129,6 +129,10 @@ class Run:
         path = Path(path)
         if path.exists() and not path.is_dir():
             raise RunError(f"{path} exists and is not a folder")
+        if not (path / RUN_FILE).is_file() and not (data is not None and Path(data) == path / "data"):
+            from .data import check_data
+
+            check_data(bench, data, configs)  # a mistyped folder or another benchmark's: nothing created
         wanted = {"benchmark": bench.name, "data": _data_ref(data, path), "revision": revision,
                   "configs": list(configs) if configs else None, "limit": limit}
         path.mkdir(parents=True, exist_ok=True)

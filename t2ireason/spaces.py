@@ -11,13 +11,38 @@ apps build their own Blocks.)
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ModuleLoader", "card_article", "parse_json", "judged_metric_app"]
+__all__ = ["ModuleLoader", "card_article", "parse_json", "judged_metric_app", "shows_errors"]
+
+
+def shows_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` (an app's event handler) with every error the project raises on purpose (bad input,
+    an unusable or unreachable judge, a missing key: :func:`t2ireason.cli.user_error_text`) raised
+    again as ``gr.Error`` with its text: Gradio shows only a ``gr.Error``'s message, anything
+    else as a bare red "Error"."""
+    @functools.wraps(fn)
+    def handler(*args: Any, **kwargs: Any) -> Any:
+        import gradio as gr
+
+        from .cli import user_error_text
+
+        try:
+            return fn(*args, **kwargs)
+        except gr.Error:
+            raise
+        except Exception as e:
+            text = user_error_text(e)
+            if text is None:
+                raise
+            raise gr.Error(text) from None
+
+    return handler
 
 
 class ModuleLoader:
@@ -78,6 +103,7 @@ def judged_metric_app(module_file: str | os.PathLike, benchmark: str, *, title: 
     default = getattr(bench, "default_preset", presets[0])
     default_judge = (getattr(bench, "presets", {}).get(default) or {}).get("judge") or ""
 
+    @shows_errors
     def score(image: str | None, row_json: str, judge: str, preset: str) -> dict[str, Any]:
         if not image:
             raise gr.Error("Give the generated image.")
@@ -85,10 +111,7 @@ def judged_metric_app(module_file: str | os.PathLike, benchmark: str, *, title: 
         if not isinstance(row, dict):
             raise gr.Error(f"the {bench.pretty_name} row must be a JSON object (one row of the dataset)")
         module = load(judge=judge.strip() or None, preset=preset, cache=False, progress=False)
-        try:
-            return module.compute(predictions=[image], references=[row])
-        except ValueError as e:  # a row from another benchmark, a missing field...
-            raise gr.Error(str(e)) from None
+        return module.compute(predictions=[image], references=[row])
 
     with gr.Blocks(title=title or bench.pretty_name) as app:
         gr.Markdown(f"# {title or Path(module_file).stem}\nScore one generated image against its "

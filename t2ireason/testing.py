@@ -312,3 +312,27 @@ def build_all(root: str | Path) -> dict[str, Path]:
     root = Path(root)
     builders = {"clip": build_tiny_clip, "vlm": build_tiny_vlm, "sd": build_tiny_sd}
     return {name: build(root / name) for name, build in builders.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m t2ireason.testing FOLDER``: the tiny random models in FOLDER (offline), and the tiny
+    judge's options in ``FOLDER/judge_kwargs.json`` (for ``--judge-kwargs``): a first engine run with
+    no download at all (README)."""
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(prog="python -m t2ireason.testing", description=main.__doc__.splitlines()[0])
+    parser.add_argument("folder", help="where the models go (reused)")
+    folder = Path(parser.parse_args(argv).folder)
+    models = build_all(folder)
+    (folder / "judge_kwargs.json").write_text(json.dumps({"device": "cpu", **tiny_judge_kwargs(models["vlm"])}))
+    for name, path in models.items():
+        print(f"{name:5s} {path}")
+    print(f"judge options: {folder / 'judge_kwargs.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())

@@ -22,8 +22,9 @@ are also served at ``GET /v1/_stats`` for a client in another process).
 ``models`` names the served models: ``GET /v1/models`` lists them and a request
 for another gets a 404, as from vLLM; ``None`` (the default) answers any model
 name, as a single-model server does, and lists ``test-model``. ``list_models=False``
-makes ``GET /v1/models`` a 404, as on servers without it; ``server.model_requests``
-counts its calls::
+makes ``GET /v1/models`` a 404, as on servers without it, and a status (``500``) that
+status with a plain-text body, as ``transformers serve`` answers when its Hub cache
+folder does not exist; ``server.model_requests`` counts its calls::
 
     from t2ireason.testing_http import Answer, serve
 
@@ -174,7 +175,7 @@ class ChatServer:
     """The server; use :func:`serve` (or ``with ChatServer(behaviour) as server``)."""
 
     def __init__(self, behaviour: Behaviour = Answer(), *, models: Sequence[str] | None = None,
-                 list_models: bool = True, record: bool = True):
+                 list_models: bool | int = True, record: bool = True):
         self.behaviour = behaviour
         self.models = None if models is None else list(models)
         self.list_models = list_models
@@ -260,8 +261,12 @@ class ChatServer:
         from starlette.responses import JSONResponse
 
         self.model_requests += 1
-        if not self.list_models:
+        if self.list_models is False:
             return JSONResponse({"detail": "Not Found"}, status_code=404)
+        if self.list_models is not True:  # starlette's answer to an exception in the endpoint
+            from starlette.responses import PlainTextResponse
+
+            return PlainTextResponse("Internal Server Error", status_code=self.list_models)
         served = ["test-model"] if self.models is None else self.models
         return JSONResponse({"object": "list", "data": [{"id": m, "object": "model", "owned_by": "test"}
                                                         for m in served]})

@@ -49,7 +49,7 @@ def test_every_config_loads_offline_with_the_readers_rows(built):
     assert list(report.configs) == configs and report.absent_configs == [c for c in bench.configs if c not in configs]
     for config in configs:
         features = bench.config_features(config)
-        loaded = datasets.load_dataset(str(out), config, split="test")
+        loaded = datasets.load_dataset(str(out), config, split=bench.split)
         assert loaded.features == features, config
         expected = datasets.Dataset.from_list(release.configs[config], features=features)
         assert _plain(loaded.to_list()) == _plain(expected.to_list()), config
@@ -85,7 +85,11 @@ def test_card_yaml_has_the_hubs_required_keys(built):
     default = "all" if "all" in report.configs else next(iter(report.configs))
     assert [n for n, c in configs.items() if c.get("default")] == [default]
     assert data.language == list(bench.language)
-    assert all(c["data_files"] == [{"split": "test", "path": f"{name}/test-*"}] for name, c in configs.items())
+    # evaluation sets have a test split; FLUX-Reason-6M, a training set, the engine's train split
+    assert bench.split == ("train" if bench.name == "flux-reason-6m" else "test")
+    assert all(c["data_files"] == [{"split": bench.split, "path": f"{name}/{bench.split}-*"}]
+               for name, c in configs.items())
+    assert sorted(p.name for p in out.rglob("*.parquet")) == [f"{bench.split}-00000-of-00001.parquet"] * len(configs)
     infos = data["dataset_info"]
     # one config: a dict, and no config_name for "default"
     infos = {i.get("config_name", "default"): i for i in (infos if isinstance(infos, list) else [infos])}

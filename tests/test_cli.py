@@ -300,3 +300,120 @@ def test_a_cache_that_cannot_be_used_is_one_error_line(tmp_path, capsys, where):
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
     assert err.startswith(f"error: the response cache {cache} cannot be used: ") and "--no-cache" in err
     assert text.read_text() == "not a database\n" and not Run.open(run.path).manifest["evaluations"]
+
+
+# -- issue 25: every mistake caught before the expensive work, nothing created ---------------------------
+
+def _nothing_generated(server) -> None:
+    """The judge was asked only the pre-flight's few tiny requests: no image of the benchmark's."""
+    assert len(server.requests) <= 2 and all("Is this image gray?" in r.text or r.text == "Reply with OK."
+                                              for r in server.requests)
+
+
+@pytest.mark.slow
+def test_a_judge_that_cannot_score_stops_the_run_before_any_image_is_generated(tiny_models, tmp_path, capsys):
+    from t2ireason.testing_http import Answer, Fail, serve
+
+    out = tmp_path / "run"
+    base = ["run", "--benchmark", "r2i-bench", "--limit", "2", "--out", str(out), "--model", str(tiny_models["sd"]),
+            "--steps", "1", "--height", "32", "--width", "32", "--no-progress"]
+    # no API key: said at once, as users run it (its own process)
+    env = {k: v for k, v in _env().items() if k != "OPENAI_API_KEY"}
+    proc = subprocess.run([sys.executable, "-m", "t2ireason.cli", *base, "--judge", "openai:gpt-4o"], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert "no API key for 'gpt-4o' at api.openai.com: set OPENAI_API_KEY" in one_error_line(proc)
+    assert not out.exists()
+    # a text-only model behind an OpenAI-compatible server: the images scoring sends are refused
+    text_only = lambda r: Fail(400, "this model does not take image input") if r.image_urls else Answer("ok")  # noqa: E731
+    with serve(text_only) as server:
+        line = in_process_error(capsys, *base, "--judge", f"openai:test-model@{server.base_url}", "--no-cache")
+    assert "cannot answer a request with an image and a JSON schema" in line and "does not take image input" in line
+    assert not out.exists()
+    _nothing_generated(server)
+    # a run whose evaluation is finished asks nothing (a cached re-run contacts no server)
+    scripted = json.dumps({"answers": [1]})
+    with serve(Answer(scripted)) as server:
+        assert cli.main([*base, "--judge", f"openai:test-model@{server.base_url}", "--no-cache"]) in (0, 1)
+        asked = len(server.requests)
+        assert (out / "images").is_dir() and asked > 2  # the pre-flight, then the benchmark's requests
+        cli.main([*base, "--judge", f"openai:test-model@{server.base_url}", "--no-cache"])
+        assert len(server.requests) == asked
+
+
+@pytest.mark.slow
+def test_mt2ie_against_a_server_without_log_probabilities_draws_nothing(tiny_models, tmp_path, capsys):
+    from t2ireason.testing_http import Answer, serve
+
+    out = tmp_path / "mt2ie"
+    with serve(Answer("a red cube on a table", no_logprobs=True)) as server:
+        line = in_process_error(capsys, "mt2ie", "--model", f"tiny={tiny_models['sd']}", "--judge",
+                                f"openai:test-model@{server.base_url}", "--no-cache", "--out", str(out),
+                                "--iterations", "1", "--seeds", "0", "--steps", "1", "--no-progress")
+    assert "cannot give the answer probabilities VQAScore needs" in line and "without the log-probabilities" in line
+    assert not out.exists()
+    _nothing_generated(server)
+
+
+def _built(folder: Path, benchmark: str) -> Path:
+    from t2ireason.build import build_dataset
+
+    bench = get_benchmark(benchmark)
+    build_dataset(bench, bench.sample_path(), folder, license=None if bench.license else "cc-by-4.0")
+    return folder
+
+
+def test_mistyped_or_mismatched_folders_are_one_line_and_create_nothing(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _built(Path("data/r2i-bench"), "r2i-bench")
+    _built(Path("data/prism-bench"), "prism-bench")
+    (tmp_path / "models" / "sd").mkdir(parents=True)
+    (tmp_path / "models" / "sd" / "model_index.json").write_text("{}")
+    judge = ["--judge", "openai:m@http://127.0.0.1:9/v1", "--no-cache"]
+    run = ["run", "--benchmark", "r2i-bench", "--out", "run", "--limit", "2", *judge]
+    line = in_process_error(capsys, *run, "--data", "data/r2i-bnech", "--model", "models/sd")
+    assert line == ("error: --data: no folder 'data/r2i-bnech' (did you mean 'data/r2i-bench'?); give a folder built "
+                    "by `t2ireason build r2i-bench --out <folder>`, a Hub dataset id, or nothing for the shipped sample")
+    line = in_process_error(capsys, *run, "--data", "data/prism-bench", "--model", "models/sd")
+    assert "data/prism-bench was built for prism-bench; build r2i-bench into its own folder" in line
+    assert "BuilderConfig" not in line
+    line = in_process_error(capsys, *run, "--data", "data/r2i-bench", "--model", "models/sdd")
+    assert "--model: no folder 'models/sdd' (did you mean 'models/sd'?)" in line
+    line = in_process_error(capsys, *run, "--model", "someorg/not-downloaded")  # offline, not in the cache
+    assert "someorg/not-downloaded is not in the local Hugging Face cache and HF_HUB_OFFLINE is set" in line
+    # scoring a run never generated: said before run.json is written
+    line = in_process_error(capsys, "evaluate", "--run", "run", "--benchmark", "r2i-bench", *judge)
+    assert "no images to score in run/images: generate them first" in line
+    line = in_process_error(capsys, "evaluate", "--run", "run", "--benchmark", "prism-bench", "--data",
+                            "data/r2i-bench", "--images", "data", *judge)
+    assert "data/r2i-bench was built for r2i-bench" in line
+    line = in_process_error(capsys, "generate", "--benchmark", "r2i-bench", "--data", "data/r2i-bnech",
+                            "--model", "models/sd", "--out", "images")
+    assert "did you mean 'data/r2i-bench'?" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "models"]  # no run folder, no images
+
+
+def test_a_command_line_mistake_is_one_line_naming_it(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    proc = t2ireason("run", "--benchmark", "r2i-bench", "--out", "x", "--modle", "m", "--judge", "openai:m")
+    assert proc.returncode == 2 and proc.stderr.splitlines() == [  # was 18 lines of usage naming --model as missing
+        "t2ireason run: error: unknown option --modle (did you mean --model?) (options: t2ireason run --help)"]
+    for argv, said in [(["evaluate", "--run", "x", "--benchmark", "r2i-bnch"],
+                        "t2ireason evaluate: error: argument --benchmark: invalid choice: 'r2i-bnch'"),
+                       (["engine", "run", "--wrok", "w"], "t2ireason engine run: error: unknown option --wrok "
+                                                          "(did you mean --work?) (options: t2ireason engine run --help)")]:
+        with pytest.raises(SystemExit) as exit_:
+            cli.main(argv)
+        lines = capsys.readouterr().err.splitlines()
+        assert exit_.value.code == 2 and len(lines) == 1 and lines[0].startswith(said), lines
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_slurm_without_sbatch_is_said_before_any_stage_folder(tiny_models, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path / "bin-without-slurm"))
+    (tmp_path / "captions.txt").write_text("a red apple on a table\n")
+    line = in_process_error(capsys, "engine", "run", "--work", str(tmp_path / "w"), "--captions",
+                            str(tmp_path / "captions.txt"), "--judge", "openai:m@http://127.0.0.1:9/v1",
+                            "--model", str(tiny_models["sd"]), "--license", "apache-2.0", "--executor", "slurm",
+                            "--partition", "gpu")
+    assert "Slurm's sbatch, which is not on this machine's PATH" in line and "--executor local" in line
+    assert not (tmp_path / "w").exists()

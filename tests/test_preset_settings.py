@@ -139,6 +139,7 @@ def test_evaluate_prints_the_line(tmp_path, capsys, local_checkpoint, monkeypatc
     from t2ireason import cli
 
     monkeypatch.setattr("t2ireason.runs.Run.evaluate", lambda self, *a, **k: (_ for _ in ()).throw(KeyboardInterrupt))
+    (tmp_path / "run" / "images").mkdir(parents=True)  # a new run is scored only where there are images
     code = cli.main(["evaluate", "--run", str(tmp_path / "run"), "--benchmark", "t2i-reasonbench",
                      "--judge", f"hf:{local_checkpoint}", "--preset", "official", "--limit", "1"])
     assert code != 0

@@ -306,6 +306,8 @@ def _hostile_dataset(folder, bench_name="worldgenbench", bad_id="../../outside/x
 def test_ids_and_names_that_leave_their_folder_are_refused(tmp_path, capsys):
     data = _hostile_dataset(tmp_path / "data")
     out = tmp_path / "a" / "b" / "images"
+    (tmp_path / "m").mkdir()  # a pipeline folder as far as the early checks see; refused before it loads
+    (tmp_path / "m" / "model_index.json").write_text("{}")
     code = cli.main(["generate", "--benchmark", "worldgenbench", "--data", str(data), "--model", str(tmp_path / "m"),
                      "--out", str(out), "--limit", "2", "--no-progress"])
     assert code == 2 and "'humanities/../../outside/x.png' leaves the folder" in capsys.readouterr().err

@@ -237,6 +237,14 @@ def _predict(python: Path, url: str, api: str, *inputs) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def _predict_error(python: Path, url: str, api: str, *inputs) -> str:
+    """The error a call through Gradio's HTTP API gets: what the page shows in its red box."""
+    done = subprocess.run([python, "-c", CLIENT, json.dumps({"url": url, "api": api, "inputs": inputs})],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0, done.stdout
+    return done.stderr.strip().splitlines()[-1]
+
+
 @pytest.mark.slow
 @VENV_TIMEOUT
 def test_the_space_does_not_install_the_package(space_venv):
@@ -285,9 +293,18 @@ def test_the_vqascore_space_serves_a_score(space_venv, tmp_path):
         assert "/score" in space.info["named_endpoints"]
         out = _predict(space_venv["python"], space.url, "/score",
                        {"file": str(image)}, "a red square", f"openai:test-model@{judge.base_url}")
+        # the project's own clear messages reach the page, not a bare "Error": a judge error at load...
+        said = _predict_error(space_venv["python"], space.url, "/score", {"file": str(image)}, "a red square",
+                              "openai:test-model@notaurl")
+        assert "AppError" in said and "base URL" in said and "notaurl" in said, said
+        # ... and one while scoring: a server that ignores the log-probabilities VQAScore asks for
+        with serve(Answer("Yes", no_logprobs=True)) as bare:
+            said = _predict_error(space_venv["python"], space.url, "/score", {"file": str(image)}, "a red square",
+                                  f"openai:test-model@{bare.base_url}")
+        assert "without the log-probabilities it asked for" in said, said
     assert out["scores"] == pytest.approx([0.904837], abs=1e-5) and out["num_failed"] == 0
     assert out["judge"]["model"] == "test-model"
-    (request,) = judge.requests
+    request = judge.requests[0]
     assert 'Does this figure show "a red square"?' in request.text and len(request.image_urls) == 1
 
 

@@ -5,12 +5,13 @@ from pathlib import Path
 import gradio as gr
 
 from t2ireason.alignment import DEFAULT_CLIP_MODEL
-from t2ireason.spaces import ModuleLoader, card_article
+from t2ireason.spaces import ModuleLoader, card_article, shows_errors
 
 HERE = Path(__file__).resolve().parent
 load = ModuleLoader(HERE / "clip_score.py")  # the Space's own module file; each CLIP model loaded once
 
 
+@shows_errors  # a judge or input error's own text on the page, not a bare "Error"
 def score(image, prompt, model, definition):
     if not image or not prompt.strip():
         raise gr.Error("Give an image and its prompt.")

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from t2ireason.spaces import ModuleLoader, card_article, parse_json
+from t2ireason.spaces import ModuleLoader, card_article, parse_json, shows_errors
 
 HERE = Path(__file__).resolve().parent
 load = ModuleLoader(HERE / "meta_evaluation.py")  # the Space's own module file, one per configuration
@@ -15,14 +15,12 @@ EXAMPLES = {
 }
 
 
+@shows_errors  # an input error's own text on the page, not a bare "Error"
 def compute(config, predictions, references, groups):
     inputs = {"predictions": parse_json(predictions, "predictions"), "references": parse_json(references, "references")}
     if groups.strip():
         inputs["groups"] = parse_json(groups, "groups")
-    try:
-        return load(config_name=config).compute(**inputs)
-    except ValueError as e:
-        raise gr.Error(str(e)) from None
+    return load(config_name=config).compute(**inputs)
 
 
 with gr.Blocks(title="Meta-evaluation") as demo:

@@ -213,6 +213,8 @@ class Benchmark(ABC):
     path_fields: tuple[str, ...] = ()
     #: languages of the prompts (ISO 639-1), for the dataset card
     language: tuple[str, ...] = ("en",)
+    #: the one split its dataset has: ``test`` for an evaluation set, ``train`` for a training set
+    split: str = "test"
 
     @property
     @abstractmethod

@@ -353,6 +353,7 @@ class FluxReason6M(Benchmark):
     pretty_name = "FLUX-Reason-6M"
     configs = ("default",)
     metric = None  # a training set; its sister benchmark PRISM-Bench is scored by prism-bench
+    split = "train"  # as the engine writes it (engine/export.py)
     license = "apache-2.0"  # the license on the dataset card of LucasFang/FLUX-Reason-6M
     citation = CITATION
     #: the builder may pass a Hub id as --source: rows are streamed, never downloaded whole

@@ -36,6 +36,9 @@ def _add_work_args(p: argparse.ArgumentParser, seed: bool = True) -> None:
     g.add_argument("--mine-images", default=None, help="images to mine for legible text (LAION-2B): a folder of "
                                                        "images or a dataset with an image column")
     g.add_argument("--limit", type=_positive_int, default=None, help="at most N items from each input")
+    g.add_argument("--sample", action="store_true",
+                   help="the small inputs shipped with the package instead (t2ireason/samples/engine: 4 captions, "
+                        "12 seed prompts for --imagination (default 4 with it), 2 images to mine): a first run, offline")
     s = p.add_argument_group("settings (kept with the work folder; changing one after its stage ran is refused)")
     s.add_argument("--shard-size", type=_positive_int, default=256,
                    help="records per shard: the unit of work and resumption (a stage holds its images in memory)")
@@ -153,8 +156,13 @@ def _config(args: argparse.Namespace):
 
 
 def _sources(args: argparse.Namespace):
-    from .sources import Sources
+    from .sources import Sources, sample_sources
 
+    if args.sample:
+        given = [o for o in ("captions", "seed_prompts", "mine_images") if getattr(args, o)]
+        if given:
+            raise ValueError(f"--sample gives the inputs: drop {', '.join('--' + o.replace('_', '-') for o in given)}")
+        return sample_sources(args.imagination or 4, args.limit)
     return Sources(captions=args.captions, caption_column=args.caption_column, seed_prompts=args.seed_prompts,
                    imagination=args.imagination, mine_images=args.mine_images, limit=args.limit)
 
@@ -166,6 +174,11 @@ def _executor(args: argparse.Namespace):
         return Local(tasks=args.tasks, workers=args.workers or 1)
     if not args.partition:
         raise ValueError("--executor slurm needs --partition")
+    import shutil
+
+    if shutil.which("sbatch") is None:  # before any stage folder is made
+        raise ValueError("--executor slurm submits with Slurm's sbatch, which is not on this machine's PATH: run the "
+                         "command on the cluster's login node (or load its Slurm module), or use --executor local")
     return Slurm(partition=args.partition, time=args.time, tasks=args.tasks, workers=args.workers or -1,
                  gpus_per_task=args.gpus_per_task, cpus_per_task=args.cpus_per_task,
                  mem_per_cpu_gb=args.mem_per_cpu_gb, requeue=args.requeue, sbatch_args=dict(args.sbatch_args),

@@ -29,7 +29,8 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, redirect_stderr
 from copy import deepcopy
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -112,6 +113,30 @@ def quiet_logs(level: str = "WARNING") -> None:
     logger.add(sys.stderr, level=level)
 
 
+class _NoTracebacks:
+    """The console as a task sees it: a log record carrying a traceback (datatrove logs a failed task's
+    exception with loguru's variable dumps, about 100 lines) is cut to its first line; the task log file
+    keeps it whole, and the run ends with the cause per task. Everything else passes as it is."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        if "\nTraceback (most recent call last)" in text:
+            text = text.split("\n", 1)[0] + " (traceback in the task log)\n"
+        return self._stream.write(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+@contextmanager
+def _console_without_tracebacks() -> Iterator[None]:
+    """A task's console sink (datatrove adds it at the task's start, on ``sys.stderr``) gets no tracebacks."""
+    with redirect_stderr(_NoTracebacks(sys.stderr)):
+        yield
+
+
 # -- local ---------------------------------------------------------------------------------------------------
 
 def _claim_gpu(gpus) -> None:
@@ -126,7 +151,8 @@ def _run_task(task: bytes) -> tuple[Any, int, float]:
     they use, which a worker's own ``__main__`` does not have (a judge defined in the user's script)."""
     start = time.monotonic()  # CLOCK_MONOTONIC: the same clock in every process of the machine
     executor, rank = dill.loads(task)
-    return executor._run_for_rank(rank, local_rank=1), os.getpid(), start  # local_rank 1: console errors only
+    with _console_without_tracebacks():  # local_rank 1: console errors only, each on one line
+        return executor._run_for_rank(rank, local_rank=1), os.getpid(), start
 
 
 class _RecordsNoSecrets:
@@ -201,7 +227,8 @@ class LocalExecutor(_RecordsNoSecrets, LocalPipelineExecutor):
                 self.pipeline = deepcopy(pipeline)  # a fresh pipeline per task, as datatrove does
                 start = time.monotonic()
                 try:
-                    stats, error = self._run_for_rank(rank, local_rank=1), None
+                    with _console_without_tracebacks():
+                        stats, error = self._run_for_rank(rank, local_rank=1), None
                 except Exception as e:  # noqa: BLE001 - reported; the next task goes on
                     stats, error = None, f"{type(e).__name__}: {e}"
                 finally:

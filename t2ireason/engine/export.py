@@ -31,7 +31,7 @@ from .work import STAGE_NAMES, WORK_FEATURES, EngineError, Workdir, write_parque
 __all__ = ["export", "export_shard", "finish_release", "check_release", "release_name", "statistics",
            "PROVENANCE_FEATURES", "export_review_sample", "review_agreement"]
 
-SPLIT = "train"  # a training set
+SPLIT = BENCHMARK.split  # a training set: the split `t2ireason build flux-reason-6m` writes too
 LAST = STAGE_NAMES[-1]
 PROVENANCE_FEATURES = datasets.Features({
     "id": datasets.Value("string"), "source": datasets.Value("string"), "kept": datasets.Value("bool"),

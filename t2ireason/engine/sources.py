@@ -31,7 +31,7 @@ from ..parsing import ReplyParseError, extract_json
 from .asking import BOOLEAN, STRING, STRINGS, ask, fail, field, request, schema
 from .work import Context, EngineError, Workdir, drop, new_record, note
 
-__all__ = ["Sources", "ingest", "candidate_counts", "prompts_stage", "SOURCE_NAMES"]
+__all__ = ["Sources", "ingest", "candidate_counts", "prompts_stage", "SOURCE_NAMES", "sample_sources"]
 
 SOURCE_NAMES = ("laion", "imagination", "text_rendering")
 _ID_PREFIX = {"laion": "laion", "imagination": "imagination", "text_rendering": "text"}
@@ -53,6 +53,16 @@ class Sources:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+def sample_sources(imagination: int = 4, limit: int | None = None) -> Sources:
+    """The small inputs shipped with the package (``samples/engine``: 4 captions, 3 with their image;
+    12 seed prompts; 2 images to mine), for a first run offline."""
+    from importlib import resources
+
+    folder = resources.files("t2ireason") / "samples" / "engine"
+    return Sources(captions=str(folder / "captions.jsonl"), seed_prompts=str(folder / "seed_prompts.txt"),
+                   imagination=imagination, mine_images=str(folder / "mine_images.jsonl"), limit=limit)
 
 
 def _rows(source: str, limit: int | None) -> Iterator[dict[str, Any]]:

@@ -32,6 +32,7 @@ from .base import (
 __all__ = [
     "VQASCORE_QUESTION", "AnswerQuery", "ChatRequest", "Judge", "JudgeAuthError", "JudgeError", "JudgeOptionError", "JudgeUnavailable", "Message", "Reply",
     "Sampling", "TokenLogprob", "assistant", "system", "user", "load_judge", "parse_spec", "validate_judge", "check_sampling", "BACKENDS",
+    "preflight", "preflight_spec",
 ]
 
 #: spec prefix -> "module:class", imported only when used (vllm and openai are optional extras)
@@ -178,3 +179,52 @@ def load_judge(spec: str | Judge | Any, *, cache: str | None | bool = None, **kw
 
         judge = CachedJudge(judge, default_cache_path() if cache is True else cache)
     return judge
+
+
+#: the reply schema of the pre-flight's structured request
+_PREFLIGHT_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],
+                     "additionalProperties": False}
+
+
+def preflight(judge: Any, *, structured: bool = True, probabilities: bool = False) -> None:
+    """Ask ``judge`` one tiny request of each kind a computation will send, before the expensive
+    work (generating images) starts, so that a judge that cannot do the job fails now and not
+    after hours of GPU time: a request with an image (and, with ``structured``, a JSON schema:
+    ``response_format``), and with ``probabilities`` one answer probability (VQAScore's
+    log-probabilities). An HTTP judge checks its endpoint first (reachable, key taken, model
+    served). Raises :class:`JudgeError` or :class:`JudgeUnavailable` naming what is missing; a
+    cached judge is asked through its wrapped judge, so the probes are neither served from nor
+    stored in the cache."""
+    from PIL import Image
+
+    from .cache import CachedJudge
+
+    inner = judge.judge if isinstance(judge, CachedJudge) else judge
+    image = Image.new("RGB", (32, 32), (128, 128, 128))
+    request = ChatRequest.simple(image, 'Is this image gray? Reply in JSON: {"ok": true} or {"ok": false}.',
+                                 sampling=Sampling(temperature=0.0, max_tokens=16),
+                                 json_schema=_PREFLIGHT_SCHEMA if structured else None)
+    what = "a request with an image" + (" and a JSON schema" if structured else "")
+    (reply,) = inner.chat([request])
+    if reply.error is not None:
+        raise JudgeError(f"{inner!r} cannot answer {what}, as scoring needs: {reply.error}")
+    if probabilities:
+        try:
+            inner.answer_probability([AnswerQuery(image, "Is this image gray?", "Yes")])
+        except JudgeError as e:
+            raise type(e)(f"{inner!r} cannot give the answer probabilities VQAScore needs: {e}") from None
+
+
+def preflight_spec(spec: Any, kwargs: dict[str, Any] | None = None, **needs: bool) -> None:
+    """:func:`preflight` for a judge setting that is loaded later (after the images are generated):
+    an HTTP judge (``openai:``) is made without a cache, asked, and closed; a local judge
+    (``hf:``, ``vllm:``) is not loaded twice: :func:`validate_judge` has checked its spec and
+    folder, and the transformers backend gives answer probabilities and JSON by constrained
+    decoding. A judge object is the caller's own: it is not asked."""
+    if not isinstance(spec, str) or parse_spec(spec)[0] != "openai":
+        return
+    judge = load_judge(spec, **(kwargs or {}))
+    try:
+        preflight(judge, **needs)
+    finally:
+        judge.close()

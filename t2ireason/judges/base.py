@@ -6,8 +6,9 @@ texts. Requests are plain data (text and :class:`~t2ireason.images.JudgeImage`
 parts), so scoring code can be tested with a scripted judge and no model.
 
 Backends implement :meth:`Judge._chat_batch` (and, where they can,
-:meth:`Judge._answer_logprobs`); everything else — batching, progress bars,
-sampling defaults, recording what was asked — lives here once.
+:meth:`Judge._answer_logprobs`; a backend that overlaps its batches overrides
+:meth:`Judge._chat_batches` and :meth:`Judge._answer_batches`); everything else —
+batching, progress bars, sampling defaults, recording what was asked — lives here once.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from __future__ import annotations
 import dataclasses
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -290,27 +292,37 @@ class Judge(ABC):
         from ..progress import progress_bar
 
         replies: list[Reply] = []
-        with progress_bar(len(requests), progress, desc=f"judge {self.model}") as bar:
-            for start in range(0, len(requests), self.batch_size):
-                chunk = requests[start : start + self.batch_size]
-                for reply in self._chat_batch(chunk):
+        chunks = [requests[start : start + self.batch_size] for start in range(0, len(requests), self.batch_size)]
+        with progress_bar(len(requests), progress, desc=f"judge {self.model}") as bar, \
+                closing(self._chat_batches(chunks)) as answered:
+            for chunk, chunk_replies in zip(chunks, answered):
+                for reply in chunk_replies:
                     if on_reply is not None:
                         on_reply(len(replies), reply)
                     replies.append(reply)
                 bar.update(len(chunk))
         return replies
 
-    def answer_probability(self, queries: Sequence[AnswerQuery], *, progress: bool | str = False) -> list[float]:
+    def answer_probability(self, queries: Sequence[AnswerQuery], *, progress: bool | str = False,
+                           on_batch: Callable[[int, list[float]], None] | None = None) -> list[float]:
         """P(answer | image, question) for each query, teacher-forced over all the
-        answer's tokens (so multi-token answers work)."""
+        answer's tokens (so multi-token answers work).
+
+        ``on_batch(start, probabilities)`` is called as soon as each batch is answered, with the
+        index of its first query, so a caller (the response cache) keeps finished work while the
+        judge goes on with the whole list (and a backend overlaps its batches)."""
         queries = list(queries)
         from ..progress import progress_bar
 
         out: list[float] = []
-        with progress_bar(len(queries), progress, desc=f"P(answer) {self.model}") as bar:
-            for start in range(0, len(queries), self.batch_size):
-                chunk = queries[start : start + self.batch_size]
-                out.extend(math.exp(lp) for lp in self._answer_logprobs(chunk))
+        chunks = [queries[start : start + self.batch_size] for start in range(0, len(queries), self.batch_size)]
+        with progress_bar(len(queries), progress, desc=f"P(answer) {self.model}") as bar, \
+                closing(self._answer_batches(chunks)) as answered:
+            for chunk, logprobs in zip(chunks, answered):
+                probabilities = [math.exp(lp) for lp in logprobs]
+                if on_batch is not None:
+                    on_batch(len(out), probabilities)
+                out.extend(probabilities)
                 bar.update(len(chunk))
         return out
 
@@ -344,3 +356,14 @@ class Judge(ABC):
     def _answer_logprobs(self, queries: list[AnswerQuery]) -> list[float]:
         """log P(answer | image, question) for each query."""
         raise JudgeError(f"the {self.backend} backend gives no answer probabilities")
+
+    def _chat_batches(self, chunks: list[list[ChatRequest]]) -> Iterator[list[Reply]]:
+        """The replies to each chunk, in order. A backend overrides it to overlap the chunks
+        (the local judge prepares the next chunk while the accelerator answers this one)."""
+        for chunk in chunks:
+            yield self._chat_batch(chunk)
+
+    def _answer_batches(self, chunks: list[list[AnswerQuery]]) -> Iterator[list[float]]:
+        """:meth:`_answer_logprobs` of each chunk, in order (see :meth:`_chat_batches`)."""
+        for chunk in chunks:
+            yield self._answer_logprobs(chunk)

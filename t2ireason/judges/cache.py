@@ -22,8 +22,14 @@ and several processes can share one cache file (WAL journal, busy time-outs,
 short transactions, retries when the database is locked).
 
 Each row also records the kind, backend, model, the judge identity, the request
-fingerprint (JSON) and when it was written, so the cache can be inspected with
-any SQLite tool and pruned with :meth:`ResponseCache.clear`.
+fingerprint (JSON), when it was written and when it was last used, so the cache can be
+inspected with any SQLite tool and pruned with :meth:`ResponseCache.clear`.
+
+The file is kept under a size limit (``max_size``, default :data:`DEFAULT_MAX_SIZE`, or
+``$T2IREASON_CACHE_MAX_SIZE`` such as ``500MB``; ``0`` for none): as a reward in a training loop
+every step asks about new images, so without a limit the file would only grow. Past the
+limit, the least recently used replies are deleted (SQLite reuses their pages, so the file
+stays near the limit); an evicted reply is simply asked again when next needed.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ import inspect
 import json
 import math
 import os
+import re
 import sqlite3
 import threading
 import time
@@ -47,7 +54,8 @@ from ..progress import progress_bar
 from ..redaction import SECRET_NAME
 from .base import AnswerQuery, ChatRequest, Judge, JudgeError, Reply, Sampling
 
-__all__ = ["CachedJudge", "ResponseCache", "CacheError", "default_cache_path", "CACHE_MODES"]
+__all__ = ["CachedJudge", "ResponseCache", "CacheError", "default_cache_path", "default_max_size", "parse_size",
+           "CACHE_MODES", "DEFAULT_MAX_SIZE"]
 
 CACHE_MODES = ("use", "refresh", "off")
 
@@ -60,10 +68,16 @@ CREATE TABLE IF NOT EXISTS replies (
     judge    TEXT NOT NULL,      -- identity() as JSON
     request  TEXT NOT NULL,      -- fingerprint as JSON (images by digest)
     reply    TEXT NOT NULL,      -- Reply.to_dict() as JSON, or {"probability": p}
-    created  REAL NOT NULL       -- unix time
+    created  REAL NOT NULL,      -- unix time
+    used     REAL                -- unix time of the last read or write (least recently used go first)
 );
 CREATE INDEX IF NOT EXISTS replies_model ON replies (model);
 """
+
+#: the cache file's size limit unless told otherwise: room for ~100,000 to 300,000 judged images
+DEFAULT_MAX_SIZE = 2 * 1024**3
+_UNITS = {"": 1, "b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "tb": 1000**4,
+          "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4}
 
 # identity() must never hold credentials; drop anything that looks like one all the same.
 _SECRET_NAME = SECRET_NAME
@@ -82,6 +96,30 @@ def default_cache_path() -> Path:
         return p if p.suffix in (".sqlite", ".db") else p / "judge_cache.sqlite"
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser()
     return base / "t2ireason" / "judge_cache.sqlite"
+
+
+def parse_size(value: Any, where: str = "max_size") -> int | None:
+    """A size in bytes from ``2000000``, ``"500MB"`` or ``"2GiB"``; ``0``, ``"0"`` or ``None``: no limit."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise ValueError(f"{where} must be a size such as 500MB or 2GiB (0 for no limit), got {value!r}")
+    if isinstance(value, (int, float)):
+        size = value
+    else:
+        found = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?)\s*([a-zA-Z]*)\s*", str(value))
+        if not found or found[2].lower() not in _UNITS:
+            raise ValueError(f"{where} must be a size such as 500MB or 2GiB (0 for no limit), got {value!r}")
+        size = float(found[1]) * _UNITS[found[2].lower()]
+    if not math.isfinite(size) or size < 0:
+        raise ValueError(f"{where} must be a size >= 0 (0 for no limit), got {value!r}")
+    return int(size) or None
+
+
+def default_max_size() -> int | None:
+    """``$T2IREASON_CACHE_MAX_SIZE`` if set (``0``: no limit), else :data:`DEFAULT_MAX_SIZE`."""
+    env = os.environ.get("T2IREASON_CACHE_MAX_SIZE")
+    return DEFAULT_MAX_SIZE if env is None else parse_size(env, "T2IREASON_CACHE_MAX_SIZE")
 
 
 def _canonical(obj: Any) -> str:
@@ -108,9 +146,11 @@ class ResponseCache:
     """The SQLite store behind :class:`CachedJudge`: keyed JSON rows, safe across
     threads and processes. One connection per process (re-opened after a fork)."""
 
-    def __init__(self, path: str | os.PathLike, *, timeout: float = 60.0):
+    def __init__(self, path: str | os.PathLike, *, timeout: float = 60.0, max_size: int | str | None = None):
         self.path = Path(path).expanduser()
         self.timeout = timeout
+        #: the file's size limit in bytes (None: no limit); least recently used rows go first
+        self.max_size = parse_size(max_size)
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._pid: int | None = None
@@ -153,6 +193,9 @@ class ResponseCache:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")  # durable across process crashes in WAL mode
         conn.executescript(_SCHEMA)
+        if "used" not in {row[1] for row in conn.execute("PRAGMA table_info(replies)")}:  # a cache of before
+            conn.execute("ALTER TABLE replies ADD COLUMN used REAL")
+        conn.execute("CREATE INDEX IF NOT EXISTS replies_used ON replies (used)")
 
     @_retry_busy
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
@@ -165,11 +208,32 @@ class ResponseCache:
             conn = self._connect()
             conn.execute("BEGIN IMMEDIATE")  # take the write lock up front: no upgrade deadlock
             try:
-                conn.executemany("INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+                conn.executemany("INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+                if self.max_size is not None:
+                    self._evict(conn)
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
+
+    def _evict(self, conn: sqlite3.Connection) -> None:
+        """Past ``max_size``, delete the least recently used rows until the data takes at most 90%
+        of it (in the write's transaction). Pages in use are counted: two pragmas, no scan."""
+        def used() -> int:
+            pages = conn.execute("PRAGMA page_count").fetchone()[0] - conn.execute("PRAGMA freelist_count").fetchone()[0]
+            return pages * conn.execute("PRAGMA page_size").fetchone()[0]
+
+        size, target = used(), int(self.max_size * 0.9)
+        if size <= self.max_size:
+            return
+        while size > target:
+            count = conn.execute("SELECT COUNT(*) FROM replies").fetchone()[0]
+            if count <= 1:  # the newest reply is kept even when it alone is past the limit
+                return
+            n = min(count - 1, max(1, math.ceil((size - target) / (size / count))))
+            conn.execute("DELETE FROM replies WHERE key IN (SELECT key FROM replies ORDER BY used, created LIMIT ?)",
+                         (n,))
+            size = used()
 
     def get_many(self, keys: Iterable[str]) -> dict[str, dict]:
         """The stored values (decoded JSON) of those ``keys`` that are present."""
@@ -180,13 +244,24 @@ class ResponseCache:
             marks = ",".join("?" * len(chunk))
             for key, value in self._execute(f"SELECT key, reply FROM replies WHERE key IN ({marks})", chunk):
                 found[key] = json.loads(value)
+        if found and self.max_size is not None:  # what is read is recently used: evicted last
+            self._touch(list(found))
         return found
+
+    @_retry_busy
+    def _touch(self, keys: list[str]) -> None:
+        now = time.time()
+        with self._lock:
+            conn = self._connect()
+            for start in range(0, len(keys), 500):
+                chunk = keys[start : start + 500]
+                conn.execute(f"UPDATE replies SET used = ? WHERE key IN ({','.join('?' * len(chunk))})", [now, *chunk])
 
     def put_many(self, entries: Iterable[tuple[str, str, dict, dict, dict]]) -> int:
         """Store ``(key, kind, identity, request, value)`` entries in one transaction."""
         now = time.time()
         rows = [(key, kind, ident.get("backend"), ident.get("model"), _canonical(ident),
-                 _canonical(request), _canonical(value), now)
+                 _canonical(request), _canonical(value), now, now)
                 for key, kind, ident, request, value in entries]
         if rows:
             self._write(rows)
@@ -239,11 +314,13 @@ class CachedJudge(Judge):
     (temperature > 0, no seed) requests. Replies served from the cache have
     ``cached=True``. Counts are in :attr:`hits`, :attr:`misses` (asked the
     judge, then stored unless the reply was an error), :attr:`bypassed` (not
-    cacheable: mode off or nondeterministic) and :meth:`stats`.
+    cacheable: mode off or nondeterministic) and :meth:`stats`. ``max_size``: the file's
+    size limit (bytes, or ``"500MB"``; ``0`` or ``None`` for none; default
+    :func:`default_max_size`), the least recently used replies evicted past it.
     """
 
     def __init__(self, judge: Any, path: str | os.PathLike | None = None, *, mode: str = "use",
-                 cache_nondeterministic: bool = False):
+                 cache_nondeterministic: bool = False, max_size: int | str | None = "default"):
         if mode not in CACHE_MODES:
             raise ValueError(f"cache mode must be one of {', '.join(CACHE_MODES)}, got {mode!r}")
         if not (hasattr(judge, "chat") and hasattr(judge, "identity")):
@@ -251,11 +328,13 @@ class CachedJudge(Judge):
         self.judge = judge
         self.mode = mode
         self.cache_nondeterministic = cache_nondeterministic
-        self.store = ResponseCache(default_cache_path() if path is None else path)
+        self.store = ResponseCache(default_cache_path() if path is None else path,
+                                   max_size=default_max_size() if max_size == "default" else max_size)
         if mode != "off":
             self.store.check()
         self.hits = self.misses = self.bypassed = self.stored = 0
         self._accepts_on_reply = _accepts(judge.chat, "on_reply")
+        self._accepts_on_batch = _accepts(getattr(judge, "answer_probability", None), "on_batch")
 
     # -- the wrapped judge's description --------------------------------------
 
@@ -297,7 +376,7 @@ class CachedJudge(Judge):
 
     def stats(self) -> dict[str, Any]:
         return {"hits": self.hits, "misses": self.misses, "bypassed": self.bypassed,
-                "stored": self.stored, "mode": self.mode, "path": str(self.path)}
+                "stored": self.stored, "mode": self.mode, "path": str(self.path), "max_size": self.store.max_size}
 
     def clear(self) -> int:
         """Forget every cached answer of this judge (same identity); returns how many rows."""
@@ -399,17 +478,27 @@ class CachedJudge(Judge):
         with progress_bar(len(queries), progress, desc=f"P(answer) {self.model}") as bar:
             bar.update(len(queries) - len(todo))
             bar.set_postfix(hits=self.hits, misses=self.misses)
-            for start in range(0, len(todo), self.batch_size):
-                chunk = todo[start : start + self.batch_size]
-                probs = self.judge.answer_probability([queries[i] for i in chunk])
+
+            def keep(start: int, probs: list[float]) -> None:
+                """Store one answered batch right away (crash safety)."""
                 entries = []
-                for i, p in zip(chunk, probs):
+                for i, p in zip(todo[start : start + len(probs)], probs):
                     out[i] = p
                     if keys[i]:
                         key, fingerprint = keys[i]
                         entries.append((key, "answer_probability", ident, fingerprint, {"probability": p}))
                 self.stored += self.store.put_many(entries)
-                bar.update(len(chunk))
+                bar.update(len(probs))
+
+            pending = [queries[i] for i in todo]
+            if pending and self._accepts_on_batch:  # the whole list at once: the judge may overlap its batches
+                result = self.judge.answer_probability(pending, on_batch=keep)
+                for j, p in enumerate(result):  # a judge that took on_batch but did not call it
+                    if out[todo[j]] is None:
+                        keep(j, [p])
+            else:  # a judge without on_batch: chunks of its batch size, each stored before the next
+                for start in range(0, len(pending), self.batch_size):
+                    keep(start, self.judge.answer_probability(pending[start : start + self.batch_size]))
         return out  # type: ignore[return-value]
 
     def _chat_batch(self, requests: list[ChatRequest]) -> list[Reply]:

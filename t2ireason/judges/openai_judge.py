@@ -778,20 +778,24 @@ class OpenAIJudge(Judge):
             self._checked = True
 
     async def _check_endpoint(self) -> None:
-        """Is the model served? ``GET /models`` when the server lists its models; else (no list, or a
-        list without the model: proxies route more than they list) a one-token request."""
+        """Is the model served? ``GET /models`` when the server lists its models; else (no list, a
+        list it fails to give, or a list without the model: proxies route more than they list) a
+        one-token request. ``transformers serve`` answers ``GET /models`` with HTTP 500 when its
+        Hub cache folder does not exist: a server that answers, but with no usable list."""
         budget = _Budget(min(self.deadline, _CHECK_DEADLINE))
         retries = min(self.max_retries, 2)
         listed: list[str] | None = None
         try:
-            listing = await self._with_retries(
+            listing = await self._with_retries(  # an error status is not asked again: the probe follows
                 lambda: self._on_the_wire(lambda: self._call("GET", "/models"), budget),
-                budget, max_retries=retries, retry_connect=False)
+                budget, max_retries=retries, retry_connect=False, retry_status=False)
             data = listing.get("data") if isinstance(listing, dict) else None
             if isinstance(data, list):
                 listed = [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
         except Exception as e:
-            absent = _kind(e) == "malformed" or _kind(e) == "status" and e.status in (404, 405)
+            # no usable list (none served, or one the server fails to give): the one-token request
+            # decides; a refused key is said now
+            absent = _kind(e) == "malformed" or _kind(e) == "status" and e.status not in (401, 403)
             if not absent:
                 raise self._unusable(e, "listing the served models (GET /models)") from None
         if listed and (self.model in listed or f"models/{self.model}" in listed):
@@ -910,7 +914,8 @@ class OpenAIJudge(Judge):
                 raise
 
     async def _with_retries(self, call: Callable[[], Awaitable[Any]], budget: _Budget, *,
-                            max_retries: int | None = None, retry_connect: bool = True) -> Any:
+                            max_retries: int | None = None, retry_connect: bool = True,
+                            retry_status: bool = True) -> Any:
         """``call()``, retried by tenacity after retryable failures: at most ``max_retries`` times,
         never past the request's deadline, and not when the server asks for a wait longer than
         ``max_retry_after``. The exception that ends it carries ``attempts``, ``elapsed`` and
@@ -922,7 +927,8 @@ class OpenAIJudge(Judge):
         max_retries = self.max_retries if max_retries is None else max_retries
 
         def retryable(exc: BaseException) -> bool:
-            return _retryable(exc) and (retry_connect or _kind(exc) != "connect")
+            return _retryable(exc) and (retry_connect or _kind(exc) != "connect") and (
+                retry_status or _kind(exc) != "status")
 
         try:
             return await call()

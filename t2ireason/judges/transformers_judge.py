@@ -40,6 +40,8 @@ import importlib.metadata
 import importlib.util
 import json
 import re
+import threading
+from concurrent.futures import Future
 from contextlib import contextmanager
 from typing import Any
 
@@ -55,6 +57,7 @@ from .base import (
     Sampling,
     TokenLogprob,
 )
+from .prefetch import prefetched
 
 __all__ = ["TransformersJudge", "GENERATION_CONFIGS", "torchvision_problem"]
 
@@ -72,9 +75,13 @@ def _row_sampler(rows: list[tuple[float, float, int | None, int | None]]):
     greedy picks it. Each row consumes one draw per step from its own generator,
     so a seeded request gives the same text whatever else shares its batch.
     Greedy rows (temperature 0) are left untouched.
+
+    The warping (temperature, top-k, top-p) runs on all sampled rows at once and the drawn
+    tokens are scattered in one call, with the index and parameter tensors built once; only
+    the draw itself is per row (each from its own generator), and nothing waits for the device.
     """
     import torch
-    from transformers import LogitsProcessor, TopKLogitsWarper, TopPLogitsWarper
+    from transformers import LogitsProcessor
 
     class RowSampler(LogitsProcessor):
         def __init__(self):
@@ -86,19 +93,35 @@ def _row_sampler(rows: list[tuple[float, float, int | None, int | None]]):
                     self.rows.append((i, temperature, top_p, top_k, seed))
             self.generators = None
 
+        def _setup(self, device):
+            self.generators = [torch.Generator(device).manual_seed(r[-1]) for r in self.rows]
+            self.index = torch.tensor([r[0] for r in self.rows], device=device)
+            self.temperature = torch.tensor([[r[1]] for r in self.rows], dtype=torch.float32, device=device)
+            # 1 - top_p in double, then float32: the threshold TopPLogitsWarper compares with
+            self.top_p_floor = torch.tensor([[1 - r[2]] for r in self.rows], dtype=torch.float32, device=device)
+            self.top_p_rows = torch.tensor([[r[2] < 1] for r in self.rows], device=device)
+            self.any_top_p = any(r[2] < 1 for r in self.rows)
+            self.top_k = self.rows[0][3]  # the checkpoint's own top-k, the same for every row
+
         def __call__(self, input_ids, scores):
             if self.generators is None:
-                self.generators = [torch.Generator(scores.device).manual_seed(r[-1]) for r in self.rows]
+                self._setup(scores.device)
+            logits = scores[self.index].float() / self.temperature
+            if self.top_k:  # as TopKLogitsWarper: below the k-th largest logit is out
+                kth = torch.topk(logits, min(self.top_k, logits.shape[-1]))[0][..., -1, None]
+                logits = logits.masked_fill(logits < kth, float("-inf"))
+            if self.any_top_p:  # as TopPLogitsWarper, per row, for the rows with top_p < 1
+                ordered, order = torch.sort(logits, descending=False)
+                cumulative = ordered.softmax(-1).cumsum(-1)
+                out = (cumulative <= self.top_p_floor) & self.top_p_rows
+                out[..., -1:] = False  # the most likely token always stays
+                logits = logits.masked_fill(out.scatter(1, order, out), float("-inf"))
+            probs = logits.softmax(-1)
+            drawn = torch.cat([torch.multinomial(probs[k : k + 1], 1, generator=gen)
+                               for k, gen in enumerate(self.generators)])
             scores = scores.clone()
-            for (i, temperature, top_p, top_k, _), gen in zip(self.rows, self.generators):
-                row = scores[i : i + 1].float() / temperature
-                if top_k:
-                    row = TopKLogitsWarper(top_k)(input_ids[i : i + 1], row)
-                if top_p < 1:
-                    row = TopPLogitsWarper(top_p)(input_ids[i : i + 1], row)
-                token = torch.multinomial(row.softmax(-1), 1, generator=gen)
-                scores[i] = float("-inf")
-                scores[i, token] = 0.0
+            scores[self.index] = float("-inf")
+            scores[self.index.unsqueeze(1), drawn] = 0.0
             return scores
 
     return RowSampler()
@@ -107,32 +130,45 @@ def _row_sampler(rows: list[tuple[float, float, int | None, int | None]]):
 def _forced_tokens(answers: list[list[int]], filler: int):
     """A logits processor forcing row ``i`` to write ``answers[i]`` (then ``filler``, ending the row):
     with greedy decoding, ``generate`` then teacher-forces the answers, and its raw logits
-    (``output_logits``) are the model's predictions of each answer token in context."""
+    (``output_logits``) are the model's predictions of each answer token in context.
+
+    The answers are one ``(rows, longest + 1)`` tensor built once on the device (padded with
+    ``filler``); each step scatters its column."""
+    import torch
     from transformers import LogitsProcessor
+
+    width = max(map(len, answers)) + 1
+    table = [ids + [filler] * (width - len(ids)) for ids in answers]
 
     class ForcedTokens(LogitsProcessor):
         def __init__(self):
             self.step = 0
+            self.table = None
 
         def __call__(self, input_ids, scores):
-            scores = scores.clone().fill_(float("-inf"))
-            for i, ids in enumerate(answers):
-                scores[i, ids[self.step] if self.step < len(ids) else filler] = 0.0
+            if self.table is None:
+                self.table = torch.tensor(table, dtype=torch.long, device=scores.device)
+            column = self.table[:, min(self.step, width - 1), None]
+            scores = scores.clone().fill_(float("-inf")).scatter_(1, column, 0.0)
             self.step += 1
             return scores
 
     return ForcedTokens()
 
 
-def _schema_constraint(tokenizer_info: Any, schemas: list[dict | None], prompt_len: int):
+def _schema_constraint(tokenizer_info: Any, schemas: list[dict | None], prompt_len: int, executor: Any = None):
     """A logits processor keeping each row with a JSON schema inside that schema
     (llguidance matchers, one per row); rows without one are left free.
 
     The grammar is compact JSON (no optional whitespace): a weak model otherwise
-    spends its token budget on spaces and newlines.
+    spends its token budget on spaces and newlines. Per step the batch's last tokens are read
+    in one copy, the rows' masks computed together (``executor``, an ``llguidance.LLExecutor``,
+    fills them in parallel) into llguidance's pinned buffer, and that buffer copied to the
+    device without waiting.
     """
     import llguidance
     import llguidance.torch as llt
+    import torch
     from transformers import LogitsProcessor
 
     class SchemaConstraint(LogitsProcessor):
@@ -146,23 +182,59 @@ def _schema_constraint(tokenizer_info: Any, schemas: list[dict | None], prompt_l
             for m, schema in zip(self.matchers, schemas):
                 if m is not None and m.is_error():
                     raise JudgeError(f"cannot enforce JSON schema {schema.get('title', '')!r}: {m.get_error()}")
-            self.mask = llt.allocate_token_bitmask(len(schemas), tokenizer_info.vocab_size)
+            self.mask = llt.allocate_token_bitmask(len(schemas), tokenizer_info.vocab_size)  # pinned with CUDA
+            self.device_mask = None
 
         def __call__(self, input_ids, scores):
-            if input_ids.shape[1] > prompt_len:  # the token chosen at the previous step
-                for i, m in enumerate(self.matchers):
+            if input_ids.shape[1] > prompt_len:  # the tokens chosen at the previous step, one copy for the batch
+                # (reading them waits for the device, so the previous step's copy of the mask is done)
+                for m, token in zip(self.matchers, input_ids[:, -1].tolist()):
                     if m is not None and not m.is_stopped():
-                        m.consume_token(int(input_ids[i, -1]))
+                        m.consume_token(token)
             self.mask.fill_(-1)  # all bits set: every token allowed
-            for i, m in enumerate(self.matchers):
-                # a complete reply (stopped matcher) allows only end-of-sequence; a broken one is left free
-                if m is not None and not m.is_error():
+            # a complete reply (stopped matcher) allows only end-of-sequence; a broken one is left free
+            live = [(m, i) for i, m in enumerate(self.matchers) if m is not None and not m.is_error()]
+            if executor is not None:
+                llt.fill_next_token_bitmask_par(executor, live, self.mask)
+            else:
+                for m, i in live:
                     llt.fill_next_token_bitmask(m, self.mask, i)
+            if self.device_mask is None:
+                self.device_mask = torch.empty_like(self.mask, device=scores.device)
+            self.device_mask.copy_(self.mask, non_blocking=True)
             scores = scores.clone()
-            llt.apply_token_bitmask_inplace(scores, self.mask.to(scores.device))
+            llt.apply_token_bitmask_inplace(scores, self.device_mask)
             return scores
 
     return SchemaConstraint()
+
+
+#: families whose vision tower attends image by image (Qwen2-VL, Qwen3-VL) or window by window (Qwen2.5-VL):
+#: transformers' SDPA path calls the kernel once per image or window (Qwen2.5-VL-7B at batch 32: about 45,000
+#: small calls, half the batch's time on an H100, ../../perf/README.md); flash-attention's varlen kernel once a layer
+VARLEN_VISION_FAMILIES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe")
+
+
+def _fitting_attention(model: str, load: dict, dtype: Any, device_map: Any, device: str | None) -> dict | None:
+    """The attention implementation to ask for when the user names none: flash-attention 2 for the vision
+    tower of :data:`VARLEN_VISION_FAMILIES` when ``flash_attn`` is installed and the model goes to CUDA in
+    half precision (the kernel takes nothing else), else ``None`` (transformers' default, SDPA)."""
+    import torch
+    from transformers import AutoConfig
+    from transformers.utils import is_flash_attn_2_available
+
+    if not (torch.cuda.is_available() and is_flash_attn_2_available()):
+        return None
+    target = device_map if device_map is not None else device or "cuda"
+    if isinstance(target, str) and not target.startswith(("cuda", "auto", "balanced", "sequential")):
+        return None
+    config = AutoConfig.from_pretrained(model, **load)
+    if config.model_type not in VARLEN_VISION_FAMILIES or "vision_config" not in getattr(config, "sub_configs", {}):
+        return None
+    resolved = getattr(config, "dtype", None) if dtype == "auto" else dtype
+    if str(resolved).removeprefix("torch.") not in ("float16", "bfloat16"):
+        return None
+    return {"vision_config": "flash_attention_2"}
 
 
 def torchvision_problem() -> str | None:
@@ -241,6 +313,17 @@ class TransformersJudge(Judge):
     ``repetition_penalty``, ``sequence_bias``). ``structured_output`` enforces each
     request's ``json_schema`` by constrained decoding (llguidance); ``False`` leaves
     it to the caller's parser and re-asks.
+
+    ``attn_implementation`` left at ``None`` is chosen per family: flash-attention's varlen kernel
+    for the vision tower of the Qwen-VL families when ``flash_attn`` is installed and the model runs
+    on CUDA in half precision (their vision towers attend image by image or window by window:
+    one kernel call per layer instead of one per window), transformers' default (SDPA) otherwise;
+    the choice is part of :meth:`identity`. ``prefetch`` batches are prepared (images resized,
+    template rendered, processor run) in a background thread while the model answers the current
+    one (``0``: one after the other). ``compiled_decoding`` decodes chat replies with a static KV
+    cache, which ``generate`` compiles with ``torch.compile`` on CUDA: worth it for long runs of
+    long JSON replies, after a first call that compiles (tens of seconds; a new batch size or a
+    longer cache compiles again).
     """
 
     backend = "hf"
@@ -265,12 +348,16 @@ class TransformersJudge(Judge):
         chat_template_kwargs: dict | None = None,
         generate_kwargs: dict | None = None,
         structured_output: bool = True,
+        prefetch: int = 1,
+        compiled_decoding: bool = False,
     ):
         import torch
         from transformers import AutoModelForImageTextToText, AutoProcessor
 
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        if prefetch < 0:
+            raise ValueError(f"prefetch must be >= 0 (0: no prefetch), got {prefetch}")
         if generation_config not in GENERATION_CONFIGS:
             raise ValueError(f"generation_config must be one of {', '.join(GENERATION_CONFIGS)}, "
                              f"got {generation_config!r}")
@@ -284,13 +371,18 @@ class TransformersJudge(Judge):
         self.generate_kwargs = dict(generate_kwargs or {})
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
         self.structured_output = structured_output
+        self.prefetch = prefetch
+        self.compiled_decoding = compiled_decoding
         self.trust_remote_code = trust_remote_code
-        self.attn_implementation = attn_implementation
         self.processor_kwargs = dict(processor_kwargs or {})
         self.model_kwargs = dict(model_kwargs or {})
         self._tokenizer_info = None  # llguidance's view of the vocabulary, built on first use (~1 s)
         self._answer_context = None  # how the template writes an answer after its generation prompt
         self._answer_ids_cache: dict[tuple, list[int]] = {}
+        self._executor = None  # llguidance's thread pool for the rows' masks, made on first use
+        # the prefetch thread and an inline preparation (a batch split after running out of memory) never
+        # share the processor at once
+        self._preparing = threading.Lock()
 
         problem = torchvision_problem()
         if problem:
@@ -299,10 +391,13 @@ class TransformersJudge(Judge):
         model_load = {**load, "dtype": dtype, **self.model_kwargs}
         if device_map is not None:
             model_load["device_map"] = device_map
-        if attn_implementation is not None:
-            model_load["attn_implementation"] = attn_implementation
         try:
             self.processor = AutoProcessor.from_pretrained(self.model, **load, **self.processor_kwargs)
+            if attn_implementation is None:
+                attn_implementation = _fitting_attention(self.model, load, dtype, device_map, device)
+            self.attn_implementation = attn_implementation
+            if attn_implementation is not None:
+                model_load["attn_implementation"] = attn_implementation
             self.hf_model = AutoModelForImageTextToText.from_pretrained(self.model, **model_load).eval()
         except Exception as e:  # OSError for a missing path, ValueError for an unknown architecture...
             rev = f" at revision {revision!r}" if revision else ""
@@ -375,7 +470,9 @@ class TransformersJudge(Judge):
                    "model_kwargs": self.model_kwargs, "generate_kwargs": self.generate_kwargs}
         ident.update({k: _jsonable(v) for k, v in options.items() if v})
         if self.attn_implementation:
-            ident["attn_implementation"] = self.attn_implementation
+            ident["attn_implementation"] = _jsonable(self.attn_implementation)
+        if self.compiled_decoding:
+            ident["cache_implementation"] = "static"
         if self.trust_remote_code:
             ident["trust_remote_code"] = True
         if self.structured_output:
@@ -459,15 +556,25 @@ class TransformersJudge(Judge):
                                                       **self.chat_template_kwargs)
 
     def _encode(self, texts: list[str], conversations: list[list[dict]]):
-        """The processor's encoding of rendered prompts with their images, left padded, on the model's
-        device. The tokenizer adds its special tokens (BOS) unless the template wrote them itself."""
+        """The processor's encoding of rendered prompts with their images, left padded, on the CPU
+        (:meth:`_on_device` moves it when its turn comes). The tokenizer adds its special tokens
+        (BOS) unless the template wrote them itself."""
         images = [[p["image"] for m in conv for p in m["content"] if p["type"] == "image"] for conv in conversations]
         bos = self.tokenizer.bos_token
         kwargs = {"images": images} if any(images) else {}
         with self._failing_as("the processor"):
             enc = self.processor(text=texts, padding=True, return_tensors="pt",
                                  add_special_tokens=not (bos and texts[0].startswith(bos)), **kwargs)
+        return enc
+
+    def _on_device(self, enc):
         return enc.to(self.device, dtype=self.hf_model.dtype)
+
+    def _prefetched(self, chunks: list, prepare):
+        """``(chunk, future of prepare(chunk))`` in order, the next chunks prepared in a background thread
+        (:mod:`.prefetch`) while the caller runs the model on this one."""
+        self.answer_context()  # read once here, before two threads could ask for it
+        return prefetched(chunks, prepare, depth=self.prefetch, name="hf-judge-prefetch")
 
     def answer_context(self) -> tuple[str, str]:
         """``(closing, lead)``: what the template writes between its generation prompt and an answer.
@@ -497,9 +604,13 @@ class TransformersJudge(Judge):
 
     # -- chat --------------------------------------------------------------
 
-    def _chat_batch(self, requests: list[ChatRequest]) -> list[Reply]:
+    def _chat_batches(self, chunks: list[list[ChatRequest]]):
+        for requests, prepared in self._prefetched(chunks, self._prepare_chat):
+            yield self._chat_batch(requests, prepared)
+
+    def _chat_batch(self, requests: list[ChatRequest], prepared: Future | None = None) -> list[Reply]:
         try:
-            return self._generate(requests)
+            return self._generate(prepared.result() if prepared is not None else self._prepare_chat(requests))
         except JudgeError:
             raise
         except Exception as e:
@@ -522,27 +633,46 @@ class TransformersJudge(Judge):
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
 
-    def _generate(self, requests: list[ChatRequest]) -> list[Reply]:
+    def _prepare_chat(self, requests: list[ChatRequest]) -> dict[str, Any]:
+        """Everything of a chat batch made on the CPU before the model runs: the prompts rendered and
+        encoded with their images, the generation config, the schema constraint."""
+        with self._preparing:
+            samplings = [self.resolve_sampling(r) for r in requests]
+            schemas = [r.json_schema if self.structured_output else None for r in requests]
+            conversations = [self._conversation(r.messages) for r in requests]
+            closing, _ = self.answer_context()
+            # a structured reply is decoded after a closed thinking block, never inside the thought
+            texts = [t + closing if schema else t for t, schema in zip(self._render(conversations), schemas)]
+            enc = self._encode(texts, conversations)
+            config = copy.deepcopy(self._generation_config)
+            config.max_new_tokens = max(s.max_tokens for s in samplings)
+            if config.min_new_tokens:  # a judge-wide minimum never exceeds a request's maximum
+                config.min_new_tokens = min(config.min_new_tokens, config.max_new_tokens)
+            config.return_dict_in_generate = True
+            config.output_logits = max(r.top_logprobs for r in requests) > 0
+            if self.compiled_decoding:  # generate compiles its decoding step for a static cache (on CUDA)
+                config.cache_implementation = "static"
+            constraint = None
+            if any(schemas):
+                if self._executor is None:
+                    import llguidance
+
+                    self._executor = llguidance.LLExecutor()
+                constraint = _schema_constraint(self._llguidance_tokenizer(config), schemas,
+                                                enc["input_ids"].shape[1], self._executor)
+        return {"requests": requests, "samplings": samplings, "schemas": schemas, "closing": closing,
+                "enc": enc, "config": config, "constraint": constraint}
+
+    def _generate(self, prepared: dict[str, Any]) -> list[Reply]:
         import torch
 
-        samplings = [self.resolve_sampling(r) for r in requests]
-        want_logprobs = max(r.top_logprobs for r in requests)
-        schemas = [r.json_schema if self.structured_output else None for r in requests]
-        conversations = [self._conversation(r.messages) for r in requests]
-        closing, _ = self.answer_context()
-        # a structured reply is decoded after a closed thinking block, never inside the thought
-        texts = [t + closing if schema else t for t, schema in zip(self._render(conversations), schemas)]
-        enc = self._encode(texts, conversations)
-        config = copy.deepcopy(self._generation_config)
-        config.max_new_tokens = max(s.max_tokens for s in samplings)
-        if config.min_new_tokens:  # a judge-wide minimum never exceeds a request's maximum
-            config.min_new_tokens = min(config.min_new_tokens, config.max_new_tokens)
-        config.return_dict_in_generate = True
-        config.output_logits = want_logprobs > 0
+        requests, samplings, schemas, closing, config = (prepared[k] for k in (
+            "requests", "samplings", "schemas", "closing", "config"))
+        prompt_lengths = prepared["enc"]["attention_mask"].sum(1).tolist()  # on the CPU still
+        enc = self._on_device(prepared["enc"])
         processors = []
-        if any(schemas):  # masks first, then the row sampler draws among the allowed tokens
-            processors.append(_schema_constraint(self._llguidance_tokenizer(config), schemas,
-                                                 enc["input_ids"].shape[1]))
+        if prepared["constraint"] is not None:  # masks first, then the row sampler draws among the allowed tokens
+            processors.append(prepared["constraint"])
         top_k = self._model_sampling()[2] if self.generation_config == "model" else None
         if any(s.temperature > 0 for s in samplings):
             processors.append(_row_sampler([(s.temperature, s.top_p, top_k, s.seed) for s in samplings]))
@@ -563,7 +693,7 @@ class TransformersJudge(Judge):
             text = self.tokenizer.decode(kept, skip_special_tokens=True)
             if thought_end and not schemas[i] and thought_end in text:
                 text = text.split(thought_end, 1)[1].lstrip()  # the answer after the model's thought
-            prompt_tokens = int(enc["attention_mask"][i].sum())
+            prompt_tokens = prompt_lengths[i]
             completion_tokens = len(tokens) if stop is None else stop + 1
             replies.append(Reply(
                 text=text,
@@ -591,21 +721,29 @@ class TransformersJudge(Judge):
 
     def _logprobs(self, logprobs, tokens: list[int], k: int) -> list[TokenLogprob]:
         """Each generated token's log-probability under the model (raw logits, before
-        any sampling transform) and its ``k`` most likely alternatives."""
+        any sampling transform) and its ``k`` most likely alternatives (all steps at once, copied once)."""
+        import torch
+
+        steps = logprobs[: len(tokens)]
+        values, ids = steps.topk(min(k, logprobs.shape[-1]))
+        chosen = steps.gather(1, torch.tensor(tokens, dtype=torch.long, device=steps.device).view(-1, 1))[:, 0]
         out = []
-        for step, token in enumerate(tokens):
-            values, ids = logprobs[step].topk(min(k, logprobs.shape[-1]))
+        for token, lp, step_values, step_ids in zip(tokens, chosen.tolist(), values.tolist(), ids.tolist()):
             top: dict[str, float] = {}
-            for v, j in zip(values.tolist(), ids.tolist()):
+            for v, j in zip(step_values, step_ids):
                 top.setdefault(self.tokenizer.decode([j]), v)  # distinct ids can decode alike: keep the likelier
-            out.append(TokenLogprob(self.tokenizer.decode([token]), float(logprobs[step, token]), top))
+            out.append(TokenLogprob(self.tokenizer.decode([token]), lp, top))
         return out
 
     # -- answer probabilities -------------------------------------------------
 
-    def _answer_logprobs(self, queries: list[AnswerQuery]) -> list[float]:
+    def _answer_batches(self, chunks: list[list[AnswerQuery]]):
+        for queries, prepared in self._prefetched(chunks, self._prepare_answers):
+            yield self._answer_logprobs(queries, prepared)
+
+    def _answer_logprobs(self, queries: list[AnswerQuery], prepared: Future | None = None) -> list[float]:
         try:
-            return self._teacher_forced(queries)
+            return self._teacher_forced(prepared.result() if prepared is not None else self._prepare_answers(queries))
         except JudgeError:
             raise
         except Exception as e:
@@ -642,8 +780,30 @@ class TransformersJudge(Judge):
             self._answer_ids_cache[key] = full[len(base):]
         return self._answer_ids_cache[key]
 
-    def _teacher_forced(self, queries: list[AnswerQuery]) -> list[float]:
-        """log P(answer tokens | image, question), summed over the answer's tokens, in context.
+    def _prepare_answers(self, queries: list[AnswerQuery]) -> dict[str, Any]:
+        """What :meth:`_teacher_forced` needs, made on the CPU: the prompts rendered and encoded with
+        their images, each answer's token ids in context, the generation config."""
+        for q in queries:
+            if not q.answer:
+                raise JudgeError(f"answer {q.answer!r} has no tokens")
+        with self._preparing:
+            conversations = [[{"role": "user", "content": [{"type": "image", "image": self._image(q.image)},
+                                                            {"type": "text", "text": self._plain(q.question)}]}]
+                             for q in queries]
+            closing, _ = self.answer_context()
+            enc = self._encode([t + closing for t in self._render(conversations)], conversations)
+            rows = [ids[mask.bool()].tolist() for ids, mask in zip(enc["input_ids"], enc["attention_mask"])]
+            answers = [self.answer_ids(row, q.answer) for row, q in zip(rows, queries)]
+        config = copy.deepcopy(self.hf_model.generation_config)
+        config.update(do_sample=False, temperature=None, top_p=None, top_k=None, min_new_tokens=None,
+                      max_new_tokens=max(map(len, answers)), output_logits=True, return_dict_in_generate=True)
+        if config.pad_token_id is None:
+            config.pad_token_id = self.tokenizer.pad_token_id
+        return {"queries": queries, "enc": enc, "answers": answers, "config": config}
+
+    def _teacher_forced(self, prepared: dict[str, Any]) -> list[float]:
+        """log P(answer tokens | image, question) for each prepared query, summed over the answer's
+        tokens, in context.
 
         The prompt is the rendered generation prompt (with a thinking block closed, see
         :meth:`answer_context`); ``generate`` runs with each row's answer forced token by token
@@ -653,30 +813,19 @@ class TransformersJudge(Judge):
         """
         import torch
 
-        for q in queries:
-            if not q.answer:
-                raise JudgeError(f"answer {q.answer!r} has no tokens")
-        conversations = [[{"role": "user", "content": [{"type": "image", "image": self._image(q.image)},
-                                                        {"type": "text", "text": self._plain(q.question)}]}]
-                         for q in queries]
-        closing, _ = self.answer_context()
-        enc = self._encode([t + closing for t in self._render(conversations)], conversations)
-        rows = [ids[mask.bool()].tolist() for ids, mask in zip(enc["input_ids"], enc["attention_mask"])]
-        answers = [self.answer_ids(row, q.answer) for row, q in zip(rows, queries)]
-        config = copy.deepcopy(self.hf_model.generation_config)
-        config.update(do_sample=False, temperature=None, top_p=None, top_k=None, min_new_tokens=None,
-                      max_new_tokens=max(map(len, answers)), output_logits=True, return_dict_in_generate=True)
-        if config.pad_token_id is None:
-            config.pad_token_id = self.tokenizer.pad_token_id
+        queries, answers, config = prepared["queries"], prepared["answers"], prepared["config"]
+        enc = self._on_device(prepared["enc"])
         eos = config.eos_token_id
         filler = (eos[0] if isinstance(eos, list) else eos) if eos is not None else config.pad_token_id
         with self._failing_as("scoring answers"), torch.inference_mode():
             out = self.hf_model.generate(**enc, generation_config=config,
                                          logits_processor=[_forced_tokens(answers, filler)])
-        logits = torch.stack(out.logits, 1).float().log_softmax(-1)
-        totals = []
+            logits = torch.stack(out.logits, 1).float().log_softmax(-1)
         for i, ids in enumerate(answers):
             if len(ids) > logits.shape[1]:  # the row ended early: its answer holds an end-of-sequence token
                 raise JudgeError(f"answer {queries[i].answer!r} contains the end-of-sequence token of {self.model}")
-            totals.append(float(sum(logits[i, j, t] for j, t in enumerate(ids))))
-        return totals
+        # each answer token's log-probability gathered on the device and copied once; summed in order, in float32
+        steps = logits.shape[1]
+        table = torch.tensor([ids + [0] * (steps - len(ids)) for ids in answers], device=logits.device)
+        picked = logits.gather(2, table.unsqueeze(-1)).squeeze(-1).cpu()
+        return [float(sum(picked[i, j] for j in range(len(ids)))) for i, ids in enumerate(answers)]

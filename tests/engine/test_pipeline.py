@@ -350,3 +350,46 @@ def test_shards_with_nothing_kept(tiny_models, tmp_path):
         shutil.rmtree(Workdir(tmp_path / "work").stage_dir(stage))
     with pytest.raises(EngineError, match="every candidate was dropped, nothing to release"):
         run(reject, tmp_path / "out2")
+
+
+def test_a_failing_task_is_one_console_line_and_its_traceback_stays_in_the_task_log(tmp_path, capfd):
+    """A task that fails (here the drawer's model cannot load) used to print about 100 lines of datatrove's
+    loguru traceback, with its variable dumps, before the run's one-line cause."""
+    from .scripted import ScriptedDrawer
+
+    class Unloadable(ScriptedDrawer):
+        def __call__(self, prompts, seeds):
+            raise OSError("Error no file named config.json found in directory broken.")
+
+    make_inputs(tmp_path / "inputs")
+    result, _ = run_scripted(tmp_path, Unloadable())
+    err = capfd.readouterr().err
+    assert not result.complete and "Traceback" not in err and "│" not in err
+    lines = [x for x in err.splitlines() if "ERROR" in x]  # one per task of the stage
+    assert lines and all(x.endswith("Error no file named config.json found in directory broken. (traceback in the "
+                                    "task log)") for x in lines)
+    log = next((tmp_path / "work").glob("*-synthesis/logs/logs/task_00000.log")).read_text()
+    assert "Traceback" in log and "OSError: Error no file named config.json" in log
+
+
+def test_the_shipped_sample_inputs_make_a_release(tmp_path, capsys):
+    """``t2ireason engine run --sample`` (README's first run) reads the inputs shipped with the package: every
+    source, images found beside them; with the scripted judge and drawer the run goes to the release."""
+    from t2ireason.cli import build_parser
+    from t2ireason.engine.command import run_engine_command
+    from t2ireason.engine.sources import sample_sources
+
+    from .scripted import ScriptedDrawer
+
+    result = run_engine(tmp_path / "work", sample_sources(), EngineConfig(**CONFIG),
+                        judge=ScriptedJudge(replies=reply), drawer=ScriptedDrawer(), out=tmp_path / "out",
+                        license="apache-2.0", progress=False)
+    assert result.complete and result.candidates == {"laion": 4, "imagination": 4, "text_rendering": 2}
+    assert Path(next(Workdir(tmp_path / "work").records("sources"))["input_image"]).is_file()
+    assert len(read_release(tmp_path / "out", "default")) == result.statistics["kept"] > 0
+    args = build_parser("engine").parse_args(["engine", "estimate", "--work", str(tmp_path / "est"), "--sample"])
+    assert run_engine_command(args) == 0
+    assert "candidates: laion 4, imagination 4, text_rendering 2" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="--sample gives the inputs: drop --captions"):
+        run_engine_command(build_parser("engine").parse_args(["engine", "estimate", "--work", "w", "--sample",
+                                                              "--captions", "c.txt"]))

@@ -37,6 +37,53 @@ def rows(path) -> int:
 
 # -- hits, misses, what is served ----------------------------------------------------------
 
+def test_a_size_limit_evicts_the_least_recently_used_and_they_are_asked_again(tmp_path):
+    """A reward in a training loop asks about new images every step: the file stays under its limit,
+    the replies used lately stay, an evicted one is asked again, and hits still hit."""
+    long = "x" * 3000  # about 3 KB a reply, like a judgement with its reasoning
+    inner = ScriptedJudge(lambda r: long + r.messages[-1].text)
+    path = tmp_path / "c.sqlite"
+    judge = CachedJudge(inner, path, max_size="200kB")
+    kept = reqs(1, prefix="kept")
+    for step in range(40):  # 40 steps of 5 new images, and one request asked at every step
+        judge.chat(kept + reqs(5, prefix=f"step{step}-"))
+    used = page_bytes(path)
+    assert used <= 200_000 and rows(path) < 100  # 201 replies asked, the oldest evicted
+    assert judge.chat(kept)[0].cached  # used at every step: never evicted
+    asked = len(inner.requests)
+    again = judge.chat(reqs(5, prefix="step0-"))  # evicted long ago: recomputed, and stored again
+    assert not any(r.cached for r in again) and len(inner.requests) == asked + 5
+    assert all(r.cached for r in judge.chat(reqs(5, prefix="step0-")))  # and hit after that
+    assert all(r.cached for r in judge.chat(reqs(5, prefix="step39-")))  # the latest step is still there
+
+
+def test_the_size_limit_is_configurable_and_can_be_lifted(tmp_path, monkeypatch):
+    monkeypatch.setenv("T2IREASON_CACHE_MAX_SIZE", "1.5GiB")
+    assert CachedJudge(echo_judge(), tmp_path / "a.sqlite").store.max_size == int(1.5 * 1024**3)
+    monkeypatch.setenv("T2IREASON_CACHE_MAX_SIZE", "0")
+    assert CachedJudge(echo_judge(), tmp_path / "b.sqlite").store.max_size is None
+    assert CachedJudge(echo_judge(), tmp_path / "c.sqlite", max_size=10_000).store.max_size == 10_000
+    monkeypatch.setenv("T2IREASON_CACHE_MAX_SIZE", "lots")
+    with pytest.raises(ValueError, match="T2IREASON_CACHE_MAX_SIZE must be a size such as 500MB"):
+        CachedJudge(echo_judge(), tmp_path / "d.sqlite")
+
+
+def test_a_cache_file_of_before_gains_the_last_use_column(tmp_path):
+    path = tmp_path / "old.sqlite"
+    with sqlite3.connect(path) as conn:  # the schema without `used`
+        conn.execute("CREATE TABLE replies (key TEXT PRIMARY KEY, kind TEXT NOT NULL, backend TEXT, model TEXT, "
+                     "judge TEXT NOT NULL, request TEXT NOT NULL, reply TEXT NOT NULL, created REAL NOT NULL)")
+    judge = CachedJudge(echo_judge(), path, max_size=1_000_000)
+    judge.chat(reqs(2))
+    assert all(r.cached for r in judge.chat(reqs(2)))
+
+
+def page_bytes(path) -> int:
+    with sqlite3.connect(path) as conn:
+        pages = conn.execute("PRAGMA page_count").fetchone()[0] - conn.execute("PRAGMA freelist_count").fetchone()[0]
+        return pages * conn.execute("PRAGMA page_size").fetchone()[0]
+
+
 
 def test_second_run_is_served_from_cache(tmp_path):
     inner = echo_judge()
@@ -50,7 +97,8 @@ def test_second_run_is_served_from_cache(tmp_path):
     assert [r.cached for r in second] == [True] * 4 + [False]
     assert len(inner.requests) == 5  # only the new request reached the judge
     assert judge.stats() | {"path": None} == {"hits": 4, "misses": 5, "bypassed": 0, "stored": 5,
-                                              "mode": "use", "path": None}
+                                              "mode": "use", "path": None,
+                                              "max_size": 2 * 1024**3}
     # the cached reply carries what the judge said about itself
     assert second[0].model == "scripted" and second[0].sampling == Sampling().to_dict()
 

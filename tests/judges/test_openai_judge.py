@@ -570,6 +570,19 @@ def test_a_server_without_a_model_list_is_checked_with_one_tiny_request():
             judge.chat([ChatRequest.simple("q")])
 
 
+def test_a_model_list_the_server_fails_to_give_is_no_list():
+    """``transformers serve`` answers GET /v1/models with HTTP 500 when its Hub cache folder does not
+    exist (tests/judges/test_transformers_serve.py); the one-token request decides, at once."""
+    with serve(list_models=500) as server, _judge(server) as judge:
+        assert judge.chat([ChatRequest.simple("q")])[0].ok
+    assert server.model_requests == 1  # not asked again: the probe follows
+    probe, first = server.requests
+    assert probe.body["max_tokens"] == 1 and first.text == "q"
+    with serve(list_models=500, models=["other"]) as server, _judge(server) as judge:
+        with pytest.raises(JudgeError, match="does not serve a model named 'test-model'"):
+            judge.check()
+
+
 def test_a_refused_key_is_one_clear_error_and_check_false_skips_the_check():
     def auth(r):
         return Fail(401, "invalid api key")

@@ -1,0 +1,282 @@
+"""The local judge's pipeline and per-step work (issue 23): the next batch prepared in a background
+thread while the model answers, the forced-answer and row-sampling processors vectorised, the schema
+masks filled together, attention chosen per family, the opt-in compiled decoding path.
+
+Every change must leave scores and replies identical: each test compares with the path it replaces.
+"""
+
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+from t2ireason.images import as_image
+from t2ireason.judges import AnswerQuery, ChatRequest, JudgeError, Sampling, load_judge
+from t2ireason.judges import transformers_judge as tj
+
+LENGTH = 4
+SCHEMA = {"type": "object", "properties": {"score": {"type": "integer", "minimum": 0, "maximum": 10},
+                                           "why": {"type": "string", "maxLength": 8}},
+          "required": ["score", "why"], "additionalProperties": False}
+
+
+def _image(seed, size=(40, 30)):
+    rng = np.random.default_rng(seed)
+    return as_image(rng.integers(0, 256, (size[1], size[0], 3), dtype=np.uint8))
+
+
+def _judge(vlm, **kwargs):
+    return load_judge(f"hf:{vlm}", sampling=Sampling(max_tokens=LENGTH), generate_kwargs={"min_new_tokens": LENGTH},
+                      device="cpu", **kwargs)
+
+
+@pytest.fixture(scope="module")
+def judge(tiny_models):
+    return _judge(tiny_models["vlm"])
+
+
+def _queries(n=7):
+    return [AnswerQuery(_image(i, (24 + 6 * i, 30)), f"Is there a cat number {i}?", ["Yes", "No", "Yes, it is"][i % 3])
+            for i in range(n)]
+
+
+def _requests(n=7):
+    return [ChatRequest.simple(_image(i, (24 + 6 * i, 30)), f"Describe picture {i}.",
+                               json_schema=SCHEMA if i % 2 else None,
+                               sampling=Sampling(temperature=0.8, top_p=0.9, seed=i, max_tokens=10) if i % 3 == 0
+                               else None)
+            for i in range(n)]
+
+
+def _prefetch_threads():
+    return [t for t in threading.enumerate() if t.name.startswith("hf-judge-prefetch")]
+
+
+@pytest.mark.parametrize(("batch_size", "n"), [(1, 4), (3, 7)])
+def test_prefetch_gives_identical_scores_and_replies_in_order(judge, monkeypatch, batch_size, n):
+    """4 items at batch size 1 (prefetch depth 2), 7 at batch size 3 (depth 1, a tail of 1): the same floats and texts,
+    in the same order, as preparing each batch inline; the next batch really is prepared while the model
+    runs this one."""
+    monkeypatch.setattr(judge, "batch_size", batch_size)
+    queries, requests = _queries(n), _requests(n)
+    monkeypatch.setattr(judge, "prefetch", 0)
+    inline_scores = judge.answer_probability(queries)
+    inline_texts = [r.text for r in judge.chat(requests)]
+
+    # the model's call for a batch waits until the next batch's preparation has begun in the other thread:
+    # without a prefetch it would wait in vain
+    started, threads = [], []
+    real_prepare_answers, real_prepare_chat = judge._prepare_answers, judge._prepare_chat
+    real_generate = judge.hf_model.generate
+    began = threading.Condition()
+
+    def recording(real):
+        def prepare(items):
+            with began:
+                started.append(len(started))
+                threads.append(threading.current_thread().name)
+                began.notify_all()
+            return real(items)
+        return prepare
+
+    calls = []
+
+    def generate(*args, **kwargs):
+        k = len(calls)  # the batch the model answers now
+        calls.append(k)
+        if k + 1 < -(-n // batch_size):
+            with began:
+                assert began.wait_for(lambda: len(started) >= k + 2, timeout=30), "the next batch was not prefetched"
+        return real_generate(*args, **kwargs)
+
+    monkeypatch.setattr(judge, "_prepare_answers", recording(real_prepare_answers))
+    monkeypatch.setattr(judge, "_prepare_chat", recording(real_prepare_chat))
+    monkeypatch.setattr(judge.hf_model, "generate", generate)
+    for depth in (2 if batch_size == 1 else 1,):  # the default depth with the uneven tail
+        monkeypatch.setattr(judge, "prefetch", depth)
+        started.clear(), calls.clear()
+        assert judge.answer_probability(queries) == inline_scores  # exactly, in order
+        started.clear(), calls.clear()
+        order = []
+        replies = judge.chat(requests, on_reply=lambda i, r, order=order: order.append(i))
+        assert [r.text for r in replies] == inline_texts and order == list(range(n))
+    assert set(threads) and all(name.startswith("hf-judge-prefetch") for name in threads)
+    assert not _prefetch_threads(), "the prefetch thread outlived the loop"
+    assert len(set(inline_scores)) > 1 and all(r for r in inline_texts)
+
+
+def test_a_failed_preparation_surfaces_in_order_and_leaves_no_thread(judge, monkeypatch):
+    """The third batch's processor fails in the prefetch thread: the first two batches' replies are
+    delivered, then the failure is raised as the judge's error naming the cause, and no thread is left."""
+    monkeypatch.setattr(judge, "batch_size", 2)
+    calls = []
+    real_encode = judge._encode
+
+    def encode(texts, conversations):
+        calls.append(len(texts))
+        if len(calls) == 3:
+            raise ValueError("broken pixels")
+        return real_encode(texts, conversations)
+
+    monkeypatch.setattr(judge, "_encode", encode)
+    delivered = []
+    with pytest.raises(JudgeError, match=r"generation failed: ValueError: broken pixels"):
+        judge.chat(_requests(7)[:6], on_reply=lambda i, r: delivered.append(i))
+    assert delivered == [0, 1, 2, 3]
+    calls.clear()
+    with pytest.raises(JudgeError, match=r"scoring answers failed: ValueError: broken pixels"):
+        judge.answer_probability(_queries(6))
+    assert not _prefetch_threads()
+
+
+def test_through_the_response_cache_the_batches_still_overlap_and_each_is_kept_as_answered(tiny_models, tmp_path,
+                                                                                            monkeypatch):
+    """The cache hands the judge every query it misses at once (so the judge prefetches across batches) and
+    stores each batch as it is answered: an interruption in the third batch keeps the first two."""
+    from t2ireason.judges.cache import CachedJudge
+
+    inner = _judge(tiny_models["vlm"], batch_size=2)
+    expected = inner.answer_probability(_queries(7))
+    cached = CachedJudge(inner, tmp_path / "c.sqlite")
+    calls = []
+    real = inner._prepare_answers
+
+    def prepare(queries):
+        calls.append(threading.current_thread().name)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(queries)
+
+    monkeypatch.setattr(inner, "_prepare_answers", prepare)
+    with pytest.raises(KeyboardInterrupt):
+        cached.answer_probability(_queries(7))
+    assert cached.stored == 4 and all(name.startswith("hf-judge-prefetch") for name in calls)
+    monkeypatch.undo()
+    assert cached.answer_probability(_queries(7)) == expected and cached.hits == 4 and cached.stored == 7
+    assert not _prefetch_threads()
+
+
+# -- the per-step processors, against the per-row loops they replace ------------------------------------------------
+
+
+def _old_row_sampler(rows):
+    """The per-row sampler before issue 23 (a Python loop over rows, each warped and drawn alone)."""
+    from transformers import TopKLogitsWarper, TopPLogitsWarper
+
+    sampled = [(i, t, p, k, s) for i, (t, p, k, s) in enumerate(rows) if t > 0]
+    generators = None
+
+    def call(input_ids, scores):
+        nonlocal generators
+        if generators is None:
+            generators = [torch.Generator(scores.device).manual_seed(r[-1]) for r in sampled]
+        scores = scores.clone()
+        for (i, temperature, top_p, top_k, _), gen in zip(sampled, generators):
+            row = scores[i : i + 1].float() / temperature
+            if top_k:
+                row = TopKLogitsWarper(top_k)(input_ids[i : i + 1], row)
+            if top_p < 1:
+                row = TopPLogitsWarper(top_p)(input_ids[i : i + 1], row)
+            token = torch.multinomial(row.softmax(-1), 1, generator=gen)
+            scores[i] = float("-inf")
+            scores[i, token] = 0.0
+        return scores
+
+    return call
+
+
+@pytest.mark.parametrize("top_k", [None, 7])
+def test_vectorised_row_sampler_draws_what_the_per_row_loop_drew(top_k):
+    rows = [(0.7, 0.9, top_k, 1), (0.0, 1.0, top_k, None), (1.3, 1.0, top_k, 2), (0.9, 0.5, top_k, 3),
+            (0.0, 1.0, top_k, None), (1.0, 0.95, top_k, 4)]
+    new, old = tj._row_sampler(rows), _old_row_sampler(rows)
+    generator = torch.Generator().manual_seed(0)
+    input_ids = torch.zeros(len(rows), 3, dtype=torch.long)
+    for _ in range(12):
+        scores = torch.randn(len(rows), 50, generator=generator) * 3
+        scores[:, 10] = scores[:, 11]  # ties
+        a, b = new(input_ids, scores), old(input_ids, scores)
+        assert torch.equal(a, b)
+        assert torch.equal(a[1], scores[1]) and torch.equal(a[4], scores[4])  # greedy rows untouched
+
+
+def test_vectorised_forced_tokens_write_what_the_per_row_loop_wrote():
+    answers, filler = [[5], [7, 8, 9], [3, 4]], 2
+    processor = tj._forced_tokens(answers, filler)
+    for step in range(4):
+        scores = torch.randn(3, 12)
+        expected = torch.full_like(scores, float("-inf"))
+        for i, ids in enumerate(answers):  # the loop it replaces
+            expected[i, ids[step] if step < len(ids) else filler] = 0.0
+        assert torch.equal(processor(None, scores), expected)
+
+
+def test_schema_masks_filled_together_equal_masks_filled_row_by_row(judge):
+    config = judge._generation_config
+    info = judge._llguidance_tokenizer(config)
+    import llguidance
+
+    schemas = [SCHEMA, None, {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}, SCHEMA]
+    together = tj._schema_constraint(info, schemas, 3, llguidance.LLExecutor())
+    row_by_row = tj._schema_constraint(info, schemas, 3)
+    generator = torch.Generator().manual_seed(1)
+    input_ids = torch.zeros(len(schemas), 3, dtype=torch.long)
+    vocab = judge.hf_model.get_output_embeddings().weight.shape[0]
+    for _ in range(20):
+        scores = torch.randn(len(schemas), vocab, generator=generator)
+        a, b = together(input_ids, scores), row_by_row(input_ids, scores)
+        assert torch.equal(a, b)
+        assert torch.equal(a[1], scores[1])  # the free row is untouched
+        input_ids = torch.cat([input_ids, a.argmax(-1, keepdim=True)], 1)
+    assert any(m.is_stopped() for m in together.matchers if m is not None)
+
+
+# -- attention and the compiled decoding path -----------------------------------------------------------------------
+
+
+def test_attention_is_fitted_per_family_and_recorded(tiny_models, tmp_path, monkeypatch):
+    from transformers import LlavaConfig, Qwen2_5_VLConfig
+
+    # on this CPU machine nothing changes: transformers' default, nothing in the identity
+    default = _judge(tiny_models["vlm"])
+    assert default.attn_implementation is None and "attn_implementation" not in default.identity()
+    # the decision itself, where flash-attention and CUDA would be there
+    import transformers.utils
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(transformers.utils, "is_flash_attn_2_available", lambda: True)
+    qwen, llava = tmp_path / "qwen", tmp_path / "llava"
+    Qwen2_5_VLConfig(dtype="bfloat16").save_pretrained(qwen)
+    LlavaConfig().save_pretrained(llava)
+    assert tj._fitting_attention(str(qwen), {}, "auto", None, None) == {"vision_config": "flash_attention_2"}
+    assert tj._fitting_attention(str(qwen), {}, torch.float16, "auto", None) == {"vision_config": "flash_attention_2"}
+    assert tj._fitting_attention(str(qwen), {}, "float32", None, None) is None  # the kernel takes half precision only
+    assert tj._fitting_attention(str(qwen), {}, "auto", None, "cpu") is None
+    assert tj._fitting_attention(str(llava), {}, "auto", None, None) is None  # no varlen vision tower: SDPA
+    monkeypatch.setattr(transformers.utils, "is_flash_attn_2_available", lambda: False)
+    assert tj._fitting_attention(str(qwen), {}, "auto", None, None) is None
+    monkeypatch.undo()
+    # the user's choice, per sub-model, reaches the model and the identity
+    chosen = _judge(tiny_models["vlm"], attn_implementation={"vision_config": "eager"})
+    assert chosen.hf_model.config.vision_config._attn_implementation == "eager"
+    assert chosen.hf_model.config.text_config._attn_implementation == default.hf_model.config.text_config._attn_implementation
+    assert chosen.identity()["attn_implementation"] == {"vision_config": "eager"}
+    images, questions = [_image(1), _image(2)], ["Red?", "Blue?"]
+    assert chosen.yes_probability(images, questions) == pytest.approx(default.yes_probability(images, questions), rel=1e-4)
+
+
+def test_compiled_decoding_uses_a_static_cache_and_answers_alike(tiny_models, judge, monkeypatch):
+    compiled = _judge(tiny_models["vlm"], compiled_decoding=True)
+    assert compiled.identity()["cache_implementation"] == "static" and "cache_implementation" not in judge.identity()
+    seen = []
+    real_generate = compiled.hf_model.generate
+
+    def generate(*args, **kwargs):
+        seen.append(kwargs["generation_config"].cache_implementation)
+        return real_generate(*args, **kwargs)
+
+    monkeypatch.setattr(compiled.hf_model, "generate", generate)
+    requests = _requests(4)
+    assert [r.text for r in compiled.chat(requests)] == [r.text for r in judge.chat(requests)]
+    assert seen and set(seen) == {"static"}
