@@ -472,7 +472,7 @@ def build_dataset(benchmark: Benchmark | str, source: str | os.PathLike | None, 
             raise ReleaseError(f"no rows read from {source if source is not None else src.given}: "
                                f"is it the {bench.pretty_name} release?{_what_was_there(release, src.root)}")
 
-        anomalies, quarantine = list(release.anomalies), list(release.quarantine)
+        anomalies, quarantine = [*src.anomalies, *release.anomalies], list(release.quarantine)
         anomalies += _modified_files(bench, src.verification)
         configs = {c: list(release.configs[c]) for c in built}
         changed = _normalize(configs, list(normalize)) if normalize else 0

@@ -6,6 +6,7 @@ import dataclasses
 import json
 import math
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -13,8 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
-__all__ = ["atomic_file", "atomic_folder", "atomic_write_text", "atomic_write_json", "jsonable", "inside", "UnsafePath",
-           "remove_partial_files", "missing_folder"]
+__all__ = ["atomic_file", "atomic_folder", "atomic_write_text", "atomic_write_json", "json_text", "jsonable", "inside",
+           "UnsafePath", "remove_partial_files", "printable", "missing_folder"]
 
 
 class UnsafePath(ValueError):
@@ -94,7 +95,23 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
 
 def atomic_write_json(path: str | os.PathLike, value: Any) -> None:
     """``value`` as standard JSON (see :func:`jsonable`: no NaN), written whole or not at all."""
-    atomic_write_text(path, json.dumps(jsonable(value), indent=2, ensure_ascii=False) + "\n")
+    atomic_write_text(path, json_text(jsonable(value), indent=2) + "\n")
+
+
+#: a lone UTF-16 surrogate: Python text may hold one (a judge's JSON reply escapes it as ``\ud800``),
+#: UTF-8 cannot
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def json_text(value: Any, **kwargs: Any) -> str:
+    """``json.dumps(value, ensure_ascii=False, **kwargs)`` that UTF-8 can always encode: a lone surrogate
+    in a string stays its JSON escape (``\\ud800``), so the text reads back exactly as it was."""
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(value, ensure_ascii=False, **kwargs))
+
+
+def printable(text: str) -> str:
+    """``text`` with each lone surrogate replaced by U+FFFD, for pages and tables that show it."""
+    return _SURROGATE.sub("\ufffd", text)
 
 
 def jsonable(x: Any) -> Any:

@@ -30,11 +30,15 @@ __all__ = [
     "ReplyParseError",
     "extract_json",
     "MAX_REPLY_CHARS",
+    "MAX_REPAIR_CHARS",
+    "MAX_REPAIR_BRACKETS",
+    "MAX_SCAN_BRACKETS",
     "as_score",
     "score_list",
     "Parsed",
     "ask_structured",
     "REASK_PROMPT",
+    "cut_off",
 ]
 
 
@@ -47,10 +51,23 @@ class ReplyParseError(ValueError):
 MAX_REPLY_CHARS = 1_000_000
 #: The deepest nesting a JSON value may have to count (Python's decoder recurses per level).
 MAX_DEPTH = 256
+#: What json-repair is given at most: the last this many characters of a reply (from an opening
+#: bracket), holding at most ``MAX_REPAIR_BRACKETS`` brackets. json-repair takes about 5 µs a
+#: character, and time quadratic in the brackets of some broken shapes (``{[}]`` repeated: 2 s for
+#: 4,000 characters); a judge's broken answer is a few hundred characters, and valid JSON of any
+#: size is read without it.
+MAX_REPAIR_CHARS = 20_000
+MAX_REPAIR_BRACKETS = 256
+#: The strict scan of a reply starts at the first of its last this many brackets (all of them in a
+#: judge's answer): the scanner's few µs a bracket stay well under a second whatever the reply, and
+#: the answer, which comes last, is always within reach.
+MAX_SCAN_BRACKETS = 20_000
 
 _FENCE_MARK = "```"
 _FENCE_TAG = re.compile(r"[ \t]*[A-Za-z0-9_-]*[ \t]*\n?")
 _OPENERS = re.compile(r"[\[{]")
+_BRACKETS = re.compile(r"[\[\]{}]")
+_DECODER = json.JSONDecoder()
 _SPECIAL = re.compile(r'["\\\x00-\x1f]')  # what ends a run of plain characters inside a JSON string
 _HEX4 = re.compile(r"[0-9a-fA-F]{4}")
 _TOKEN = re.compile(r"""[ \t\n\r]*(?:
@@ -209,9 +226,33 @@ class _Scanner:
         return memo.get(start)
 
 
+def _scan_start(text: str, limit: int = MAX_SCAN_BRACKETS) -> int:
+    """0, or in a text of more than ``limit`` brackets, where the last ``limit`` of them begin
+    (counted from the end, a block at a time, at C speed)."""
+    seen, end, block = 0, len(text), 1 << 16
+    while end > 0:
+        start = max(0, end - block)
+        here = sum(text.count(c, start, end) for c in "[]{}")
+        if seen + here >= limit:
+            positions = [m.start() for m in _BRACKETS.finditer(text, start, end)]
+            return positions[len(positions) - (limit - seen)]
+        seen, end = seen + here, start
+    return 0
+
+
 def _strict_candidates(text: str) -> list[Any]:
-    """Every JSON object or array that decodes strictly, in order of appearance (outermost only)."""
-    found = []
+    """Every JSON object or array that decodes strictly, in order of appearance (outermost only),
+    among the last :data:`MAX_SCAN_BRACKETS` brackets of ``text`` (unless ``text`` is one valid value)."""
+    found, start = [], _scan_start(text)
+    if start:  # too many brackets to scan them all: one valid value holding all of them is still read whole
+        first = _OPENERS.search(text)
+        try:
+            value, end = _DECODER.raw_decode(text, first.start())
+            if not _OPENERS.search(text, end):
+                return [value]
+        except (ValueError, RecursionError):
+            pass
+        text = text[start:]
     for start, end in _Scanner(text).spans():
         try:
             found.append(json.loads(text[start:end]))
@@ -220,12 +261,25 @@ def _strict_candidates(text: str) -> list[Any]:
     return found
 
 
+def _repair_window(text: str) -> str | None:
+    """What :func:`_repaired` gives json-repair: from the first opening bracket, or, in a reply longer
+    than :data:`MAX_REPAIR_CHARS` from there, from the first one in its last ``MAX_REPAIR_CHARS``
+    characters (replies that reason first answer last). None without one."""
+    first = _OPENERS.search(text)
+    if first is None:
+        return None
+    if len(text) - first.start() <= MAX_REPAIR_CHARS:
+        return text[first.start():]
+    last = _OPENERS.search(text, len(text) - MAX_REPAIR_CHARS)
+    return None if last is None else text[last.start():]
+
+
 def _repaired(text: str) -> Any:
-    start = min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=-1)
-    if start < 0:
+    window = _repair_window(text)
+    if window is None or len(_BRACKETS.findall(window)) > MAX_REPAIR_BRACKETS:
         return None
     try:
-        value = json_repair.loads(text[start:])
+        value = json_repair.loads(window)
     except Exception:  # json-repair is defensive, but never let it escape as another type
         return None
     return value if isinstance(value, (dict, list)) and value else None
@@ -237,7 +291,8 @@ def extract_json(text: str, *, expect: type | tuple[type, ...] = (dict, list),
 
     Looks, in order, at fenced code blocks (the last one first, since replies
     that reason before answering put the answer last), then at JSON values in
-    the bare text (the last one first), and finally repairs broken JSON.
+    the bare text (the last one first), and finally repairs broken JSON (a bounded
+    window of it: :data:`MAX_REPAIR_CHARS`, :data:`MAX_REPAIR_BRACKETS`).
     Only values of type ``expect`` count. The work is linear in the reply's
     length; a reply longer than ``max_chars`` (:data:`MAX_REPLY_CHARS`) is refused.
 
@@ -263,13 +318,18 @@ def extract_json(text: str, *, expect: type | tuple[type, ...] = (dict, list),
         if isinstance(value, expect):
             return value
     names = " or ".join(t.__name__ for t in (expect if isinstance(expect, tuple) else (expect,)))
+    windows = [w for w in map(_repair_window, [*blocks, text]) if w is not None]
+    if any(len(_BRACKETS.findall(w)) > MAX_REPAIR_BRACKETS for w in windows):
+        raise ReplyParseError(f"no JSON {names} found in reply, and its broken JSON has too many brackets to repair "
+                              f"(over {MAX_REPAIR_BRACKETS} in {MAX_REPAIR_CHARS:,} characters)")
     raise ReplyParseError(f"no JSON {names} found in reply")
 
 
 def as_score(value: Any, *, allowed: Sequence[float] | None = None, lo: float | None = None,
              hi: float | None = None, name: str = "score") -> float:
     """A number from a judge's answer (a number or a numeric string), checked against
-    an allowed set or a closed range."""
+    an allowed set or a closed range. A value within floating-point rounding of an allowed one
+    (``math.isclose``: ``0.9999999999`` for 1) is that allowed value, so no caller truncates it."""
     if isinstance(value, bool):
         raise ReplyParseError(f"{name} is a boolean ({value}), not a number")
     if isinstance(value, str):
@@ -283,8 +343,11 @@ def as_score(value: Any, *, allowed: Sequence[float] | None = None, lo: float | 
     value = _float(value)
     if not math.isfinite(value):
         raise ReplyParseError(f"{name} is not a finite number ({value})")
-    if allowed is not None and not any(math.isclose(value, a) for a in allowed):
-        raise ReplyParseError(f"{name} {value:g} is not one of {', '.join(f'{a:g}' for a in allowed)}")
+    if allowed is not None:
+        match = next((a for a in allowed if math.isclose(value, a)), None)
+        if match is None:
+            raise ReplyParseError(f"{name} {value:g} is not one of {', '.join(f'{a:g}' for a in allowed)}")
+        value = float(match)
     if lo is not None and value < lo:
         raise ReplyParseError(f"{name} {value:g} is below the minimum {lo:g}")
     if hi is not None and value > hi:
@@ -312,6 +375,16 @@ REASK_PROMPT = (
     "Your previous reply could not be used: {error}. "
     "Please answer again, following the required output format exactly."
 )
+
+
+def cut_off(reply: Reply) -> str | None:
+    """``"cut off at the token limit (N tokens)"`` when the judge stopped ``reply`` there
+    (``finish_reason == "length"``, as every backend reports it), else None. Such a text is never
+    scored, not even repaired: ``"score": 0.5`` cut after its ``0`` would read as 0, a cut 10 as 1."""
+    if reply.ok and reply.finish_reason == "length":
+        limit = (reply.sampling or {}).get("max_tokens")
+        return f"cut off at the token limit{f' ({limit} tokens)' if limit else ''} before it ended"
+    return None
 
 
 @dataclass
@@ -355,7 +428,8 @@ def ask_structured(
     ``parse`` turns a reply text into the value the caller wants, raising
     :class:`ReplyParseError` when the reply is unusable; give one callable, or one
     per request. A reply that does not parse is followed, in the same
-    conversation, by ``reask_prompt`` naming the problem. A request the backend
+    conversation, by ``reask_prompt`` naming the problem; so is a reply the judge stopped at its
+    token limit (:func:`cut_off`), never parsed from its partial text. A request the backend
     failed is not asked again here: retrying the transport is the backend's job,
     and a deterministic error would come back the same; it is returned at once
     with ``error`` set (``transient`` tells which kind it was). After ``max_reasks``
@@ -381,6 +455,12 @@ def ask_structured(
             result.replies.append(reply)
             if not reply.ok:
                 result.error = f"judge error: {reply.error}"
+                continue
+            if (cut := cut_off(reply)) is not None:
+                result.value, result.error = None, f"reply {cut}: not read from its partial text (raise max_tokens?)"
+                conversations[i] = conversations[i].then(reply.text, reask_prompt.format(
+                    error=f"it was {cut}; answer more briefly"))
+                still.append(i)
                 continue
             try:
                 result.value, result.error = parsers[i](reply.text), None

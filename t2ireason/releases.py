@@ -34,10 +34,11 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from .benchmarks.base import Benchmark, OfficialRelease, ReleaseError
+from .benchmarks.base import Anomaly, Benchmark, OfficialRelease, ReleaseError
 from .files import UnsafePath, atomic_folder, inside
 
-__all__ = ["ResolvedSource", "ReleaseUnavailable", "ArchiveError", "open_source", "find_root", "unpack",
+__all__ = ["ResolvedSource", "ReleaseUnavailable", "ArchiveError", "open_source", "find_root", "outside_links",
+           "contained", "unpack",
            "fetch_official", "verify_files", "github_archive_url", "releases_cache", "ARCHIVE_LIMITS"]
 
 #: the GitHub archive of a commit; ``$T2IREASON_GITHUB_ARCHIVE_URL`` overrides it (same placeholders)
@@ -69,6 +70,8 @@ class ResolvedSource:
     notes: list[str] = field(default_factory=list)
     #: the check of the files against the project's recorded hashes (see :func:`verify_files`)
     verification: dict[str, Any] | None = None
+    #: irregularities of the folder itself (links leading out of it), for the build report
+    anomalies: list[Anomaly] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "given": self.given, "root": str(self.root), "revision": self.revision,
@@ -99,6 +102,59 @@ def find_root(folder: Path, markers: tuple[str, ...], max_depth: int = 2) -> tup
             shown = ", ".join(str(d.relative_to(folder)) for d in found)
             raise ReleaseError(f"{folder} holds several releases ({shown}): pass the one to build with --source")
     return folder, 0
+
+
+# -- links leading out of a release folder --------------------------------------------------------
+
+def _escapes(link: Path, root: Path) -> bool:
+    target = link.resolve()
+    return target != root and root not in target.parents
+
+
+def outside_links(root: Path) -> list[str]:
+    """The symbolic links under ``root`` (hidden files and folders aside, as readers skip them) that lead
+    out of it, as sorted posix paths relative to ``root``."""
+    base = root.resolve()
+    found = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in [*dirs, *files]:
+            path = Path(folder) / name
+            if not name.startswith(".") and path.is_symlink() and _escapes(path, base):
+                found.append(path.relative_to(root).as_posix())
+    return sorted(found)
+
+
+@contextmanager
+def contained(root: Path) -> Iterator[tuple[Path, list[Anomaly]]]:
+    """``root`` itself when no link in it leads out of it; else a temporary view of it without those
+    links (folders mirrored, files and links that stay inside linked to their targets), so that no
+    reader ever reads outside the release; each link left out is an ``outside_link`` anomaly (its
+    target unnamed: a local path is no part of a dataset's report)."""
+    leaving = outside_links(root)
+    if not leaving:
+        yield root, []
+        return
+    base, skip = root.resolve(), set(leaving)
+    view = Path(tempfile.mkdtemp(prefix="t2ireason-release-view-"))
+    try:
+        for folder, dirs, files in os.walk(root):
+            here = Path(folder).relative_to(root)
+            dirs[:] = [d for d in dirs if not d.startswith(".")]
+            for name in [*dirs, *files]:
+                path, rel = Path(folder) / name, (here / name).as_posix()
+                if name.startswith(".") or rel in skip:
+                    continue
+                if path.is_symlink():  # inside: to the view's own copy of its target, never to the original tree
+                    (view / rel).symlink_to(view / path.resolve().relative_to(base))
+                elif path.is_dir():
+                    (view / rel).mkdir()
+                else:
+                    (view / rel).symlink_to(path.resolve())
+        yield view, [Anomaly("outside_link", rel, None, "a symbolic link leading out of the release folder: not read, "
+                             "whatever its name") for rel in leaving]
+    finally:
+        shutil.rmtree(view, ignore_errors=True)
 
 
 # -- archives --------------------------------------------------------------------------------------
@@ -352,9 +408,13 @@ def open_source(bench: Benchmark, source: str | os.PathLike | None, *, revision:
         root, depth = find_root(path, bench.release_markers)
         kind = "checkout" if depth else "folder"
         notes = [f"the release's root is {root.relative_to(path)}/, {depth} folder(s) below the one given"] if depth else []
-        resolved = ResolvedSource(root, kind, str(path), None, notes)
-        resolved.verification = verify_files(root, official, enforce=False) if official and official.files else None
-        yield resolved
+        with contained(root) as (folder, anomalies):
+            if anomalies:
+                notes.append(f"{len(anomalies)} link(s) leading out of the release folder left unread (anomalies "
+                             "'outside_link'); the release was read through a view of its folder without them")
+            resolved = ResolvedSource(folder, kind, str(path), None, notes, anomalies=anomalies)
+            resolved.verification = verify_files(folder, official, enforce=False) if official and official.files else None
+            yield resolved
         return
     if is_archive(path):
         tmp = Path(tempfile.mkdtemp(prefix="t2ireason-release-"))

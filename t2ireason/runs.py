@@ -47,8 +47,9 @@ from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .benchmarks import get_benchmark
-from .files import atomic_file, atomic_write_json, inside, jsonable
+from .files import atomic_file, atomic_write_json, inside, json_text, jsonable, printable
 from .progress import progress_bar
+from .redaction import redacted
 
 if TYPE_CHECKING:
     from .benchmarks import Benchmark
@@ -382,9 +383,9 @@ class Run:
         check_setting(bench, setting)
         name = name or evaluation_name(setting.judge, preset)
         self.evaluation_dir(name)  # a name that leaves the run is refused before anything is written
-        settings = jsonable({"metric": bench.metric, "judge": judge if isinstance(judge, str) or judge is None
-                             else evaluation_name(judge), "preset": preset, "judge_kwargs": judge_kwargs or {},
-                             "options": dict(options or {})})
+        settings = redacted(jsonable({"metric": bench.metric, "judge": judge if isinstance(judge, str) or judge is None
+                                      else evaluation_name(judge), "preset": preset, "judge_kwargs": judge_kwargs or {},
+                                      "options": dict(options or {})}))  # recorded: never an API key
         busy = (f"evaluation {name!r} of {self.path} is being scored by another process (waited {lock_timeout:g} s); "
                 "let it finish (the same command then has nothing left to do), or pass another --name to score "
                 "beside it")
@@ -491,11 +492,11 @@ class Run:
                                               progress=False, **options)
                     except JudgeUnavailable as e:
                         kept = sum(1 for key in done if not _retryable(done[key]))
-                        raise JudgeUnavailable(f"{e} (evaluation {name!r} of {self.path}: {kept} of {total} images "
+                        raise type(e)(f"{e} (evaluation {name!r} of {self.path}: {kept} of {total} images "
                                                "scored and kept; run the same command again to go on)") from e
                     for (key, _, _), result in zip(chunk, results):
                         done[key] = jsonable(result.to_dict())
-                        out.write(json.dumps({"key": key, **done[key]}, ensure_ascii=False) + "\n")
+                        out.write(json_text({"key": key, **done[key]}) + "\n")
                     out.flush()
                     os.fsync(out.fileno())  # finished work is on disk before the next chunk starts
                     bar.update(len(chunk))
@@ -612,7 +613,7 @@ def _read_results(path: Path) -> tuple[dict[str, dict[str, Any]], int]:
 def _rewrite_results(path: Path, records: list[tuple[str, dict[str, Any]]]) -> None:
     with atomic_file(path) as f:
         for key, record in records:
-            f.write((json.dumps({"key": key, **record}, ensure_ascii=False) + "\n").encode("utf-8"))
+            f.write((json_text({"key": key, **record}) + "\n").encode("utf-8"))
 
 
 # ------------------------------------------------------------------------------------------------ reports
@@ -801,15 +802,18 @@ RESULTS_FIELD_DOCS = {
 
 def _result_record(r: ImageResult, model: str, evaluation: str, judge: str, judge_revision: str | None
                    ) -> dict[str, Any]:
+    """One Parquet row; a lone surrogate in a judge's text (Arrow takes only UTF-8) becomes U+FFFD."""
+    text = printable
     return {
         "image": r.image, "model": model, "evaluation": evaluation, "judge": judge,
         "judge_revision": judge_revision, "id": str(r.id),
         "prompt": r.prompt, "config": r.config, "score": r.score,
         "subscores": [{"name": k, "value": v} for k, v in r.subscores.items()],
         "questions": [{"id": q.id, "group": q.group, "question": q.question, "criterion": q.criterion,
-                       "weight": q.weight, "score": q.score, "reasoning": q.reasoning} for q in r.questions],
-        "failure": r.failure, "reasks": r.reasks, "replies": list(r.replies),
-        "context": json.dumps(jsonable(r.context), ensure_ascii=False),
+                       "weight": q.weight, "score": q.score,
+                       "reasoning": None if q.reasoning is None else text(q.reasoning)} for q in r.questions],
+        "failure": r.failure and text(r.failure), "reasks": r.reasks, "replies": [text(t) for t in r.replies],
+        "context": json_text(jsonable(r.context)),
     }
 
 

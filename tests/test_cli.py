@@ -216,6 +216,92 @@ def test_a_judge_outage_is_one_error_line_and_a_failing_exit_status(tmp_path):
     assert "0 of 2 images scored and kept; run the same command again" in line
 
 
+def test_a_refused_key_stops_the_evaluation_and_a_good_key_goes_on(tmp_path, capsys, monkeypatch):
+    """As found: a 401 during scoring showed only "N failed", recorded as the judgements' failures, which no
+    re-run (not even --retry-failed) asked again. Now it ends the evaluation with its cause, records nothing,
+    and the same command with the key fixed scores what is left."""
+    from t2ireason.testing_http import Answer, Fail, serve
+
+    run = run_with_images(tmp_path / "run", limit=3)
+    scored = sum(1 for row in run.rows() if row["questions"])
+    asked: list[str] = []
+
+    def answer(request):
+        asked.append(request.headers.get("authorization", ""))
+        if request.headers.get("authorization") != "Bearer good-key" or len(asked) == 2:  # revoked mid-run
+            return Fail(401, "Incorrect API key provided")
+        return Answer(scripted_reply(request.body["response_format"]["json_schema"]["schema"]))
+
+    with serve(answer, models=["tiny"]) as server:
+        argv = ["evaluate", "--run", str(run.path), "--judge", f"openai:tiny@{server.base_url}", "--chunk-size", "1",
+                "--options", '{"structured_output": true}', "--cache", str(tmp_path / "cache.sqlite"), "--no-progress"]
+        monkeypatch.setenv("OPENAI_API_KEY", "good-key")
+        assert cli.main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert "\n" not in err and "HTTP 401: authentication failed" in err and "Incorrect API key provided" in err
+        assert f"1 of {scored} images scored and kept" in err and "good-key" not in err
+        assert len(Run.open(run.path).results("openai-tiny")) == 1  # the refused image is not recorded
+        monkeypatch.setenv("OPENAI_API_KEY", "bad-key")
+        assert cli.main(argv) == 2 and "authentication failed" in capsys.readouterr().err
+        monkeypatch.setenv("OPENAI_API_KEY", "good-key")
+        assert cli.main(argv) == 0
+    scores = Run.open(run.path).scores("openai-tiny")
+    assert scores["num_images"] == 3 and scores["num_failed"] == 3 - scored
+    assert scores["aggregate"]["r2i_score"] == pytest.approx(100.0)
+
+
+def test_an_api_key_given_as_an_option_is_never_written_or_printed(tmp_path, capsys):
+    """As found: `--judge-kwargs '{"api_key": ...}'` was written to run.json and scores.json, and a password
+    in the judge's URL was echoed on stderr. Both are masked where judge settings are recorded or named; a
+    new key for the same evaluation is the same settings."""
+    from t2ireason.testing_http import Answer, Fail, serve
+
+    run = run_with_images(tmp_path / "run", limit=2)
+    keys = ["sk-first-key-0123456789", "sk-second-key-0123456789"]
+
+    def answer(request):
+        if request.headers.get("authorization") not in {f"Bearer {k}" for k in keys}:
+            return Fail(401, "no")
+        return Answer(scripted_reply(request.body["response_format"]["json_schema"]["schema"]))
+
+    with serve(answer, models=["tiny"]) as server:
+        for key in keys:  # the second: nothing left to do, and no "other settings"
+            argv = ["evaluate", "--run", str(run.path), "--judge", f"openai:tiny@{server.base_url}", "--judge-kwargs",
+                    json.dumps({"api_key": key}), "--options", '{"structured_output": true}', "--no-cache",
+                    "--no-progress"]
+            assert cli.main(argv) == 0, capsys.readouterr().err
+    printed = capsys.readouterr()
+    written = b"".join(p.read_bytes() for p in run.path.rglob("*") if p.is_file())
+    for key in keys:
+        assert key.encode() not in written and key not in printed.out + printed.err
+    assert Run.open(run.path).manifest["evaluations"]["openai-tiny"]["settings"]["judge_kwargs"] == {"api_key": "***"}
+
+    spec = "openai:tiny@https://me:pass-word-42@127.0.0.1:9/v1"
+    assert cli.main(["evaluate", "--run", str(run.path), "--judge", spec, "--no-cache", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "pass-word-42" not in err and "https://***@127.0.0.1:9/v1" in err
+
+
+@pytest.mark.parametrize("where", ["a file that is not a database", "a folder", "a path under a file",
+                                   "a folder that cannot be written"])
+def test_a_cache_that_cannot_be_used_is_one_error_line(tmp_path, capsys, where):
+    """As found: --cache pointing at a file or an unwritable folder gave a traceback (sqlite3's)."""
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database\n")
+    cache = {"a file that is not a database": text, "a folder": tmp_path,
+             "a path under a file": text / "cache.sqlite",
+             "a folder that cannot be written": Path("/proc/t2ireason-cache.sqlite")}[where]
+    if where == "a folder that cannot be written" and not Path("/proc/self").is_dir():
+        pytest.skip("needs Linux's /proc, where no file can be created")
+    run = run_with_images(tmp_path / "run", limit=2)
+    code = cli.main(["evaluate", "--run", str(run.path), "--judge", "openai:m@http://127.0.0.1:9/v1", "--cache",
+                     str(cache), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith(f"error: the response cache {cache} cannot be used: ") and "--no-cache" in err
+    assert text.read_text() == "not a database\n" and not Run.open(run.path).manifest["evaluations"]
+
+
 # -- issue 25: every mistake caught before the expensive work, nothing created ---------------------------
 
 def _nothing_generated(server) -> None:

@@ -91,7 +91,7 @@ def test_extract_json_refuses_non_text():
     (" 8.5 ", {}, 8.5),
     ("85%", {"lo": 0, "hi": 100}, 85.0),
     (1, {"allowed": [0, 0.5, 1]}, 1.0),
-    (0.5000000001, {"allowed": [0, 0.5, 1]}, 0.5000000001),
+    (0.5000000001, {"allowed": [0, 0.5, 1]}, 0.5),  # within rounding of an allowed value: that value
     (0, {"lo": 0}, 0.0),
     (10, {"hi": 10}, 10.0),
 ])
@@ -431,3 +431,39 @@ def test_ask_structured_never_raises_and_never_drops(replies, max_reasks):
             assert len(r.value) == 2 and all(0 <= v <= 10 for v in r.value)
         else:
             assert r.error and r.value is None
+
+
+def test_the_work_per_reply_is_capped(monkeypatch):
+    """As found: a 1 MB malformed reply took 60-70 s, most of it in json-repair (quadratic on ``{[}]``).
+    json-repair gets a bounded window (or nothing, saying why), the strict scan a bounded number of
+    brackets; counted, not timed (perf/parsing.py times it)."""
+    import json_repair
+
+    from t2ireason import parsing
+
+    repaired, scanned = [], []
+    real_loads, real_scanner = json_repair.loads, parsing._Scanner
+    monkeypatch.setattr(json_repair, "loads", lambda text, **kw: repaired.append(len(text)) or real_loads(text, **kw))
+
+    class Counting(real_scanner):
+        def spans(self):
+            found = super().spans()
+            scanned.append(self.work)
+            return found
+
+    monkeypatch.setattr(parsing, "_Scanner", Counting)
+    mb = parsing.MAX_REPLY_CHARS
+    cut = '{"score": 0.5, "reason": "it was cut'
+    assert extract_json("x " * ((mb - len(cut)) // 2) + cut) == {"score": 0.5, "reason": "it was cut"}
+    assert repaired == [len(cut)]
+    for hostile in ("{[}]" * (mb // 4), '{"' * (mb // 2), "[{" * (mb // 2)):
+        repaired.clear()
+        with pytest.raises(ReplyParseError, match="too many brackets to repair"):
+            extract_json(hostile)
+        assert repaired == [] and scanned[-1] <= 5 * parsing.MAX_SCAN_BRACKETS  # not the 2 million brackets
+    # broken JSON within the caps after a long reasoning is repaired from the window at its end
+    assert extract_json("[" * 50_000 + " so, " * parsing.MAX_REPAIR_CHARS + "[1, 0, 1") == [1, 0, 1]
+    assert max(repaired) <= parsing.MAX_REPAIR_CHARS
+    # one valid value holding more brackets than are scanned is still read whole
+    big = {"items": [{"a": [i]} for i in range(parsing.MAX_SCAN_BRACKETS)]}
+    assert extract_json("Here it is: " + json.dumps(big) + " Done.") == big

@@ -331,3 +331,34 @@ def test_hub_offline_says_what_to_download(tmp_path):
 def test_benchmarks_without_an_official_release(tmp_path):
     with pytest.raises(ReleaseError, match="no official release the project can fetch"):
         build.build_dataset("mt2ie", None, tmp_path / "out")
+
+
+def test_links_leading_out_of_the_release_are_never_read(tmp_path):
+    """As found: a release's symlinks were followed out of its folder: an outside file was built into the
+    dataset and /etc/passwd's text reached build_report.json (quarantined raw), listed for upload. Now
+    each such link is an ``outside_link`` anomaly and nothing outside the folder is read."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "more.jsonl").write_text(json.dumps({"idx": "x1", "Prompt": f"a prompt from outside {SECRET}",
+                                                    "items": ["one"], "explanations": ["e"]}) + "\n")
+    (outside / "passwd.json").write_text(f"root:x:0:0:{SECRET}:/root:/bin/bash\n")
+    (outside / "deeper").mkdir()
+    (outside / "deeper" / "nested.json").write_text((outside / "more.jsonl").read_text())
+    release = tmp_path / "release"
+    shutil.copytree(WGB.sample_path(), release)
+    (release / "more.jsonl").symlink_to(outside / "more.jsonl")
+    (release / "notes.json").symlink_to(outside / "passwd.json")
+    (release / "folder").symlink_to(outside / "deeper", target_is_directory=True)
+    (release / "same.jsonl").symlink_to(release / "nature.jsonl")  # inside the folder: read as any file
+    assert releases.outside_links(release) == ["folder", "more.jsonl", "notes.json"]
+
+    report = build.build_dataset(WGB, release, tmp_path / "out", license="other")
+    assert {(a["kind"], a["file"]) for a in report.anomalies if a["kind"] == "outside_link"} == {
+        ("outside_link", "folder"), ("outside_link", "more.jsonl"), ("outside_link", "notes.json")}
+    assert "link(s) leading out of the release folder left unread" in report.summary()
+    for path, data in tree(tmp_path / "out").items():
+        assert SECRET.encode() not in data and str(outside).encode() not in data, path
+    nature = [r["id"] for r in rows_of(tmp_path / "out")["nature"]]
+    released = len((WGB.sample_path() / "nature.jsonl").read_text().splitlines())
+    assert "x1" not in nature and len(nature) == 2 * released  # the inside link was read as any file: rows twice
+    assert (release / "notes.json").is_symlink()  # the release itself is left as it was

@@ -597,3 +597,37 @@ def test_export_writes_the_hub_eval_results_of_each_model(tmp_path):
     assert "--benchmark-dataset worldgenbench=" in (out / "eval_results_skipped.txt").read_text()
     # for model repositories, not uploaded with the results dataset
     assert not any(".eval_results" in f for f in folder_files(out))
+
+
+def test_lone_surrogates_in_replies_are_stored_and_written_safely(tmp_path):
+    """As found: a lone surrogate (``\\ud800``) in a reply or a judge's reason aborted the evaluation with a
+    UTF-8 error and, once cached, every re-run. The cache, results.jsonl and scores.json keep it (escaped),
+    the report shows U+FFFD, the export takes it."""
+    run = _images_for(Run.create(tmp_path / "sd", "prism-bench", limit=2))
+    reply = '{"justification": "odd \\ud800 text", "score": 7}\n\ud800'  # escaped in the JSON, raw after it
+    cache = tmp_path / "cache.sqlite"
+    first = run.evaluate(ScriptedJudge(lambda r: reply, model="j"), name="a", cache=str(cache), progress=False)
+    assert first["num_failed"] == 0 and first["aggregate"]["prism_score"] == pytest.approx(70.0)
+    [result, _] = run.results("a")
+    assert result.replies[0] == reply and result.questions[0].reasoning == "odd \ud800 text"
+    # again from the cache alone: the judge is never asked
+    again = run.evaluate(ScriptedJudge([], model="j"), name="b", cache=str(cache), progress=False)
+    assert again["aggregate"] == first["aggregate"] and run.results("b")[0].replies[0] == reply
+    page = write_report([run], tmp_path / "report")["html"][0].read_text(encoding="utf-8")
+    assert "odd \ufffd text" in page
+    folder = export_results([run], tmp_path / "export", license="cc-by-4.0", evaluation="a")
+    assert datasets.load_dataset(str(folder), "prism-bench", split="test").num_rows == 2
+
+
+@pytest.mark.parametrize("benchmark", ["worldgenbench", "r2i-bench", "t2i-reasonbench", "prism-bench"])
+def test_a_report_where_every_image_failed(tmp_path, benchmark):
+    """As found: `t2ireason report` (and `run`) crashed with an IndexError when every WorldGenBench image
+    failed: its paper tables left out a domain with nothing counted. Each benchmark's tables are there,
+    with empty cells, and the failures counted."""
+    run = _images_for(Run.create(tmp_path / "sd", benchmark, limit=2))
+    scores = run.evaluate(ScriptedJudge(lambda r: "I cannot tell.", model="j"), name="a", cache=False,
+                          options={"max_reasks": 0}, progress=False)
+    assert scores["num_failed"] == 2
+    assert run.bench.paper_tables(scores["aggregate"], "sd")
+    report = write_report([run], tmp_path / "report")
+    assert "| sd |" in report["markdown"] and report["html"][0].is_file()

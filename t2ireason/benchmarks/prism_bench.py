@@ -43,7 +43,7 @@ import datasets
 
 from ..images import ImageError, as_image, load_images, qwen_vl_utils_image
 from ..judges.base import ChatRequest, Sampling
-from ..parsing import ReplyParseError, as_score, ask_structured, extract_json
+from ..parsing import ReplyParseError, as_score, ask_structured, cut_off, extract_json
 from ..prompts import verbatim
 from ..results import ImageResult, PaperTable, QuestionResult
 from ..stats import summarize
@@ -239,7 +239,7 @@ class PrismBench(Benchmark):
         when not counted), ``questions`` each raw
         judgement with its justification, ``context["outcome"]`` what became of each axis'
         reply (``counted``; ``failed``, ``judge_error``, ``image_error``; under the official
-        protocol ``unparsable``, ``no_number``, ``summary_raises``, ``unparsed_no_demjson3``). An
+        protocol ``unparsable``, ``no_number``, ``summary_raises``, ``unparsed_no_demjson3``, ``cut_off``). An
         image that cannot be read is that image's failure; an image whose request failed at the
         judge for a transient cause (``Reply.transient``) is ``retryable``.
 
@@ -299,9 +299,7 @@ class PrismBench(Benchmark):
             judgements = [_paper_judgement(p) for p in parsed]
         else:
             replies = judge.chat(requests, progress=progress) if requests else []
-            judgements = [official_judgement(r.text) if r.ok else
-                          Judgement("judge_error", detail=f"judge error: {r.error}", transient=r.transient,
-                                    texts=[f"[judge error] {r.error}"]) for r in replies]
+            judgements = [_official_judgement(r) for r in replies]
         for i, result in enumerate(asked):
             _record(result, judgements[2 * i: 2 * i + 2])
         return results
@@ -652,6 +650,19 @@ def official_judgement(text: str) -> Judgement:
     return Judgement("counted", score=_float(score), justification=justification, texts=texts)
 
 
+def _official_judgement(reply: Any) -> Judgement:
+    """The official protocol's reading of one reply: a judge error, a reply cut at the token limit
+    (``cut_off``: never read; the authors' parser fails on the unclosed object and skips it, so their
+    count is the same, and a cut that happens to leave valid JSON is not read either), else
+    :func:`official_judgement`."""
+    if not reply.ok:
+        return Judgement("judge_error", detail=f"judge error: {reply.error}", transient=reply.transient,
+                         texts=[f"[judge error] {reply.error}"])
+    if (cut := cut_off(reply)) is not None:
+        return Judgement("cut_off", detail=f"reply {cut}: not read (raise max_tokens)", texts=[reply.text])
+    return official_judgement(reply.text)
+
+
 def _truthy(value: Any) -> bool:
     try:
         return bool(value)
@@ -753,6 +764,8 @@ _NOTES = {
     "unwritable": "{n} {replies} that demjson3 reads with a value json.dump cannot write (a Decimal, "
                   "undefined): the authors' script stops on such a reply, and skips it when started again; "
                   "not counted here",
+    "cut_off": "{n} {replies} cut off at the judge's token limit (finish_reason \"length\"): not read, not "
+               "counted (the authors' parser skips such a reply as unparsable, unless the cut leaves valid JSON)",
     "unparsed_no_demjson3": "{n} {replies} that json cannot read, not tried with demjson3 (not installed) as the "
                             "authors' parser would: pip install demjson3",
 }

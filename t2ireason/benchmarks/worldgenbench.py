@@ -595,10 +595,10 @@ class WorldGenBench(Benchmark):
 
     def paper_tables(self, aggregate: dict[str, Any], label: str) -> list[PaperTable]:
         """Table 2 (humanities, by continent) and Table 3 (nature, by discipline), with 95% intervals;
-        a domain with no judged image is left out."""
+        a domain with no image is left out, one whose every image failed shows empty cells."""
         tables = []
         for domain, number in (("humanities", "Table 2"), ("nature", "Table 3")):
-            if aggregate.get(domain) is None:
+            if aggregate.get(domain) is None and domain not in aggregate["summary"]:
                 continue
             cells = {code: aggregate["summary"].get(f"{domain}/{code}", value)
                      for code, value in aggregate["table"][domain].items() if code != "Avg."}

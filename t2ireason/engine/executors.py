@@ -155,7 +155,21 @@ def _run_task(task: bytes) -> tuple[Any, int, float]:
         return executor._run_for_rank(rank, local_rank=1), os.getpid(), start
 
 
-class LocalExecutor(LocalPipelineExecutor):
+class _RecordsNoSecrets:
+    """datatrove's ``executor.json`` (every step's settings, the models' backend options among them) with
+    every secret masked (:func:`~t2ireason.redaction.redacted`): an ``api_key``, a password in a URL."""
+
+    def save_executor_as_json(self, indent: int = 4) -> None:
+        from datatrove.executor.base import ExecutorJSONEncoder
+
+        from ..redaction import redacted
+
+        record = redacted(json.loads(json.dumps(self, cls=ExecutorJSONEncoder)))
+        with self.logging_dir.open("executor.json", "w") as f:
+            json.dump(record, f, indent=indent)
+
+
+class LocalExecutor(_RecordsNoSecrets, LocalPipelineExecutor):
     """datatrove's local executor with the changes described in the module docstring. After :meth:`run`,
     :attr:`failures` maps each task that did not complete to why."""
 
@@ -286,13 +300,17 @@ def default_env_command() -> str:
     return f'export PATH="{Path(sys.executable).parent}:$PATH"'
 
 
+class SlurmExecutor(_RecordsNoSecrets, SlurmPipelineExecutor):
+    """datatrove's Slurm executor, its ``executor.json`` without secrets."""
+
+
 def slurm_executor(slurm: Slurm, pipeline: list, *, tasks: int, logging_dir: Path, stage: str, gpu: bool,
                    depends: SlurmPipelineExecutor | None) -> SlurmPipelineExecutor:
     """datatrove's Slurm executor for one stage: job ``<job_name>-<stage>``, Slurm's output files in
     ``<logs>/<stage>`` (default: ``slurm`` in the stage's logging folder)."""
     logs = Path(slurm.logs) / stage if slurm.logs else logging_dir / "slurm"
     job_name = f"{slurm.job_name}-{stage}"
-    return SlurmPipelineExecutor(
+    return SlurmExecutor(
         pipeline, tasks=tasks, time=slurm.time, partition=slurm.partition, cpus_per_task=slurm.cpus_per_task,
         mem_per_cpu_gb=slurm.mem_per_cpu_gb, gpus_per_task=slurm.gpus_per_task if gpu else 0,
         workers=slurm.workers, job_name=job_name, qos=slurm.qos, env_command=slurm.env_command or default_env_command(),

@@ -13,6 +13,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..redaction import redacted
+
 __all__ = ["Models", "Server", "SERVER_KINDS", "TRANSPORT_OPTIONS"]
 
 #: backend options that change how a judge is reached, not what it answers: left out of the settings
@@ -109,7 +111,7 @@ def _describe_judge(spec: Any, kwargs: dict[str, Any]) -> dict[str, Any] | None:
     if not isinstance(spec, str):
         return spec.identity() if hasattr(spec, "identity") else {"judge": repr(spec)}
     answers = {k: v for k, v in sorted(kwargs.items()) if k not in TRANSPORT_OPTIONS}
-    return json.loads(json.dumps({"spec": spec, **({"options": answers} if answers else {})}, default=str))
+    return redacted(json.loads(json.dumps({"spec": spec, **({"options": answers} if answers else {})}, default=str)))
 
 
 def _describe_drawer(drawer: Any) -> Any:

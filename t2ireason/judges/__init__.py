@@ -10,11 +10,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..redaction import redacted
 from .base import (
     VQASCORE_QUESTION,
     AnswerQuery,
     ChatRequest,
     Judge,
+    JudgeAuthError,
     JudgeError,
     JudgeOptionError,
     JudgeUnavailable,
@@ -28,7 +30,7 @@ from .base import (
 )
 
 __all__ = [
-    "VQASCORE_QUESTION", "AnswerQuery", "ChatRequest", "Judge", "JudgeError", "JudgeOptionError", "JudgeUnavailable", "Message", "Reply",
+    "VQASCORE_QUESTION", "AnswerQuery", "ChatRequest", "Judge", "JudgeAuthError", "JudgeError", "JudgeOptionError", "JudgeUnavailable", "Message", "Reply",
     "Sampling", "TokenLogprob", "assistant", "system", "user", "load_judge", "parse_spec", "validate_judge", "check_sampling", "BACKENDS",
     "preflight", "preflight_spec",
 ]
@@ -57,19 +59,19 @@ def parse_spec(spec: str) -> tuple[str, str, str | None]:
     ('hf', '/models/tiny', None)
     """
     if not isinstance(spec, str) or ":" not in spec:
-        guess = next((f" (did you mean '{b}:{spec[len(b) + 1:]}'?)" for b in BACKENDS
+        guess = next((f" (did you mean '{b}:{redacted(spec[len(b) + 1:])}'?)" for b in BACKENDS
                       if isinstance(spec, str) and spec.startswith(b) and len(spec) > len(b) + 1), "")
-        raise JudgeError(f"judge spec {spec!r} must look like 'backend:model' with a backend among "
+        raise JudgeError(f"judge spec {redacted(spec)!r} must look like 'backend:model' with a backend among "
                          f"{', '.join(BACKENDS)}{guess}")
     backend, rest = spec.split(":", 1)
     if backend not in BACKENDS:
-        raise JudgeError(f"unknown judge backend {backend!r} in {spec!r}; known: {', '.join(BACKENDS)}"
+        raise JudgeError(f"unknown judge backend {backend!r} in {redacted(spec)!r}; known: {', '.join(BACKENDS)}"
                          + _did_you_mean(backend, BACKENDS))
     base_url = None
     if "@" in rest and backend == "openai":
         rest, base_url = rest.rsplit("@", 1)
     if not rest:
-        raise JudgeError(f"judge spec {spec!r} names no model")
+        raise JudgeError(f"judge spec {redacted(spec)!r} names no model")
     return backend, rest, base_url
 
 
@@ -103,7 +105,7 @@ def validate_judge(spec: str | Judge | Any, kwargs: dict[str, Any] | None = None
         try:
             check_base_url(base_url)
         except JudgeError as e:
-            raise JudgeError(f"{e} (in {spec!r}, what follows the last '@' is the base URL)") from None
+            raise JudgeError(f"{e} (in {redacted(spec)!r}, what follows the last '@' is the base URL)") from None
     if backend == "hf" and (model.startswith(("/", "./", "../", "~")) or Path(model).expanduser().exists()):
         folder = Path(model).expanduser()
         if not folder.is_dir():

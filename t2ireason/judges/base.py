@@ -33,6 +33,7 @@ __all__ = [
     "Judge",
     "JudgeError",
     "JudgeUnavailable",
+    "JudgeAuthError",
     "JudgeOptionError",
     "system",
     "user",
@@ -57,6 +58,12 @@ class JudgeUnavailable(JudgeError):
     """The judge cannot answer at all (endpoint unreachable, server down, out of its deadline),
     after the backend's own retries. It ends a computation with the cause instead of turning
     every remaining request into a failure; the work finished before it is kept."""
+
+
+class JudgeAuthError(JudgeUnavailable):
+    """The judge refused the credentials (HTTP 401 or 403): no request can succeed until they are fixed.
+    It ends a computation as :class:`JudgeUnavailable` does, whatever ``on_unavailable`` says, and is
+    never recorded (nor cached) as a judgement's failure, so the same command with a good key goes on."""
 
 
 @dataclass(frozen=True)

@@ -49,11 +49,13 @@ from typing import Any
 
 from tenacity import retry, retry_if_exception, stop_after_delay, wait_random_exponential
 
+from ..files import json_text
 from ..progress import progress_bar
-from .base import AnswerQuery, ChatRequest, Judge, Reply, Sampling
+from ..redaction import SECRET_NAME
+from .base import AnswerQuery, ChatRequest, Judge, JudgeError, Reply, Sampling
 
-__all__ = ["CachedJudge", "ResponseCache", "default_cache_path", "default_max_size", "parse_size", "CACHE_MODES",
-           "DEFAULT_MAX_SIZE"]
+__all__ = ["CachedJudge", "ResponseCache", "CacheError", "default_cache_path", "default_max_size", "parse_size",
+           "CACHE_MODES", "DEFAULT_MAX_SIZE"]
 
 CACHE_MODES = ("use", "refresh", "off")
 
@@ -78,7 +80,7 @@ _UNITS = {"": 1, "b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "tb": 1000**4
           "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4}
 
 # identity() must never hold credentials; drop anything that looks like one all the same.
-_SECRET_NAME = re.compile(r"(api_?key|.*_key|.*token|.*secret|password|authorization)", re.IGNORECASE)
+_SECRET_NAME = SECRET_NAME
 
 
 def default_cache_path() -> Path:
@@ -121,7 +123,8 @@ def default_max_size() -> int | None:
 
 
 def _canonical(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    # json_text: a lone surrogate in a reply or a request stays escaped, so SQLite and the key's UTF-8 take it
+    return json_text(obj, sort_keys=True, separators=(",", ":"))
 
 
 def _is_busy(exc: BaseException) -> bool:
@@ -133,6 +136,10 @@ def _is_busy(exc: BaseException) -> bool:
 # (WAL set-up, lock upgrades inside a transaction) with jittered back-off.
 _retry_busy = retry(retry=retry_if_exception(_is_busy), wait=wait_random_exponential(0.01, 1.0),
                     stop=stop_after_delay(120), reraise=True)
+
+
+class CacheError(JudgeError):
+    """The response cache cannot be opened or written: the message names the file and why."""
 
 
 class ResponseCache:
@@ -150,13 +157,35 @@ class ResponseCache:
 
     def _connect(self) -> sqlite3.Connection:
         if self._conn is None or self._pid != os.getpid():
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            # autocommit (isolation_level=None): every statement is its own short transaction
-            conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None,
-                                   check_same_thread=False)
-            self._setup(conn)
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                # autocommit (isolation_level=None): every statement is its own short transaction
+                conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None,
+                                       check_same_thread=False)
+                self._setup(conn)
+            except (OSError, sqlite3.Error) as e:
+                raise CacheError(self._unusable(e)) from None
             self._conn, self._pid = conn, os.getpid()
         return self._conn
+
+    def _unusable(self, exc: BaseException) -> str:
+        in_file = next((p for p in self.path.parents if p.is_file()), None)
+        if in_file is not None:
+            why = f"{in_file} is a file, not a folder"
+        elif self.path.is_dir():
+            why = "it is a folder (name a file in it, e.g. judge_cache.sqlite)"
+        elif isinstance(exc, sqlite3.DatabaseError) and "not a database" in str(exc):
+            why = "it is a file that is not an SQLite database"
+        elif isinstance(exc, OSError):
+            why = f"{exc.strerror or exc} ({exc.filename or self.path.parent})"
+        else:
+            why = f"{exc} (a folder that cannot be written?)"
+        return (f"the response cache {self.path} cannot be used: {why}; pass --cache with a file path that can be "
+                "created or written, or --no-cache")
+
+    def check(self) -> None:
+        """Open (or create) the file now: a :class:`CacheError` here, before any judging, rather than later."""
+        self._connect()
 
     @_retry_busy
     def _setup(self, conn: sqlite3.Connection) -> None:
@@ -301,6 +330,8 @@ class CachedJudge(Judge):
         self.cache_nondeterministic = cache_nondeterministic
         self.store = ResponseCache(default_cache_path() if path is None else path,
                                    max_size=default_max_size() if max_size == "default" else max_size)
+        if mode != "off":
+            self.store.check()
         self.hits = self.misses = self.bypassed = self.stored = 0
         self._accepts_on_reply = _accepts(judge.chat, "on_reply")
         self._accepts_on_batch = _accepts(getattr(judge, "answer_probability", None), "on_batch")

@@ -58,6 +58,7 @@ from .base import (
     AnswerQuery,
     ChatRequest,
     Judge,
+    JudgeAuthError,
     JudgeError,
     JudgeOptionError,
     JudgeUnavailable,
@@ -494,7 +495,8 @@ class OpenAIJudge(Judge):
     on_unavailable: ``"raise"`` (default) ends a :meth:`chat` with :class:`JudgeUnavailable` once
         the endpoint evidently cannot answer (unreachable, timing out or overloaded after every
         retry), replies received before it kept; ``"record"`` goes on and returns those failures
-        as replies with ``error`` set and ``transient=True``.
+        as replies with ``error`` set and ``transient=True``. A refused key (HTTP 401 or 403) ends it
+        with :class:`JudgeAuthError` either way: it is the key's failure, not the request's.
     sampling: default :class:`Sampling` for requests that carry none.
     image_format: ``None`` (default) sends each image as it is: a file's own bytes with their
         media type, an in-memory image as lossless PNG; ``"PNG"``/``"WEBP"`` re-encode losslessly,
@@ -847,9 +849,13 @@ class OpenAIJudge(Judge):
             raise
         except Exception as e:  # any failure becomes this request's Reply.error
             error = self._describe(e)
-            if self.on_unavailable == "raise" and _unavailable(e):
+            refused = _kind(e) == "status" and e.status in (401, 403)
+            if refused or self.on_unavailable == "raise" and _unavailable(e):
                 if (ended := _BATCH_ENDED.get()) is not None:
                     ended[0] = True
+                if refused:  # the key, not this request: every other request would be refused too
+                    raise JudgeAuthError(f"{self} refused the credentials: {error}. Replies received before are "
+                                         "kept; fix the key (or its permissions) and run again") from None
                 raise JudgeUnavailable(
                     f"{self} cannot answer: {error}. Replies received before are kept; "
                     "on_unavailable='record' records such failures and goes on") from None

@@ -21,6 +21,7 @@ from typing import Any
 
 import jinja2
 
+from ..files import printable
 from ..results import ImageResult, PaperTable
 from .tables import best_rows, format_cell
 
@@ -170,5 +171,6 @@ def write_html_report(sections: Sequence[Section] | Sequence[ImageResult], out_d
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / filename
-    path.write_text(render_html_report(sections, out, title=title, **kwargs), encoding="utf-8")
+    # a judge's text may hold a lone surrogate, which UTF-8 cannot: shown as U+FFFD
+    path.write_text(printable(render_html_report(sections, out, title=title, **kwargs)), encoding="utf-8")
     return path

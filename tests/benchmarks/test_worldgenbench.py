@@ -216,6 +216,7 @@ def test_request_lists_every_item_and_explanation(sample):
     ("After checking each item: ```json\n[0, 1, 1]\n```", [0, 1, 1]),
     ('{"result": [1, 1, 0]}', [1, 1, 0]),
     ('["1", "0", "1"]', [1, 0, 1]),
+    ("[0.9999999999, 1.0000000001, 0.0]", [1, 1, 0]),  # within rounding of 1: 1, never int()'s 0
 ])
 def test_reply_parsing(reply, expected):
     assert parse_checklist_reply(reply, 3) == expected
@@ -224,6 +225,8 @@ def test_reply_parsing(reply, expected):
 @pytest.mark.parametrize("reply, message", [
     ("[1, 0]", "expected 3 scores, got 2"),
     ("[1, 0, 2]", "score 3 2 is not one of 0, 1"),
+    ("[1, 0, 0.999]", "score 3 0.999 is not one of 0, 1"),  # not rounding: re-asked
+    ("[1, 0, 1e-12]", "score 3 1e-12 is not one of 0, 1"),
     ("all satisfied", "no JSON"),
     ('{"a": [1, 0, 0], "b": [1, 1, 1]}', "got an object"),
 ])

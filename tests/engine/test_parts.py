@@ -4,6 +4,7 @@ import argparse
 import json
 import math
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -178,3 +179,37 @@ def test_review_agreement(tmp_path, capsys):
     review.write_text(review.read_text().replace("Accept", "maybe"))
     with pytest.raises(EngineError, match=r"review.csv, line 4: a human verdict is accept or reject, got 'maybe'"):
         review_agreement(review)
+
+
+def test_executor_json_never_holds_a_secret(tmp_path):
+    """As found: an API key given as a judge option was written to each stage's executor.json (datatrove's
+    record of the executor, every step's settings with it). Masked there; the workers still get it."""
+    from datatrove.pipeline.base import PipelineStep
+
+    from t2ireason.engine.executors import LocalExecutor, Slurm, slurm_executor
+    from t2ireason.engine.models import Models
+
+    class Holds(PipelineStep):
+        name = "holds"
+
+        def __init__(self, models):
+            super().__init__()
+            self.models = models
+
+        def run(self, data, rank=0, world_size=1):
+            yield from data
+
+    key = "sk-never-written-0123456789"
+    models = Models(judge="openai:m", judge_kwargs={"api_key": key, "base_url": "http://me:pw-4567@host/v1"},
+                    llm="openai:m", llm_kwargs={"api_key": key})
+    for executor in (LocalExecutor([Holds(models)], tasks=1, logging_dir=str(tmp_path / "local")),
+                     slurm_executor(Slurm(partition="p"), [Holds(models)], tasks=1, logging_dir=tmp_path / "slurm",
+                                    stage="s", gpu=False, depends=None)):
+        executor.save_executor_as_json()
+        text = (Path(executor.logging_dir.path) / "executor.json").read_text()
+        assert key not in text and "pw-4567" not in text, text
+        recorded = json.loads(text)["pipeline"][0]["models"]
+        assert recorded["judge_kwargs"] == {"api_key": "***", "base_url": "http://***@host/v1"}
+        assert recorded["judge"] == "openai:m" and json.loads(text)["world_size"] == 1
+    assert models.judge_kwargs["api_key"] == key  # what the workers load the judge with is untouched
+    assert key not in json.dumps(models.describe())

@@ -13,7 +13,15 @@ import urllib.request
 import pytest
 from PIL import Image
 
-from t2ireason.judges import ChatRequest, JudgeError, JudgeUnavailable, Sampling, load_judge, validate_judge
+from t2ireason.judges import (
+    ChatRequest,
+    JudgeAuthError,
+    JudgeError,
+    JudgeUnavailable,
+    Sampling,
+    load_judge,
+    validate_judge,
+)
 from t2ireason.judges.base import AnswerQuery
 from t2ireason.judges.openai_judge import DEFAULT_MAX_RETRY_AFTER, OpenAIJudge, answer_logprob
 from t2ireason.testing_http import Answer, Disconnect, Drip, Fail, Hang, Huge, Malformed, serve
@@ -294,12 +302,13 @@ def test_api_key_never_leaks(caplog):
     with caplog.at_level(logging.DEBUG), serve([Fail(500, f"oops {KEY}"), echo]) as server:
         judge = load_judge(f"openai:test-model@{server.base_url}", api_key=KEY, backoff_base=0.01, backoff_max=0.02,
                            check=False)
-        [reply] = judge.chat([ChatRequest.simple("q")])
+        with pytest.raises(JudgeAuthError) as refused:
+            judge.chat([ChatRequest.simple("q")])
         judge.close()
     assert isinstance(judge, OpenAIJudge) and judge.base_url == server.base_url
-    assert reply.error.startswith("HTTP 401: authentication failed") and "(2 attempts in " in reply.error
-    assert "OPENAI_API_KEY" in reply.error and not reply.transient
-    for text in (repr(judge), str(judge.identity()), reply.error, str(reply.to_dict()), caplog.text):
+    error = str(refused.value)
+    assert "HTTP 401: authentication failed" in error and "(2 attempts in " in error and "OPENAI_API_KEY" in error
+    for text in (repr(judge), str(judge.identity()), error, caplog.text):
         assert KEY not in text
     assert "retry 1 of 6" in caplog.text  # the retry was logged, without the key
     assert judge.identity()["base_url"] == server.base_url
@@ -609,13 +618,26 @@ def test_an_outage_during_a_batch_ends_it_keeping_the_replies_before():
     assert all(r.error.startswith("HTTP 503") and r.transient for r in replies[2:])
 
 
-@pytest.mark.parametrize("status, transient", [(400, False), (401, False), (403, False), (404, False), (422, False),
+@pytest.mark.parametrize("status, transient", [(400, False), (404, False), (422, False),
                                                (500, True), (502, True), (503, True), (429, True)])
 def test_transient_marks_failures_of_the_server_not_of_the_request(status, transient):
     with serve([Fail(status, "no")]) as server, _judge(server, max_retries=1, on_unavailable="record") as judge:
         [reply] = judge.chat([ChatRequest.simple("q")])
     assert not reply.ok and reply.transient is transient
     assert len(server.requests) == (2 if transient else 1)
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_refused_credentials_end_the_batch_and_are_never_a_replys_failure(status):
+    """The key's failure, not the request's: raised (a JudgeUnavailable: finished work kept) even with
+    on_unavailable='record', never returned as a reply that a caller would record or cache."""
+    seen = {}
+    with serve([Answer("first"), Fail(status, "no")]) as server, \
+            _judge(server, max_concurrency=1, on_unavailable="record") as judge:
+        with pytest.raises(JudgeAuthError, match=f"refused the credentials: HTTP {status}") as info:
+            judge.chat([ChatRequest.simple(f"q{i}") for i in range(4)], on_reply=lambda i, r: seen.setdefault(i, r))
+        assert len(server.requests) == 2  # not retried, and nothing more sent
+    assert isinstance(info.value, JudgeUnavailable) and {i: r.text for i, r in seen.items()} == {0: "first"}
 
 
 def test_a_transport_failure_is_never_asked_again_as_a_question():
