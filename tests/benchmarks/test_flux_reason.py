@@ -137,7 +137,7 @@ def test_nested_captions_scores_and_thresholds(tmp_path):
 def test_build_the_sample(tmp_path):
     out = tmp_path / "flux"
     report = build.build_dataset("flux-reason-6m", BENCH.sample_path(), out, repo_id="me/flux-sample")
-    ds = datasets.load_dataset(str(out), "default", split="test")
+    ds = datasets.load_dataset(str(out), "default", split="train")
     assert ds.num_rows == 6 and ds.features == fr.FEATURES
     assert ds[3]["characteristics"] == ["affection"] and ds[3]["image"].size == (32, 32)
     assert report.configs["default"]["rows"] == 6 and report.configs["default"]["gcot"] == 6
