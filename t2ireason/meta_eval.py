@@ -32,7 +32,7 @@ from .stats import kendall_tau, pairwise_accuracy, spearman_rho
 
 __all__ = [
     "CHOICES", "calibrated_pairwise_accuracy", "human_correlation", "preference_verdicts",
-    "pairwise_preference_accuracy", "preference_agreement", "judge_agreement",
+    "pairwise_preference_accuracy", "preference_agreement", "judge_agreement", "headline",
 ]
 
 #: human choices in the preference form -> verdict (+1: A better, -1: B better, 0: tie)
@@ -265,3 +265,12 @@ def judge_agreement(scores_a: Mapping[str, float | None] | Sequence[float | None
             out["model"]["per_group"] = per
             out["model"]["group_average"] = _macro(per, ("kendall_tau", "spearman_rho"))
     return out
+
+
+def headline(figures: Mapping[str, Any], config: str) -> float | None:
+    """The figure a meta-evaluation leads with: Kendall's tau-b against human ratings (T2I-ReasonBench
+    Table 1, PRISM-Bench Table 3), pairwise accuracy against human A/B/tie choices (R2I-Bench Table 4),
+    the per-image Kendall's tau-b between two judges (PRISM-Bench Table 3)."""
+    if config == "preference":
+        return figures["pairwise_accuracy"]
+    return figures["image"]["kendall_tau"] if config == "judges" else figures["kendall_tau"]

@@ -91,3 +91,21 @@ def test_two_judges_by_id_per_image_and_per_model():
     with pytest.raises(ValueError, match="models has no entry for image id"):
         meta_eval.judge_agreement(gpt, qwen, models={"m1/0": "m1"})
     assert math.isnan(meta_eval.judge_agreement([1.0], [2.0])["image"]["kendall_tau"])
+
+
+@pytest.mark.parametrize("config", ["human", "preference", "judges"])
+def test_the_module_returns_a_key_named_after_itself_holding_each_forms_headline(config):
+    """Like every metric module, meta_evaluation returns its own key: the figure the papers lead with."""
+    from t2ireason.metric import load_metric
+
+    metric = load_metric("meta_evaluation", config_name=config)
+    if config == "preference":
+        out = metric.compute(predictions=[[0.9, 0.1], [0.4, 0.6], [0.5, 0.5], [0.2, 0.3]],
+                             references=["A", "A", "tie", "B"])
+        assert out["meta_evaluation"] == out["pairwise_accuracy"] == pytest.approx(3 / 4)
+        assert out["meta_evaluation"] != out["kendall_tau"]
+    else:
+        metric_scores, human = [0.1, 0.4, 0.35, 0.8, 0.3], [1, 2, 3, 4, 5]
+        out = metric.compute(predictions=metric_scores, references=human)
+        tau = out["image"]["kendall_tau"] if config == "judges" else out["kendall_tau"]
+        assert out["meta_evaluation"] == tau == pytest.approx(scipy.stats.kendalltau(metric_scores, human).statistic)

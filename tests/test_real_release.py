@@ -455,7 +455,8 @@ def test_every_prism_record_is_scored_under_each_preset(prism_built, preset):
     results = PRISM.score(rows, [IMAGE] * len(rows), judge, **PRISM.presets[preset]["options"])
     assert len(judge.requests) == 2 * len(rows) == 2800 and all(r.failure is None for r in results)
     assert sorted(v for r in results for v in r.subscores.values()) == sorted(10 * s for s in given_scores)
-    assert all(r.score == (r.subscores["alignment"] + r.subscores["aesthetic"]) / 2 for r in results)
+    # the per-image reward is on 0-1, its two axes on the tables' 0-100
+    assert all(r.score == pytest.approx((r.subscores["alignment"] + r.subscores["aesthetic"]) / 200) for r in results)
     out = PRISM.aggregate(results)
     assert set(out["by_language"]) == {"en", "zh"} and len(out["tracks"]) == 7
     if out["protocol"] == "paper":  # the paper's final score: the mean over the seven tracks

@@ -322,7 +322,7 @@ def test_the_prism_score_space_scores_a_benchmark_row(space_venv, tmp_path):
         assert "/score" in space.info["named_endpoints"]
         out = _predict(space_venv["python"], space.url, "/score",
                        {"file": str(image)}, json.dumps(row, default=str), f"openai:test-model@{judge.base_url}", "paper")
-    assert out["num_failed"] == 0 and out["scores"] == [pytest.approx(70.0)]
+    assert out["num_failed"] == 0 and out["scores"] == [pytest.approx(0.7)]  # the per-image reward, 0-1
     assert out["per_image"][0]["id"] == str(row["id"]) and len(judge.requests) == 2  # alignment and aesthetics
 
 

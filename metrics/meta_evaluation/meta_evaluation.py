@@ -48,13 +48,15 @@ Args (config "judges"):
     models (optional): the T2I model of each image, for the per-model correlation.
     groups (optional): a group per image (track).
 Returns:
+    meta_evaluation: the headline figure (Kendall's tau-b for "human", pairwise accuracy for "preference",
+    the per-image Kendall's tau-b for "judges");
     kendall_tau, spearman_rho (and pairwise_accuracy except for "judges"), n, n_excluded;
     per_group and group_average when groups are given; for "judges": "image" and "model" levels.
 Examples:
     >>> meta = evaluate.load("metrics/meta_evaluation")
     >>> out = meta.compute(predictions=[0.1, 0.4, 0.35, 0.8], references=[1, 2, 3, 4])
-    >>> round(out["kendall_tau"], 4), round(out["pairwise_accuracy"], 4)
-    (0.6667, 0.8333)
+    >>> round(out["kendall_tau"], 4), round(out["pairwise_accuracy"], 4), out["meta_evaluation"] == out["kendall_tau"]
+    (0.6667, 0.8333, True)
 """
 
 _FEATURES = {
@@ -84,8 +86,12 @@ class MetaEvaluation(evaluate.Metric):
     def _compute(self, predictions, references, groups=None, tie_epsilon=0.0, models=None):
         config = "human" if self.config_name == "default" else self.config_name
         if config == "human":
-            return meta_eval.human_correlation(predictions, references, groups=groups, tie_epsilon=tie_epsilon)
-        if config == "preference":
-            return meta_eval.preference_agreement([p[0] for p in predictions], [p[1] for p in predictions],
-                                                  references, groups=groups, tie_epsilon=tie_epsilon)
-        return meta_eval.judge_agreement(predictions, references, models=models, groups=groups)
+            out = meta_eval.human_correlation(predictions, references, groups=groups, tie_epsilon=tie_epsilon)
+        elif config == "preference":
+            out = meta_eval.preference_agreement([p[0] for p in predictions], [p[1] for p in predictions],
+                                                 references, groups=groups, tie_epsilon=tie_epsilon)
+        else:
+            out = meta_eval.judge_agreement(predictions, references, models=models, groups=groups)
+        # like every module, a key named after itself: the figure each paper leads with
+        out["meta_evaluation"] = meta_eval.headline(out, config)
+        return out
