@@ -168,7 +168,8 @@ def test_prism_qwen_on_a_local_qwen25_vl_renders_picture_ids_and_spreads_the_mod
     recording = type("Recording", (), {"chat": lambda self, reqs, **k: requests.extend(reqs) or judge.chat(reqs, **k),
                                        "identity": judge.identity})()
     [result] = PRISM.score([row], [Image.new("RGB", (100, 50), "gray")], recording, **setting.options)
-    assert result.context["outcome"] == {"alignment": "unparsable", "aesthetic": "unparsable"}  # 4 random tokens
+    # 4 random tokens: cut off at the token limit, never read (the authors would fail to parse and skip them too)
+    assert result.context["outcome"] == {"alignment": "cut_off", "aesthetic": "cut_off"}
     assert requests[0].messages[0].content[0].size == (112, 56)  # qwen_vl_utils: 100 -> 112, 50 -> 56
     [rendered] = judge._render([judge._conversation(requests[0].messages)])
     assert "<|im_start|>user\nPicture 1: <|vision_start|><|image_pad|><|vision_end|>\nYou are a highly" in rendered
