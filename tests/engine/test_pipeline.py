@@ -414,7 +414,7 @@ def test_quality_filter_record_keeps_rejected_images_with_their_verdict(tmp_path
                       license="apache-2.0", progress=False)
     assert kept.complete and len(read_release(tmp_path / "out", "default")) == kept.statistics["kept"] > 0
     records = list(Workdir(tmp_path / "kept").records("quality"))
-    assert len(records) == 8 and all([e["action"] for e in r["events"] if e["stage"] == "quality"] == ["rejected"]
+    assert len(records) == 10 and all([e["action"] for e in r["events"] if e["stage"] == "quality"] == ["rejected"]
                                      for r in records)
     review = export_review_sample(Workdir(tmp_path / "kept"), tmp_path / "review", per_verdict=3)
     assert review.read_text().count(",reject,") == 3
