@@ -1,9 +1,10 @@
 """The HTTP judge against ``transformers serve`` itself (transformers' own OpenAI-compatible server),
 serving the tiny LLaVA-layout judge of ``t2ireason.testing`` from its folder, offline, on 127.0.0.1.
 
-Its ``GET /v1/models`` lists the models of the Hub cache and answers HTTP 500 when the cache folder
-does not exist (as on a fresh machine serving a local folder): the endpoint check must take that as
-a server without a usable model list and decide with a one-token request, as the README promises."""
+Its ``GET /v1/models`` lists the models of the Hub cache and, in transformers 5.23, answers HTTP 500 when
+the cache folder does not exist (as on a fresh machine serving a local folder): the endpoint check must
+take that as a server without a usable model list and decide with a one-token request, as the README
+promises."""
 
 from __future__ import annotations
 
@@ -72,9 +73,13 @@ def served(tiny_models, tmp_path_factory):
 @pytest.mark.timeout(300)
 def test_transformers_serve_is_checked_with_one_tiny_request_when_its_model_list_fails(served):
     base_url, model, home = served
-    with pytest.raises(urllib.error.HTTPError) as info:  # what the check meets: no usable list
-        urllib.request.urlopen(f"{base_url}/models", timeout=30)
-    assert info.value.code == 500 and not (home / "hub").exists()
+    # transformers 5.23 answers HTTP 500 here (no Hub cache folder): the case as found. Later releases may
+    # list the models instead; either way the judge must pass its check and answer. The 500 path itself is
+    # also pinned with the local test server (test_openai_judge.py), whatever transformers does.
+    try:
+        urllib.request.urlopen(f"{base_url}/models", timeout=30).close()
+    except urllib.error.HTTPError as error:
+        assert error.code == 500 and not (home / "hub").exists()
     with load_judge(f"openai:{model}@{base_url}", timeout=120) as judge:
         judge.check()  # was: JudgeUnavailable "cannot answer: HTTP 500 ... (while listing the served models)"
         (reply,) = judge.chat([ChatRequest.simple("Reply with OK.", sampling=Sampling(max_tokens=2))])
