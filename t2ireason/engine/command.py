@@ -53,6 +53,9 @@ def _add_work_args(p: argparse.ArgumentParser, seed: bool = True) -> None:
     s.add_argument("--max-reasks", type=int, default=2, help="re-asks of an unparsable reply before it is a failure")
     s.add_argument("--on-judge-error", choices=["retry", "record"], default="retry",
                    help="a judge backend failure leaves the shard for the next run (retry) or is recorded (record)")
+    s.add_argument("--quality-filter", choices=["apply", "record"], default="apply",
+                   help="drop what the quality filter rejects (apply, the paper) or keep it with its verdict "
+                        "(record: for a smoke run with tiny random models, whose judge rejects everything)")
     s.add_argument("--review-size", type=int, default=500, help="images per verdict in the quality review sample")
 
 
@@ -152,7 +155,8 @@ def _config(args: argparse.Namespace):
     return EngineConfig(shard_size=args.shard_size, seed=args.seed, imagination_examples=args.imagination_examples,
                         imagination_temperature=args.imagination_temperature, thresholds=dict(args.thresholds),
                         original_threshold=args.original_threshold, gcot_attempts=args.gcot_attempts,
-                        max_reasks=args.max_reasks, on_judge_error=args.on_judge_error, review_size=args.review_size)
+                        max_reasks=args.max_reasks, on_judge_error=args.on_judge_error, review_size=args.review_size,
+                        quality_filter=args.quality_filter)
 
 
 def _sources(args: argparse.Namespace):

@@ -232,7 +232,7 @@ def export_review_sample(work: Workdir, out: str | os.PathLike, *, per_verdict: 
     empty ``human_verdict`` columns (accept or reject) for two reviewers per image."""
     picked: dict[str, list[tuple[str, dict[str, Any], dict[str, Any]]]] = {"accept": [], "reject": []}
     for r in work.records(LAST):
-        event = next((e for e in r["events"] if e["stage"] == "quality" and e["action"] in ("passed", "dropped")),
+        event = next((e for e in r["events"] if e["stage"] == "quality" and e["action"] in ("passed", "dropped", "rejected")),
                      None)
         if event is not None:
             picked["accept" if event["action"] == "passed" else "reject"].append((_order(r["id"], seed), r, event))

@@ -64,6 +64,9 @@ class EngineConfig:
     max_reasks: int = 2  # re-asks of a reply that does not parse, before it is recorded as a failure
     on_judge_error: str = "retry"  # backend failure: "retry" the shard next run, or "record" it on the record
     review_size: int = 500  # images per verdict in the quality filter's human-review sample (appendix B.4)
+    #: "apply" drops what the quality filter rejects (the paper); "record" keeps it with its verdict, for a
+    #: smoke run whose random judge rejects everything
+    quality_filter: str = "apply"
 
     def __post_init__(self):
         unknown = [k for k in self.thresholds if characteristic(k) is None]
@@ -76,6 +79,8 @@ class EngineConfig:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.max_reasks < 0 or self.review_size < 0:
             raise ValueError("max_reasks and review_size must be >= 0")
+        if self.quality_filter not in ("apply", "record"):
+            raise ValueError(f"quality_filter must be 'apply' or 'record', got {self.quality_filter!r}")
         if self.on_judge_error not in ("retry", "record"):
             raise ValueError(f"on_judge_error must be 'retry' or 'record', got {self.on_judge_error!r}")
 
@@ -87,7 +92,7 @@ STAGES = (
     Stage("prompts", prompts_stage, ("seed", "imagination_temperature"), ("judge", "llm"),
           "prompt sources: caption rewriting, progressive imagination, text mining (section 2.2)"),
     Stage("synthesis", synthesis_stage, ("seed",), ("drawer",), "images from the prompts (section 2.2)"),
-    Stage("quality", quality_stage, (), ("judge",), "blur, artifacts, structural errors (appendix B.2)"),
+    Stage("quality", quality_stage, ("quality_filter",), ("judge",), "blur, artifacts, structural errors (appendix B.2)"),
     Stage("scoring", scoring_stage, ("thresholds",), ("judge",),
           "six relevance scores, labels by threshold, typographic filter (section 2.3, appendix B.3)"),
     Stage("captions", captions_stage, (), ("judge",), "a category-specific caption per label (section 2.4)"),

@@ -78,7 +78,8 @@ def _parse_quality(text: str) -> dict[str, Any]:
 
 
 def quality_stage(records: list[dict[str, Any]], ctx: Context) -> None:
-    """Foundational quality filter (section 2.3, appendix B.2): blur, artifacts, structural errors."""
+    """Foundational quality filter (section 2.3, appendix B.2): blur, artifacts, structural errors. With
+    ``quality_filter="record"`` a rejected image is kept, its verdict noted as ``rejected``."""
     requests = [request("quality", r, "quality", image_of(r, ctx), json_schema=QUALITY_SCHEMA) for r in records]
     for r, parsed in zip(records, ask(ctx.judge, requests, _parse_quality, ctx)):
         if not parsed.ok:
@@ -86,7 +87,9 @@ def quality_stage(records: list[dict[str, Any]], ctx: Context) -> None:
             continue
         v = parsed.value
         detail = json.dumps({"flaws": v["flaws"], "reason": v["reason"]}, ensure_ascii=False)
-        if v["verdict"] == "reject":
+        if v["verdict"] == "reject" and ctx.config.quality_filter == "record":
+            note(r, "quality", "rejected", detail)
+        elif v["verdict"] == "reject":
             drop(r, "quality", detail)
         else:
             note(r, "quality", "passed", detail)

@@ -393,3 +393,33 @@ def test_the_shipped_sample_inputs_make_a_release(tmp_path, capsys):
     with pytest.raises(ValueError, match="--sample gives the inputs: drop --captions"):
         run_engine_command(build_parser("engine").parse_args(["engine", "estimate", "--work", "w", "--sample",
                                                               "--captions", "c.txt"]))
+
+
+def test_quality_filter_record_keeps_rejected_images_with_their_verdict(tmp_path):
+    """README's first run: the tiny random judge rejects every image, so ``--quality-filter record`` keeps
+    them, each with its ``rejected`` verdict (and in the review sample); the default drops them all."""
+    from t2ireason.engine.export import export_review_sample
+    from t2ireason.engine.sources import sample_sources
+
+    from .scripted import ScriptedDrawer
+
+    def rejecting(request):
+        if request.metadata["stage"] == "quality":
+            return json.dumps({"blur": True, "artifacts": False, "structural_errors": False, "verdict": "reject",
+                               "reason": "random"})
+        return reply(request)
+
+    kept = run_engine(tmp_path / "kept", sample_sources(), EngineConfig(**(CONFIG | {"quality_filter": "record"})),
+                      judge=ScriptedJudge(replies=rejecting), drawer=ScriptedDrawer(), out=tmp_path / "out",
+                      license="apache-2.0", progress=False)
+    assert kept.complete and len(read_release(tmp_path / "out", "default")) == kept.statistics["kept"] > 0
+    records = list(Workdir(tmp_path / "kept").records("quality"))
+    assert len(records) == 10 and all([e["action"] for e in r["events"] if e["stage"] == "quality"] == ["rejected"]
+                                     for r in records)
+    review = export_review_sample(Workdir(tmp_path / "kept"), tmp_path / "review", per_verdict=3)
+    assert review.read_text().count(",reject,") == 3
+    run_engine(tmp_path / "dropped", sample_sources(), EngineConfig(**CONFIG), judge=ScriptedJudge(replies=rejecting),
+               drawer=ScriptedDrawer(), until="quality", progress=False)
+    assert all(r["dropped_by"] == "quality" for r in Workdir(tmp_path / "dropped").records("quality"))
+    with pytest.raises(ValueError, match="quality_filter must be 'apply' or 'record'"):
+        EngineConfig(quality_filter="off")
