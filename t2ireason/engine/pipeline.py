@@ -242,8 +242,10 @@ def run_engine(work: str | Path, sources: Sources, config: EngineConfig | None =
 
     described = models.describe()
     identities = {s.name: s.identity(config, described) for s in stages}
+    # a setting added since a folder was made counts as unchanged when left at its default
+    defaults = {f.name: f.default for f in dataclasses.fields(EngineConfig) if f.default is not dataclasses.MISSING}
     for s in stages:  # refuse changed settings before anything runs
-        workdir.check_settings(s.name, identities[s.name])
+        workdir.check_settings(s.name, identities[s.name], defaults)
     for s in stages:
         if not workdir.shards(s.name):
             workdir.save_settings(s.name, identities[s.name])

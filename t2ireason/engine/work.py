@@ -148,12 +148,14 @@ class Workdir:
         atomic_write_text(self.stage_dir(stage) / self.SETTINGS,
                           json.dumps(settings, indent=2, sort_keys=True, default=str))
 
-    def check_settings(self, stage: str, settings: dict[str, Any]) -> None:
-        """A stage that has committed shards must go on with the settings it started with."""
+    def check_settings(self, stage: str, settings: dict[str, Any], defaults: dict[str, Any] | None = None) -> None:
+        """A stage that has committed shards must go on with the settings it started with. A setting its
+        saved settings lack (added to the engine since) is taken at its value in ``defaults``."""
         old = self.settings(stage)
         if old is None or not self.shards(stage):
             return
         new = json.loads(json.dumps(settings, sort_keys=True, default=str))
+        old = {**{k: v for k, v in json.loads(json.dumps(defaults or {}, default=str)).items() if k in new}, **old}
         changed = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
         if changed:
             later = [self.stage_dir(s).name for s in STAGE_NAMES[STAGE_NAMES.index(stage):]]

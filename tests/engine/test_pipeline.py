@@ -271,6 +271,7 @@ def test_command_line_resumes_a_finished_work_folder(reference, tiny_models, mon
     work = Workdir(root / "work")
     for stage in ("prompts", "quality", "scoring", "captions", "gcot", "original", "translate"):
         settings = work.settings(stage)
+        settings.pop("quality_filter", None)  # as a folder made before that setting existed: taken at its default
         work.save_settings(stage, {**settings, **{k: {"spec": "hf:some/vlm", "options": {"dtype": "bfloat16"}}
                                                   for k in ("judge", "llm") if k in settings}})
     assert flux_engine.main(argv) == 0
@@ -283,6 +284,8 @@ def test_command_line_resumes_a_finished_work_folder(reference, tiny_models, mon
 
     assert flux_engine.main([*argv[:-7], "--shard-size", "5", "--thresholds", "style=6", "--no-progress"]) == 2
     assert "error: stage 'scoring'" in capsys.readouterr().err
+    assert flux_engine.main([*argv, "--quality-filter", "record"]) == 2  # not the default it was taken at
+    assert "error: stage 'quality'" in capsys.readouterr().err
     assert flux_engine.main([*argv, "--images-per-prompt", "2"]) == 2
     assert "error: the engine draws one image per prompt" in capsys.readouterr().err
     assert flux_engine.main(["status", "--work", str(root / "work")]) == 0
