@@ -71,3 +71,23 @@ class ScriptedJudge(Judge):
                 raise JudgeError(f"scripted probability {p} is outside [0, 1]")
             out.append(math.log(p) if p > 0 else float("-inf"))
         return out
+
+
+def best_answer(schema: dict, text: str = "Looks right.") -> Any:
+    """The best answer a reply schema allows, for scripted judges in tests and demos: every question
+    passed, every score at its top (over ``anyOf`` alternatives too), every array at its shortest full
+    length, and ``text`` wherever a string goes."""
+    if "enum" in schema:  # the top score; of words, the last (the schemas list the passing one last)
+        values = schema["enum"]
+        return max(values) if all(isinstance(v, (int, float)) for v in values) else values[-1]
+    if "anyOf" in schema:
+        answers = [best_answer(s, text) for s in schema["anyOf"]]
+        return max(answers, key=lambda v: v if isinstance(v, (int, float)) else -1)
+    kind = schema.get("type")
+    if kind == "object":
+        return {k: best_answer(v, text) for k, v in schema.get("properties", {}).items()}
+    if kind == "array":
+        return [best_answer(schema.get("items", {}), text) for _ in range(schema.get("minItems", 1))]
+    if kind in ("integer", "number"):
+        return schema.get("maximum", 1)
+    return text if kind == "string" else 1

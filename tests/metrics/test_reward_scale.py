@@ -11,29 +11,15 @@ from PIL import Image
 
 from t2ireason.benchmarks import JUDGED, get_benchmark
 from t2ireason.data import load_rows
-from t2ireason.judges.scripted import ScriptedJudge
+from t2ireason.judges.scripted import ScriptedJudge, best_answer
 from t2ireason.metric import load_metric
-
-
-def _best(schema):
-    """The best answer a reply schema allows: every question passed, every score at its top."""
-    if "enum" in schema:
-        return max(schema["enum"])
-    kind = schema.get("type")
-    if kind == "object":
-        return {k: _best(v) for k, v in schema.get("properties", {}).items()}
-    if kind == "array":
-        return [_best(schema.get("items", {})) for _ in range(schema.get("minItems", 1))]
-    if kind in ("integer", "number"):
-        return schema.get("maximum", 1)
-    return "Looks right."
 
 
 @pytest.mark.parametrize("name", JUDGED)
 def test_one_reward_scale_and_a_key_named_after_the_module(name):
     bench = get_benchmark(name)
     rows = load_rows(name)
-    judge = ScriptedJudge(lambda r: json.dumps(_best(r.json_schema)) if r.json_schema else "A picture.")
+    judge = ScriptedJudge(lambda r: json.dumps(best_answer(r.json_schema)) if r.json_schema else "A picture.")
     metric = load_metric(bench.metric, judge=judge, cache=False, progress=False)
     out = metric.compute(predictions=[Image.new("RGB", (16, 16))] * len(rows), references=rows,
                          structured_output=True)

@@ -13,7 +13,7 @@ from PIL import Image
 
 from t2ireason.benchmarks import JUDGED, get_benchmark
 from t2ireason.data import load_rows
-from t2ireason.judges.scripted import ScriptedJudge
+from t2ireason.judges.scripted import ScriptedJudge, best_answer
 from t2ireason.report import plots
 from t2ireason.report.html import Section, write_html_report
 from t2ireason.report.tables import side_by_side
@@ -25,22 +25,11 @@ MODELS = ("model-a", "a-much-longer-model-name/checkpoint-12000")
 LONG = "https://example.org/" + "a-very-long-unbroken-token-" * 12  # no place to wrap but anywhere
 
 
-def _fill(schema):
-    """The largest answer a reply schema allows: every question passed."""
-    if "enum" in schema:
-        return schema["enum"][-1]
-    kind = schema.get("type")
-    if kind == "object":
-        return {k: _fill(v) for k, v in schema.get("properties", {}).items()}
-    if kind == "array":
-        return [_fill(schema.get("items", {})) for _ in range(schema.get("minItems", 1))]
-    if kind in ("integer", "number"):
-        return schema.get("maximum", 1)
-    return "Looks right, see " + LONG if kind == "string" else 1
-
 
 def _reply(request):
-    return json.dumps(_fill(request.json_schema)) if request.json_schema else "A picture of the prompt."
+    if request.json_schema is None:
+        return "A picture of the prompt."
+    return json.dumps(best_answer(request.json_schema, "Looks right, see " + LONG))
 
 
 def _figures(tables, folder):
@@ -104,18 +93,22 @@ GEOMETRY = """() => {
 }"""
 
 
-@pytest.mark.parametrize("width", WIDTHS)
-@pytest.mark.parametrize("name", JUDGED)
-def test_report_fits_the_screen(browser, reports, name, width):
-    path, results = reports[name]
+def _open(browser, path, width):
+    """The page at ``width`` px, loaded: the page, the errors its scripts log, its geometry."""
     page = browser.new_page(viewport={"width": width, "height": 900})
     errors = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto(path.as_uri())
     page.wait_for_load_state("load")
+    return page, errors, page.evaluate(GEOMETRY)
 
-    geometry = page.evaluate(GEOMETRY)
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("name", JUDGED)
+def test_report_fits_the_screen(browser, reports, name, width):
+    path, results = reports[name]
+    page, errors, geometry = _open(browser, path, width)
     assert geometry["pageWidth"] <= geometry["width"], f"the page scrolls sideways: {geometry}"
     assert geometry["cut"] == [] and geometry["boxesFit"], geometry
     # every figure loads and fits its screen
@@ -188,13 +181,7 @@ def test_the_comparison_page(browser, reports, width):
     """Several runs on one page: every benchmark's tables and figures, one card per prompt holding each
     model's image and score side by side (one above the other on a phone), filters over all of them."""
     path, sections = reports["compare"]
-    page = browser.new_page(viewport={"width": width, "height": 900})
-    errors = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(path.as_uri())
-    page.wait_for_load_state("load")
-    geometry = page.evaluate(GEOMETRY)
+    page, errors, geometry = _open(browser, path, width)
     assert geometry["pageWidth"] <= geometry["width"] and geometry["cut"] == [] and geometry["boxesFit"], geometry
     assert page.locator("section.bench h2").all_inner_texts() == [s.title for s in sections]
     assert page.locator("table.paper").count() == sum(len(s.tables) for s in sections)
