@@ -10,6 +10,7 @@ import math
 
 import datasets
 import pytest
+from _browser import wait_until
 from huggingface_hub import DatasetCard
 
 from t2ireason import cli, testing
@@ -185,7 +186,7 @@ def test_reports_side_by_side_and_in_a_browser(tmp_path, tiny_models, browser):
     assert page.locator(".figures img").first.get_attribute("src").startswith("plots/")
     # the gallery's images load lazily, below the figures: load them all, then check each
     page.evaluate("document.querySelectorAll('#gallery img').forEach(i => i.loading = 'eager')")
-    page.wait_for_function("Array.from(document.querySelectorAll('#gallery img')).every(i => i.complete)")
+    wait_until(page, "Array.from(document.querySelectorAll('#gallery img')).every(i => i.complete)")
     assert page.evaluate("Array.from(document.querySelectorAll('#gallery img')).every(i => i.naturalWidth === 64)")
     assert page.locator("table.runs tbody tr").count() == 2 and str(tmp_path) not in page.content()
     page.select_option("#filter-config", "commonsense")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from _browser import wait_until
 from PIL import Image
 
 from t2ireason.benchmarks import JUDGED, get_benchmark
@@ -158,7 +159,7 @@ def test_a_thumbnail_opens_the_image_at_full_size(browser, reports, width, embed
     page.goto(path.as_uri())
     thumb = page.locator("#gallery a.thumb img").first
     thumb.scroll_into_view_if_needed()  # the gallery follows the tables and figures; its images load lazily
-    page.wait_for_function("i => i.complete && i.naturalWidth > 0", arg=thumb.element_handle())
+    wait_until(page, "i => i.complete && i.naturalWidth > 0", thumb.element_handle())
     assert thumb.evaluate("i => i.naturalWidth") == 1200
     assert thumb.bounding_box()["width"] <= (330 if width >= 700 else width)  # a thumbnail, within its card
     thumb.click()
