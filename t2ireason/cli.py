@@ -567,6 +567,9 @@ def user_error_text(e: BaseException) -> str | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv:  # as git does: the commands, rather than an error about the missing one
+        build_parser(None).print_help(sys.stderr)
+        return 2
     command = next((a for a in argv if not a.startswith("-")), None)  # the top level takes no valued option
     args = build_parser(command if command in COMMANDS else None).parse_args(argv)
     for key, value in vars(args).items():  # a nan or inf slips through float(); no option takes one

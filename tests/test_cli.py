@@ -406,6 +406,9 @@ def test_a_command_line_mistake_is_one_line_naming_it(tmp_path, capsys, monkeypa
         lines = capsys.readouterr().err.splitlines()
         assert exit_.value.code == 2 and len(lines) == 1 and lines[0].startswith(said), lines
     assert list(tmp_path.iterdir()) == []
+    assert cli.main([]) == 2  # bare `t2ireason`: the commands, as git lists them, not "required: COMMAND"
+    listed = capsys.readouterr().err
+    assert listed.startswith("usage: t2ireason") and all(f" {c} " in listed for c in ("run", "evaluate", "engine"))
 
 
 def test_slurm_without_sbatch_is_said_before_any_stage_folder(tiny_models, tmp_path, capsys, monkeypatch):

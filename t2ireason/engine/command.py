@@ -191,10 +191,16 @@ def _executor(args: argparse.Namespace):
 
 def _print_summary(result) -> None:
     print(f"candidates: {', '.join(f'{k} {v}' for k, v in result.candidates.items())}")
+    waiting_for = None  # the first stage that did not complete: the ones after it have not started
     for summary in result.stages:
+        if waiting_for and summary.completed == 0 and not summary.failures:
+            print(f"  {summary.stage:<10} 0/{summary.tasks} tasks  not started ({waiting_for} did not complete)")
+            continue
         print(f"  {summary.line()}")
         for rank, why in sorted(summary.failures.items()):
             print(f"    task {rank} did not complete: {why}")
+        if not summary.complete and waiting_for is None:
+            waiting_for = summary.stage
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -229,8 +235,14 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     _print_summary(result)
     if not result.complete:
-        print(f"{sum(1 for v in result.pending.values() if v)} stage(s) have tasks that did not complete: run the "
-              f"same command again to finish them (answers already given come from the response cache)")
+        stages = sum(1 for v in result.pending.values() if v)
+        if result.lasting_failures:  # running again as it is would fail the same way
+            print(f"{stages} stage(s) have tasks that did not complete, for a cause that running again as it is "
+                  f"meets again (above): fix it, then run the same command again to go on (completed tasks are "
+                  f"kept, answers already given come from the response cache)")
+        else:
+            print(f"{stages} stage(s) have tasks that did not complete: run the same command again to finish "
+                  f"them (answers already given come from the response cache)")
         return 1
     if result.statistics is not None:
         s = result.statistics

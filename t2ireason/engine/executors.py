@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
+import logging
 import multiprocessing
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -113,28 +115,74 @@ def quiet_logs(level: str = "WARNING") -> None:
     logger.add(sys.stderr, level=level)
 
 
-class _NoTracebacks:
-    """The console as a task sees it: a log record carrying a traceback (datatrove logs a failed task's
-    exception with loguru's variable dumps, about 100 lines) is cut to its first line; the task log file
-    keeps it whole, and the run ends with the cause per task. Everything else passes as it is."""
+_ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
-    def __init__(self, stream):
-        self._stream = stream
+
+class _TaskConsole:
+    """``sys.stderr`` while a task runs. The task's console sink (loguru's, which datatrove adds on
+    ``sys.stderr`` at the task's start, errors only) reaches the console, a record carrying a traceback
+    (datatrove logs a failed task's exception with loguru's variable dumps, about 100 lines) cut to its
+    first line. Everything else a task writes there (the libraries' progress bars, warnings and log lines:
+    a failing model load printed about 20 lines) goes to the task log, a progress bar by its last frame.
+    Outside a task everything passes as it is."""
+
+    def __init__(self, console):
+        self._console = console
+        self._line = ""  # what has come since the last newline
+        self.in_task = False
 
     def write(self, text: str) -> int:
-        if "\nTraceback (most recent call last)" in text:
-            text = text.split("\n", 1)[0] + " (traceback in the task log)\n"
-        return self._stream.write(text)
+        if hasattr(text, "record"):  # a loguru message (loguru's Message), from a sink on this stream
+            if text.record["exception"] is not None:  # (coloured on a terminal: look at the record, not the text)
+                text = text.split("\n", 1)[0] + " (traceback in the task log)\n"
+            from tqdm import tqdm
+
+            with tqdm.external_write_mode(file=self._console):  # on a line of its own, not inside the stage's bar
+                return self._console.write(text)
+        if not self.in_task:
+            return self._console.write(text)
+        from loguru import logger
+
+        *lines, self._line = (self._line + text).split("\n")
+        for line in lines:
+            # a progress bar redraws its line after a carriage return, moving the cursor with ANSI escapes
+            line = _ANSI_ESCAPE.sub("", line.rsplit("\r", 1)[-1]).rstrip()
+            if line:
+                logger.warning(f"stderr: {line}")  # below the console sink's level: the task log alone
+        return len(text)
+
+    def flush(self) -> None:
+        self._console.flush()
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
+        return getattr(self._console, name)
+
+
+def _console_handlers() -> list[logging.StreamHandler]:
+    """The ``logging`` handlers writing to the console (transformers' and diffusers' own among them)."""
+    loggers = [logging.getLogger(), *(v for v in logging.Logger.manager.loggerDict.values()
+                                      if isinstance(v, logging.Logger))]
+    def to_console(stream) -> bool:  # a handler made during an earlier task holds that task's console
+        return stream is sys.stderr or stream is sys.__stderr__ or isinstance(stream, _TaskConsole)
+
+    return [h for lg in loggers for h in lg.handlers
+            if type(h) is logging.StreamHandler and to_console(getattr(h, "stream", None))]
 
 
 @contextmanager
-def _console_without_tracebacks() -> Iterator[None]:
-    """A task's console sink (datatrove adds it at the task's start, on ``sys.stderr``) gets no tracebacks."""
-    with redirect_stderr(_NoTracebacks(sys.stderr)):
-        yield
+def _task_console() -> Iterator[None]:
+    """What a task prints goes to its task log, but its error line (see :class:`_TaskConsole`)."""
+    console = _TaskConsole(sys.stderr)
+    handlers = _console_handlers()
+    streams = [h.setStream(console) for h in handlers]
+    console.in_task = True
+    try:
+        with redirect_stderr(console):
+            yield
+    finally:
+        console.in_task = False
+        for handler, stream in zip(handlers, streams):
+            handler.setStream(stream)
 
 
 # -- local ---------------------------------------------------------------------------------------------------
@@ -151,7 +199,7 @@ def _run_task(task: bytes) -> tuple[Any, int, float]:
     they use, which a worker's own ``__main__`` does not have (a judge defined in the user's script)."""
     start = time.monotonic()  # CLOCK_MONOTONIC: the same clock in every process of the machine
     executor, rank = dill.loads(task)
-    with _console_without_tracebacks():  # local_rank 1: console errors only, each on one line
+    with _task_console():  # local_rank 1: console errors only, each on one line
         return executor._run_for_rank(rank, local_rank=1), os.getpid(), start
 
 
@@ -227,7 +275,7 @@ class LocalExecutor(_RecordsNoSecrets, LocalPipelineExecutor):
                 self.pipeline = deepcopy(pipeline)  # a fresh pipeline per task, as datatrove does
                 start = time.monotonic()
                 try:
-                    with _console_without_tracebacks():
+                    with _task_console():
                         stats, error = self._run_for_rank(rank, local_rank=1), None
                 except Exception as e:  # noqa: BLE001 - reported; the next task goes on
                     stats, error = None, f"{type(e).__name__}: {e}"

@@ -161,6 +161,20 @@ class EngineResult:
     def complete(self) -> bool:
         return all(s.complete for s in self.stages)
 
+    @property
+    def lasting_failures(self) -> list[str]:
+        """This run's task failures that running the same command again would meet again (a model that
+        does not load, a bad setting), as ``stage task N: why``; not a killed worker, a full GPU memory,
+        a network or server error, an interruption."""
+        return [f"{s.stage} task {rank}: {why}" for s in self.stages for rank, why in sorted(s.failures.items())
+                if not any(mark in why for mark in _TRANSIENT)]
+
+
+#: what a failure that may not happen again says: a killed worker, memory, the network, a busy server
+_TRANSIENT = ("BrokenProcessPool", "OutOfMemoryError", "out of memory", "Timeout", "ConnectionError",
+              "APIConnectionError", "RateLimitError", "InternalServerError", "ServiceUnavailable",
+              "KeyboardInterrupt")
+
 
 def stage_summary(name: str, logs: Path, failures: dict[int, str] | None = None,
                   tasks: int | None = None) -> StageSummary:

@@ -355,24 +355,74 @@ def test_shards_with_nothing_kept(tiny_models, tmp_path):
         run(reject, tmp_path / "out2")
 
 
-def test_a_failing_task_is_one_console_line_and_its_traceback_stays_in_the_task_log(tmp_path, capfd):
+def test_a_failing_task_is_one_console_line_and_its_traceback_stays_in_the_task_log(tmp_path, capfd, monkeypatch):
     """A task that fails (here the drawer's model cannot load) used to print about 100 lines of datatrove's
-    loguru traceback, with its variable dumps, before the run's one-line cause."""
+    loguru traceback, with its variable dumps, and what the libraries print while loading a model (progress
+    bars, ``logging`` warnings, ``warnings``: about 20 lines) before the run's one-line cause. The console
+    gets one error line per task; the task log keeps all of it, each progress bar by its last frame."""
+    import logging
+    import warnings
+
+    from tqdm import tqdm
+
+    from t2ireason.engine.command import _print_summary
+
     from .scripted import ScriptedDrawer
+
+    library = logging.getLogger("a_library_imported_in_the_task")
 
     class Unloadable(ScriptedDrawer):
         def __call__(self, prompts, seeds):
+            for _ in tqdm(range(5), desc="Loading pipeline components..."):
+                pass
+            if not library.handlers:  # as transformers and diffusers do on their first import: sys.stderr then
+                library.addHandler(logging.StreamHandler())
+                library.propagate = False
+            library.warning("An error occurred while trying to fetch broken/unet")
+            # what warnings.warn prints outside pytest (which records warnings instead): on sys.stderr, as it is then
+            sys.stderr.write(warnings.formatwarning("Defaulting to unsafe serialization", UserWarning, "x.py", 1))
             raise OSError("Error no file named config.json found in directory broken.")
 
+    import datatrove.utils.logging
+
+    monkeypatch.setattr(datatrove.utils.logging, "DATATROVE_COLORIZE_LOGS", True)  # as on a terminal
     make_inputs(tmp_path / "inputs")
     result, _ = run_scripted(tmp_path, Unloadable())
     err = capfd.readouterr().err
     assert not result.complete and "Traceback" not in err and "│" not in err
-    lines = [x for x in err.splitlines() if "ERROR" in x]  # one per task of the stage
-    assert lines and all(x.endswith("Error no file named config.json found in directory broken. (traceback in the "
-                                    "task log)") for x in lines)
-    log = next((tmp_path / "work").glob("*-synthesis/logs/logs/task_00000.log")).read_text()
-    assert "Traceback" in log and "OSError: Error no file named config.json" in log
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert len(lines) == result.stages[1].tasks > 1 and all(  # one per task of the stage, nothing else
+        "ERROR" in x and x.endswith("Error no file named config.json found in directory broken.\x1b[0m (traceback "
+                                    "in the task log)") for x in lines), lines
+    for log in (tmp_path / "work").glob("*-synthesis/logs/logs/task_*.log"):
+        text = log.read_text()
+        assert "Traceback" in text and "OSError: Error no file named config.json" in text
+        assert "stderr: An error occurred while trying to fetch broken/unet" in text  # the handler of task 0 too
+        assert "Defaulting to unsafe serialization" in text
+        bars = [x for x in text.splitlines() if "Loading pipeline components" in x]
+        assert len(bars) == 1 and "5/5" in bars[0] and "\r" not in bars[0] and "\x1b" not in bars[0]
+    library.warning("outside a task")  # a handler made in a task writes to the console again once it ends
+    assert capfd.readouterr().err == "outside a task\n"
+    library.handlers.clear()
+
+    _print_summary(result)  # the stages after the failed one did not start; running again as it is won't help
+    out = capfd.readouterr().out
+    assert "  quality    0/5 tasks  not started (synthesis did not complete)" in out.splitlines()
+    assert result.lasting_failures and all("OSError" in why for why in result.lasting_failures)
+
+
+def test_only_failures_that_may_not_repeat_are_left_to_running_again():
+    from t2ireason.engine.pipeline import EngineResult, StageSummary
+
+    def failed(why):
+        return EngineResult({}, [StageSummary("synthesis", 2, 1, failures={1: why})])
+
+    for transient in ("a worker process of the run was killed before this task finished (BrokenProcessPool)",
+                      "OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+                      "APIConnectionError: Connection error.", "RateLimitError: Error code: 429"):
+        assert failed(transient).lasting_failures == []
+    assert failed("ValueError: --steps must be positive").lasting_failures == [
+        "synthesis task 1: ValueError: --steps must be positive"]
 
 
 def test_the_shipped_sample_inputs_make_a_release(tmp_path, capsys):
