@@ -418,10 +418,16 @@ class Run:
         judge = None
         info = (recorded or {}).get("judge")
         if todo or not info:
-            from .judges import load_judge
+            from .judges import load_judge, preflight_spec
 
             report_preset_settings(setting)
             judge = load_judge(setting.judge, cache=cache, **setting.judge_kwargs)
+            if todo:  # one probe (an image with a JSON schema), rather than every image's request failing
+                try:
+                    preflight_spec(setting.judge, setting.judge_kwargs, judge=judge, structured=True)
+                except Exception:
+                    judge.close()
+                    raise
             info = self._judge_info(judge_record(judge, setting.preset, setting.preset_settings), info)
 
         def start(m: dict[str, Any]) -> None:

@@ -181,7 +181,7 @@ def test_http_judged_evaluate_imports_neither_evaluate_nor_torch(tmp_path):
     loaded = json.loads(proc.stdout.split("LOADED", 1)[1])
     assert not {"torch", "transformers", "transformers.pipelines", "evaluate"} & set(loaded)
     scored = [x for x in run.rows() if x["questions"]]
-    assert len(server.requests) == len(scored)
+    assert len(server.requests) == 1 + len(scored)  # the pre-flight's probe, then one request an image
     assert "3 images scored by openai:tiny (" in proc.stdout
     scores = Run.open(run.path).scores("openai-tiny")
     assert scores["num_images"] == 3 and scores["aggregate"]["r2i_score"] == pytest.approx(100.0)
@@ -201,6 +201,7 @@ class Down(ScriptedJudge):
 
 
 t2ireason.judges.load_judge = lambda spec, cache=None, **kwargs: Down([], model="judge")
+t2ireason.judges.preflight_spec = lambda *args, **kwargs: None  # the outage comes after the probe
 sys.exit(cli.main(sys.argv[1:]))
 """
 
@@ -228,7 +229,8 @@ def test_a_refused_key_stops_the_evaluation_and_a_good_key_goes_on(tmp_path, cap
 
     def answer(request):
         asked.append(request.headers.get("authorization", ""))
-        if request.headers.get("authorization") != "Bearer good-key" or len(asked) == 2:  # revoked mid-run
+        if request.headers.get("authorization") != "Bearer good-key" or len(asked) == 3:  # revoked mid-run (the
+            # first request is the pre-flight's probe)
             return Fail(401, "Incorrect API key provided")
         return Answer(scripted_reply(request.body["response_format"]["json_schema"]["schema"]))
 
@@ -306,8 +308,8 @@ def test_a_cache_that_cannot_be_used_is_one_error_line(tmp_path, capsys, where):
 
 def _nothing_generated(server) -> None:
     """The judge was asked only the pre-flight's few tiny requests: no image of the benchmark's."""
-    assert len(server.requests) <= 2 and all("Is this image gray?" in r.text or r.text == "Reply with OK."
-                                              for r in server.requests)
+    assert len(server.requests) <= 2 and all(r.text.startswith(("Is this image gray?", "Is grass green?"))
+                                              or r.text == "Reply with OK." for r in server.requests)
 
 
 @pytest.mark.slow
@@ -352,6 +354,40 @@ def test_mt2ie_against_a_server_without_log_probabilities_draws_nothing(tiny_mod
     assert "cannot give the answer probabilities VQAScore needs" in line and "without the log-probabilities" in line
     assert not out.exists()
     _nothing_generated(server)
+
+
+def test_evaluate_and_the_engine_ask_the_judge_before_any_work(tiny_models, tmp_path, capsys):
+    """``evaluate`` would fail every image's request one by one, ``engine run`` would draw every image
+    before its quality filter met a judge without images or JSON: one probe says it first."""
+    from t2ireason.testing_http import Answer, Fail, serve
+
+    def refusing(request):  # a text model without structured output behind an OpenAI-compatible server
+        if request.image_urls:
+            return Fail(400, "this model does not take image input")
+        if "response_format" in request.body:
+            return Fail(400, "response_format is not supported by this server")
+        return Answer("ok")
+
+    run = run_with_images(tmp_path / "run")
+    with serve(refusing) as server:
+        url = f"openai:test-model@{server.base_url}"
+        line = in_process_error(capsys, "evaluate", "--run", str(run.path), "--judge", url, "--no-cache")
+        assert "cannot answer a request with an image and a JSON schema" in line
+        assert not Run.open(run.path).manifest["evaluations"] and not (run.path / "evaluations").exists()
+        _nothing_generated(server)
+        server.requests.clear()
+        engine = ["engine", "run", "--work", str(tmp_path / "w"), "--sample", "--model", str(tiny_models["sd"]),
+                  "--license", "apache-2.0", "--no-progress"]
+        line = in_process_error(capsys, *engine, "--judge", url)
+        assert "cannot answer a request with an image and a JSON schema" in line
+        _nothing_generated(server)
+    assert not (tmp_path / "w").exists()
+    with serve(Fail(401, "Incorrect API key provided")) as server:  # the text model's key is refused
+        line = in_process_error(capsys, *engine, "--judge", f"hf:{tiny_models['vlm']}", "--llm",
+                                f"openai:test-model@{server.base_url}")
+        assert "refused the credentials" in line and "Incorrect API key provided" in line, line
+        _nothing_generated(server)
+    assert not (tmp_path / "w").exists()
 
 
 def _built(folder: Path, benchmark: str) -> Path:

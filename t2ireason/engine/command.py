@@ -205,7 +205,7 @@ def _print_summary(result) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from ..cli import _generation_config
-    from ..judges import validate_judge
+    from ..judges import preflight_spec, validate_judge
     from .models import Server
     from .pipeline import run_engine
 
@@ -222,6 +222,11 @@ def _run(args: argparse.Namespace) -> int:
     if args.llm:
         validate_judge(args.llm, args.llm_kwargs)
     executor = _executor(args)
+    if not args.server:  # before any image is drawn, the judge is asked what the stages ask (its key, its
+        # endpoint, images with a JSON schema; the text model JSON); a served judge starts with its task
+        preflight_spec(args.judge, args.judge_kwargs, structured=True)
+        if args.llm:
+            preflight_spec(args.llm, args.llm_kwargs, structured=True, images=False)
     result = run_engine(args.work, _sources(args), _config(args), judge=args.judge, judge_kwargs=args.judge_kwargs,
                         llm=args.llm, llm_kwargs=args.llm_kwargs, cache=args.cache,
                         drawer=_generation_config(args), executor=executor,

@@ -186,11 +186,12 @@ _PREFLIGHT_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}
                      "additionalProperties": False}
 
 
-def preflight(judge: Any, *, structured: bool = True, probabilities: bool = False) -> None:
+def preflight(judge: Any, *, structured: bool = True, probabilities: bool = False, images: bool = True) -> None:
     """Ask ``judge`` one tiny request of each kind a computation will send, before the expensive
     work (generating images) starts, so that a judge that cannot do the job fails now and not
-    after hours of GPU time: a request with an image (and, with ``structured``, a JSON schema:
-    ``response_format``), and with ``probabilities`` one answer probability (VQAScore's
+    after hours of GPU time: a request with an image (text alone without ``images``, for a text
+    model) and, with ``structured``, a JSON schema (``response_format``), and with
+    ``probabilities`` one answer probability (VQAScore's
     log-probabilities). An HTTP judge checks its endpoint first (reachable, key taken, model
     served). Raises :class:`JudgeError` or :class:`JudgeUnavailable` naming what is missing; a
     cached judge is asked through its wrapped judge, so the probes are neither served from nor
@@ -201,10 +202,11 @@ def preflight(judge: Any, *, structured: bool = True, probabilities: bool = Fals
 
     inner = judge.judge if isinstance(judge, CachedJudge) else judge
     image = Image.new("RGB", (32, 32), (128, 128, 128))
-    request = ChatRequest.simple(image, 'Is this image gray? Reply in JSON: {"ok": true} or {"ok": false}.',
+    question = ((image, "Is this image gray?") if images else ("Is grass green?",))
+    request = ChatRequest.simple(*question[:-1], question[-1] + ' Reply in JSON: {"ok": true} or {"ok": false}.',
                                  sampling=Sampling(temperature=0.0, max_tokens=16),
                                  json_schema=_PREFLIGHT_SCHEMA if structured else None)
-    what = "a request with an image" + (" and a JSON schema" if structured else "")
+    what = ("a request with an image" if images else "a text request") + (" and a JSON schema" if structured else "")
     (reply,) = inner.chat([request])
     if reply.error is not None:
         raise JudgeError(f"{inner!r} cannot answer {what}, as scoring needs: {reply.error}")
@@ -215,13 +217,16 @@ def preflight(judge: Any, *, structured: bool = True, probabilities: bool = Fals
             raise type(e)(f"{inner!r} cannot give the answer probabilities VQAScore needs: {e}") from None
 
 
-def preflight_spec(spec: Any, kwargs: dict[str, Any] | None = None, **needs: bool) -> None:
+def preflight_spec(spec: Any, kwargs: dict[str, Any] | None = None, *, judge: Any = None, **needs: bool) -> None:
     """:func:`preflight` for a judge setting that is loaded later (after the images are generated):
-    an HTTP judge (``openai:``) is made without a cache, asked, and closed; a local judge
-    (``hf:``, ``vllm:``) is not loaded twice: :func:`validate_judge` has checked its spec and
-    folder, and the transformers backend gives answer probabilities and JSON by constrained
-    decoding. A judge object is the caller's own: it is not asked."""
+    an HTTP judge (``openai:``) is made without a cache, asked, and closed (or ``judge``, the setting
+    already loaded, is asked); a local judge (``hf:``, ``vllm:``) is not loaded twice:
+    :func:`validate_judge` has checked its spec and folder, and the transformers backend gives answer
+    probabilities and JSON by constrained decoding. A judge object is the caller's own: it is not asked."""
     if not isinstance(spec, str) or parse_spec(spec)[0] != "openai":
+        return
+    if judge is not None:
+        preflight(judge, **needs)
         return
     judge = load_judge(spec, **(kwargs or {}))
     try:

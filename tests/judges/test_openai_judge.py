@@ -2,6 +2,7 @@
 
 import asyncio
 import base64
+import concurrent.futures
 import io
 import json
 import logging
@@ -319,7 +320,9 @@ def test_chat_from_inside_a_running_event_loop():
         async def notebook_cell():
             return judge.chat([ChatRequest.simple("abc"), ChatRequest.simple("xyz")])
 
-        replies = asyncio.run(notebook_cell())
+        # in a thread of its own: a session's playwright (the report tests) keeps a loop running in this one
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            replies = pool.submit(asyncio.run, notebook_cell()).result()
     assert [r.text for r in replies] == ["cba", "zyx"]
 
 
