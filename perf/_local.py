@@ -160,3 +160,33 @@ if __name__ == "__main__":
         print(f"overhead_ratio   {overhead_ratio(tmp):.3f}  (target <= 1.15)")
         for size in BATCHING:
             print(f"batching_speedup_{size} {batching_speedup(tmp, size)['ratio']:.2f}")
+
+
+def decode_threads_speedup(models_dir: str | Path, n: int = 64, side: int = 512, repeats: int = 5) -> dict:
+    """``load_images`` of ``n`` PNG files of ``side`` pixels (smooth pictures with some grain: they
+    compress about as photographs do) on one thread over on its default threads (one per core, at
+    most 8): the decoding and digests a judge's pairs wait for. Checks that the digests are equal."""
+    import os
+
+    from PIL import Image
+
+    from t2ireason.images import load_images
+
+    folder = Path(models_dir) / "pngs"
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    paths = []
+    for i in range(n):
+        base = Image.fromarray(rng.integers(0, 256, (side // 32, side // 32, 3), dtype=np.uint8))
+        pixels = np.asarray(base.resize((side, side), Image.BICUBIC), dtype=np.int16)
+        grain = rng.integers(-6, 7, pixels.shape)
+        paths.append(folder / f"{i:03d}.png")
+        Image.fromarray(np.clip(pixels + grain, 0, 255).astype(np.uint8)).save(paths[-1])
+    serial = [x.digest for x in load_images(paths, workers=1)]
+    if [x.digest for x in load_images(paths)] != serial:
+        raise RuntimeError("threads decoded other pictures than one thread")
+    ratio = _interleaved_ratio(lambda: load_images(paths, workers=1), lambda: load_images(paths), repeats)
+    started = time.perf_counter()
+    load_images(paths, workers=1)
+    return {"ratio": ratio, "ms_an_image_one_thread": (time.perf_counter() - started) / n * 1000,
+            "threads": min(8, os.cpu_count() or 1), "images": n, "side": side}

@@ -108,7 +108,7 @@ from .benchmarks.mt2ie import BENCHMARK, MODES, RUN_FEATURES, read_jsonl
 from .difficulty import METHODS, prompt_difficulty
 from .files import atomic_write_json, atomic_write_text
 from .generation import Drawer, GenerationConfig, check_model, image_seed, save_image_atomic
-from .images import as_image
+from .images import as_images
 from .judges import ChatRequest, Sampling, load_judge, preflight
 from .parsing import ReplyParseError, as_score, ask_structured
 from .progress import progress_bar
@@ -289,7 +289,7 @@ class _Scorer:
         self._questions: dict[str, tuple[list[dict] | None, list[str], str | None]] = {}
 
     def __call__(self, images: list, prompts: list[str]) -> list[_Scored]:
-        images = [as_image(i) for i in images]  # one JudgeImage per image, shared by all its requests
+        images = as_images(images)  # one JudgeImage per image, shared by all its requests
         out = self._vqascore(images, prompts) if self.scoring == "vqascore" else self._vqa_accuracy(images, prompts)
         if self.aesthetic:
             requests = [ChatRequest.simple(render(TEMPLATES, "aesthetic_user"), image,

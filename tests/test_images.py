@@ -2,6 +2,7 @@
 
 import base64
 import io
+import re
 
 import numpy as np
 import pytest
@@ -238,6 +239,36 @@ def test_load_images_gives_each_image_its_own_failure(picture, tmp_path):
     assert isinstance(out[0], JudgeImage)
     assert [type(x).__name__ for x in out[1:]] == ["ImageError"] * 3
     assert "not found" in str(out[2])
+
+
+def test_threads_decode_what_one_thread_would_in_the_same_order(tmp_path, monkeypatch):
+    """load_images decodes with several threads (a GPU judge's pairs would otherwise each wait for a PNG
+    decode): each image, digest and failure is what one thread gives, in input order, and the bomb check
+    (a warnings filter, process-wide state) neither lets a bomb through nor stays behind in the filters."""
+    import warnings
+
+    from t2ireason.images import load_images
+
+    rng = np.random.default_rng(1)
+    inputs = []
+    for i in range(24):
+        side = 40 if i % 5 == 0 else 8  # every fifth: a "bomb" under the limit set below
+        path = tmp_path / f"{i}.png"
+        Image.fromarray(rng.integers(0, 256, (side, side, 3), dtype=np.uint8)).save(path)
+        inputs.append(path)
+    (tmp_path / "zero.png").write_bytes(b"")
+    inputs[3:3] = [tmp_path / "zero.png", tmp_path / "absent.png", b"not an image"]
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 1000)
+    filters = list(warnings.filters)
+
+    def outcome(x):
+        return x.digest if isinstance(x, JudgeImage) else re.sub(" at 0x[0-9a-f]+", "", f"{type(x).__name__}: {x}")
+
+    serial = [outcome(x) for x in load_images(inputs, workers=1)]
+    for _ in range(3):
+        assert [outcome(x) for x in load_images(inputs, workers=4)] == serial
+    assert sum("refusing image" in x for x in serial) == 5 and sum(len(x) == 64 for x in serial) == 19
+    assert warnings.filters == filters
 
 
 def test_inside_refuses_paths_made_from_data_that_leave_their_folder(tmp_path):

@@ -21,7 +21,7 @@ from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..images import JudgeImage, as_image
+from ..images import JudgeImage, as_image, as_images
 
 __all__ = [
     "Sampling",
@@ -331,7 +331,7 @@ class Judge(ABC):
         """P("Yes") for each (image, question) pair."""
         if len(images) != len(questions):
             raise ValueError(f"got {len(images)} images but {len(questions)} questions")
-        return self.answer_probability([AnswerQuery(as_image(i), q) for i, q in zip(images, questions)],
+        return self.answer_probability([AnswerQuery(i, q) for i, q in zip(as_images(images), questions)],
                                        progress=progress)
 
     def close(self) -> None:  # noqa: B027 - optional hook, a no-op by default
