@@ -470,7 +470,7 @@ def run_run(args: argparse.Namespace) -> int:
     if not args.source:
         from .data import check_data
 
-        check_data(args.benchmark, args.data, args.configs)
+        check_data(args.benchmark, args.data, args.configs, revision=args.data_revision)
     _preflight(args.out, args, setting)  # nothing generated for a judge that cannot score
     data = Path(args.out) / "data" if args.source else args.data  # built into the run folder
     run = Run.create(args.out, args.benchmark, data=data, configs=args.configs, limit=args.limit, name=args.run_name,

@@ -14,11 +14,12 @@ if TYPE_CHECKING:
 __all__ = ["load_rows", "check_data"]
 
 
-def check_data(benchmark: Benchmark | str, data: str | os.PathLike | None, configs: Sequence[str] | None = None) -> None:
+def check_data(benchmark: Benchmark | str, data: str | os.PathLike | None, configs: Sequence[str] | None = None,
+               *, revision: str | None = None) -> None:
     """``data`` checked before anything is created or generated: a local folder (see
-    :func:`t2ireason.files.missing_folder`) must exist and hold the configs asked (default: all)
-    of this benchmark, not another's; a ValueError says which and how to fix it. A Hub id is
-    read at the first step."""
+    :func:`t2ireason.files.missing_folder`) must exist, and a local folder or a Hub dataset id
+    (its config list read from the Hub, or from the local cache offline) must hold the configs asked
+    (default: all) of this benchmark, not another's; a ValueError says which and how to fix it."""
     from pathlib import Path
 
     from .files import missing_folder
@@ -31,17 +32,23 @@ def check_data(benchmark: Benchmark | str, data: str | os.PathLike | None, confi
         raise ValueError(f"--data: {said}; give a folder built by `t2ireason build {bench.name} --out <folder>`, "
                          "a Hub dataset id, or nothing for the shipped sample")
     folder = Path(data).expanduser()
-    if not folder.is_dir():
-        return
     import json
 
     import datasets
 
     try:
-        have = datasets.get_dataset_config_names(str(folder))
-    except Exception as e:  # noqa: BLE001 - not a dataset folder at all: said below, with the cause
-        raise ValueError(f"--data: {data} is not a dataset folder ({type(e).__name__}: {e}); build one with "
-                         f"`t2ireason build {bench.name} --out <folder>`") from None
+        if folder.is_dir():
+            have = datasets.get_dataset_config_names(str(folder))
+        else:
+            have = datasets.get_dataset_config_names(str(data), revision=revision)
+    except Exception as e:  # noqa: BLE001 - not a dataset at all: said here, with the cause
+        cause = f"{type(e).__name__}: {' '.join(str(e).split())}"
+        if folder.is_dir():
+            raise ValueError(f"--data: {data} is not a dataset folder ({cause}); build one with "
+                             f"`t2ireason build {bench.name} --out <folder>`") from None
+        raise ValueError(f"--data: {data} is no folder here, and no Hub dataset that can be read ({cause}); check "
+                         f"the id (and --data-revision), log in (`hf auth login`) for a private or gated dataset, "
+                         f"or give a folder built by `t2ireason build {bench.name} --out <folder>`") from None
     wanted = list(configs or bench.configs)
     report = folder / "build_report.json"
     built = json.loads(report.read_text(encoding="utf-8")).get("benchmark") if report.is_file() else None
@@ -74,7 +81,7 @@ def load_rows(benchmark: Benchmark | str, data: str | os.PathLike | None = None,
         raise ValueError(f"unknown config(s) {unknown} of {bench.name}; known: {', '.join(bench.configs)}")
     if limit is not None and limit < 1:
         raise ValueError(f"limit must be at least 1, got {limit}")
-    check_data(bench, data, configs)
+    check_data(bench, data, configs, revision=revision)
     configs = list(configs or bench.configs)
     if data is None:
         release = bench.read_release(bench.sample_path())

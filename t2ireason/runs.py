@@ -132,7 +132,7 @@ class Run:
         if not (path / RUN_FILE).is_file() and not (data is not None and Path(data) == path / "data"):
             from .data import check_data
 
-            check_data(bench, data, configs)  # a mistyped folder or another benchmark's: nothing created
+            check_data(bench, data, configs, revision=revision)  # a mistyped one or another benchmark's: nothing created
         wanted = {"benchmark": bench.name, "data": _data_ref(data, path), "revision": revision,
                   "configs": list(configs) if configs else None, "limit": limit}
         path.mkdir(parents=True, exist_ok=True)

@@ -416,6 +416,11 @@ def test_mistyped_or_mismatched_folders_are_one_line_and_create_nothing(tmp_path
     assert "--model: no folder 'models/sdd' (did you mean 'models/sd'?)" in line
     line = in_process_error(capsys, *run, "--model", "someorg/not-downloaded")  # offline, not in the cache
     assert "someorg/not-downloaded is not in the local Hugging Face cache and HF_HUB_OFFLINE is set" in line
+    # a Hub dataset id that cannot be read (offline, not in the cache; online: a mistyped or private one) was
+    # found only at the first row read, after run.json was written
+    line = in_process_error(capsys, *run, "--data", "someorg/r2i-bnech", "--model", "models/sd")
+    assert line.startswith("error: --data: someorg/r2i-bnech is no folder here, and no Hub dataset that can be read ("
+                           ) and "OfflineModeIsEnabled" in line and "--data-revision" in line
     # scoring a run never generated: said before run.json is written
     line = in_process_error(capsys, "evaluate", "--run", "run", "--benchmark", "r2i-bench", *judge)
     assert "no images to score in run/images: generate them first" in line
