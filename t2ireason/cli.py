@@ -262,14 +262,14 @@ def _check_scoring(args: argparse.Namespace, benchmark: str):
     return setting
 
 
-def _preflight(run_folder: str, args: argparse.Namespace, setting) -> None:
+def _preflight(args: argparse.Namespace, setting) -> None:
     """Before any image is generated or scored, the judge is asked what scoring will ask (its key, its
     endpoint, an image with a JSON schema: :func:`t2ireason.judges.preflight_spec`), unless this run's
     evaluation is already finished (a re-run contacts no server)."""
     from .judges import preflight_spec
     from .runs import RUN_FILE, evaluation_name
 
-    manifest = Path(run_folder) / RUN_FILE
+    manifest = Path(args.out) / RUN_FILE
     if manifest.is_file():
         try:
             evaluations = json.loads(manifest.read_text(encoding="utf-8")).get("evaluations") or {}
@@ -471,7 +471,7 @@ def run_run(args: argparse.Namespace) -> int:
         from .data import check_data
 
         check_data(args.benchmark, args.data, args.configs, revision=args.data_revision)
-    _preflight(args.out, args, setting)  # nothing generated for a judge that cannot score
+    _preflight(args, setting)  # nothing generated for a judge that cannot score
     data = Path(args.out) / "data" if args.source else args.data  # built into the run folder
     run = Run.create(args.out, args.benchmark, data=data, configs=args.configs, limit=args.limit, name=args.run_name,
                      revision=args.data_revision)

@@ -203,6 +203,17 @@ def _print_summary(result) -> None:
             waiting_for = summary.stage
 
 
+def _what_next(result) -> str:
+    """The last line of a run that did not complete: run again, or first mend what would fail again."""
+    stages = sum(1 for v in result.pending.values() if v)
+    if result.lasting_failures:  # running again as it is would fail the same way
+        return (f"{stages} stage(s) have tasks that did not complete, for a cause that running again as it is "
+                f"meets again (above): fix it, then run the same command again to go on (completed tasks are "
+                f"kept, answers already given come from the response cache)")
+    return (f"{stages} stage(s) have tasks that did not complete: run the same command again to finish them "
+            f"(answers already given come from the response cache)")
+
+
 def _run(args: argparse.Namespace) -> int:
     from ..cli import _generation_config
     from ..judges import preflight_spec, validate_judge
@@ -240,14 +251,7 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     _print_summary(result)
     if not result.complete:
-        stages = sum(1 for v in result.pending.values() if v)
-        if result.lasting_failures:  # running again as it is would fail the same way
-            print(f"{stages} stage(s) have tasks that did not complete, for a cause that running again as it is "
-                  f"meets again (above): fix it, then run the same command again to go on (completed tasks are "
-                  f"kept, answers already given come from the response cache)")
-        else:
-            print(f"{stages} stage(s) have tasks that did not complete: run the same command again to finish "
-                  f"them (answers already given come from the response cache)")
+        print(_what_next(result))
         return 1
     if result.statistics is not None:
         s = result.statistics

@@ -173,7 +173,7 @@ class EngineResult:
 #: what a failure that may not happen again says: a killed worker, memory, the network, a busy server
 _TRANSIENT = ("BrokenProcessPool", "OutOfMemoryError", "out of memory", "Timeout", "ConnectionError",
               "APIConnectionError", "RateLimitError", "InternalServerError", "ServiceUnavailable",
-              "KeyboardInterrupt")
+              "JudgeUnavailable", "KeyboardInterrupt")
 
 
 def stage_summary(name: str, logs: Path, failures: dict[int, str] | None = None,

@@ -412,6 +412,7 @@ def test_a_failing_task_is_one_console_line_and_its_traceback_stays_in_the_task_
 
 
 def test_only_failures_that_may_not_repeat_are_left_to_running_again():
+    from t2ireason.engine.command import _what_next
     from t2ireason.engine.pipeline import EngineResult, StageSummary
 
     def failed(why):
@@ -419,10 +420,14 @@ def test_only_failures_that_may_not_repeat_are_left_to_running_again():
 
     for transient in ("a worker process of the run was killed before this task finished (BrokenProcessPool)",
                       "OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
-                      "APIConnectionError: Connection error.", "RateLimitError: Error code: 429"):
+                      "APIConnectionError: Connection error.", "RateLimitError: Error code: 429",
+                      "JudgeUnavailable: the judge at http://127.0.0.1:9/v1 is unreachable: connection refused"):
         assert failed(transient).lasting_failures == []
-    assert failed("ValueError: --steps must be positive").lasting_failures == [
-        "synthesis task 1: ValueError: --steps must be positive"]
+        assert _what_next(failed(transient)).startswith("1 stage(s) have tasks that did not complete: run the same "
+                                                        "command again to finish them")
+    lasting = failed("ValueError: --steps must be positive")
+    assert lasting.lasting_failures == ["synthesis task 1: ValueError: --steps must be positive"]
+    assert "for a cause that running again as it is meets again (above): fix it, then" in _what_next(lasting)
 
 
 def test_the_shipped_sample_inputs_make_a_release(tmp_path, capsys):
