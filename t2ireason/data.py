@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -40,7 +41,7 @@ def check_data(benchmark: Benchmark | str, data: str | os.PathLike | None, confi
         if folder.is_dir():
             have = datasets.get_dataset_config_names(str(folder))
         else:
-            have = datasets.get_dataset_config_names(str(data), revision=revision)
+            have = list(_hub_config_names(str(data), revision))
     except Exception as e:  # noqa: BLE001 - not a dataset at all: said here, with the cause
         cause = f"{type(e).__name__}: {' '.join(str(e).split())}"
         if folder.is_dir():
@@ -61,6 +62,15 @@ def check_data(benchmark: Benchmark | str, data: str | os.PathLike | None, confi
     if absent:
         raise ValueError(f"--data: {data} has no config {', '.join(absent)} of {bench.name} (its release has none); "
                          f"pass --configs among {', '.join(c for c in bench.configs if c in have)}")
+
+
+@functools.lru_cache(maxsize=32)
+def _hub_config_names(repo_id: str, revision: str | None) -> tuple[str, ...]:
+    """A Hub dataset's configs, asked once a process: `t2ireason run` checks its data before anything is
+    made, where the run is made and where the rows are read (a failure is not kept: asked again)."""
+    import datasets
+
+    return tuple(datasets.get_dataset_config_names(repo_id, revision=revision))
 
 
 def load_rows(benchmark: Benchmark | str, data: str | os.PathLike | None = None,

@@ -461,3 +461,31 @@ def test_slurm_without_sbatch_is_said_before_any_stage_folder(tiny_models, tmp_p
                             "--partition", "gpu")
     assert "Slurm's sbatch, which is not on this machine's PATH" in line and "--executor local" in line
     assert not (tmp_path / "w").exists()
+
+
+def test_a_hub_data_id_is_asked_once_a_process_and_a_failure_again(monkeypatch):
+    """`t2ireason run --data <hub id>` checks it before anything is made, where the run is made and where the
+    rows are read: the Hub is asked for its configs once; an id that could not be read is asked again."""
+    import datasets
+
+    from t2ireason import data
+
+    asked = []
+
+    def config_names(repo_id, revision=None):
+        asked.append((repo_id, revision))
+        if repo_id == "someorg/down":
+            raise ConnectionError(f"Couldn't reach '{repo_id}' on the Hub")
+        return ["commonsense", "mathematical"]
+
+    monkeypatch.setattr(datasets, "get_dataset_config_names", config_names)
+    data._hub_config_names.cache_clear()
+    for _ in range(3):
+        data.check_data("r2i-bench", "someorg/r2i", ["mathematical"], revision="v1")
+    with pytest.raises(ValueError, match="someorg/r2i has no config logical of r2i-bench"):  # (the cached list)
+        data.check_data("r2i-bench", "someorg/r2i", ["logical"], revision="v1")
+    for _ in range(2):
+        with pytest.raises(ValueError, match="no Hub dataset that can be read"):
+            data.check_data("r2i-bench", "someorg/down")
+    data._hub_config_names.cache_clear()
+    assert asked == [("someorg/r2i", "v1"), ("someorg/down", None), ("someorg/down", None)]
