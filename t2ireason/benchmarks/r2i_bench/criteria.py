@@ -16,6 +16,7 @@ from .scores import WEIGHT_RANGES
 
 __all__ = ["CriteriaGeneration", "generate_criteria"]
 
+#: the names a reply may give a dimension
 _DIMENSIONS = {
     "reasoning": "reasoning", "reasoning accuracy": "reasoning", "ra": "reasoning",
     "alignment": "alignment", "text-image alignment": "alignment", "text image alignment": "alignment",

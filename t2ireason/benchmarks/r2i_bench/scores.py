@@ -177,6 +177,83 @@ def score(bench: Benchmark, rows: Sequence[dict[str, Any]], images: Sequence[Any
     return results
 
 
+def _check_row(row: Any, i: int) -> None:
+    """Rows that are not R2I-Bench rows are the caller's mistake: a clear error. A row's own
+    irregularities (a weight that is not a number) make it unscorable instead (:func:`_unscorable`)."""
+    if not isinstance(row, dict):
+        raise ValueError(f"rows[{i}] is a {type(row).__name__}, not an R2I-Bench row (a dict)")
+    missing = [f for f in _ROW_FIELDS if f not in row]
+    if missing:
+        raise ValueError(f"rows[{i}] lacks field(s) {missing}: is it an R2I-Bench row?")
+    for j, q in enumerate(row["questions"] or []):
+        lacking = [f for f in ("question", "criterion") if not isinstance(q, dict) or f not in q]
+        if lacking:
+            raise ValueError(f"rows[{i}] ({row['id']}): question {j} lacks {lacking}")
+
+
+def _usable_weight(w: Any) -> bool:
+    return not isinstance(w, bool) and isinstance(w, (int, float)) and math.isfinite(w) and w >= 0
+
+
+def _unscorable(questions: Sequence[dict[str, Any]]) -> str | None:
+    """Why an instance cannot be scored at all (None: it can)."""
+    if not questions:
+        return "the release has no evaluation questions for this prompt"
+    bad = [str(q.get("id") or n) for n, q in enumerate(questions, 1) if not _usable_weight(q.get("weight"))]
+    if bad:
+        return f"question(s) {', '.join(bad)} have no usable weight (the release's cell is not a number)"
+    if sum(float(q["weight"]) for q in questions) <= 0:
+        return "every question of this prompt has weight 0"
+    return None
+
+
+def _image_key(image: Any) -> Any:
+    return str(image) if isinstance(image, (str, Path)) else id(image)
+
+
+def _blank_result(bench: Benchmark, row: dict[str, Any], image: Any) -> ImageResult:
+    source = str(image) if isinstance(image, (str, Path)) else None
+    questions = [QuestionResult(question=q["question"], score=None, criterion=q["criterion"],
+                                weight=float(q["weight"]) if _usable_weight(q.get("weight")) else None,
+                                id=str(q.get("id") or ""), group=q.get("dimension"))
+                 for q in row["questions"] or []]
+    context = {"subcategory": row["subcategory"], "source_id": row.get("source_id"),
+               "reference_caption": row.get("reference_caption")}
+    return ImageResult(id=bench.row_id(row), prompt=bench.prompt(row), score=None, config=row["category"],
+                       questions=questions, image=source, context=context)
+
+
+def _infer_dimensions(result: ImageResult) -> None:
+    """Label each question the release leaves without a dimension by its weight (:func:`infer_dimension`)."""
+    outside = []
+    for n, q in enumerate(result.questions, 1):
+        if q.group is None:
+            q.group = infer_dimension(q.weight)
+            if q.group is None:
+                outside.append(q.id or str(n))
+    result.context["dimensions"] = "inferred"
+    result.context["outside_ranges"] = outside
+
+
+def _dimension_scores(questions: Sequence[QuestionResult]) -> dict[str, float | None]:
+    """Weighted mean per dimension (Table 13: TA, RA, IQ), where questions carry one."""
+    groups: dict[str, list[QuestionResult]] = defaultdict(list)
+    for q in questions:
+        if q.group:
+            groups[q.group].append(q)
+    return {g: _weighted(qs) for g, qs in groups.items()}
+
+
+def _weighted(questions: Sequence[QuestionResult]) -> float | None:
+    scored = [q for q in questions if q.score is not None]
+    total = sum(q.weight for q in scored)
+    # a weighted mean of scores in [0, 1]; clamped so that rounding never leaves the range
+    return min(1.0, max(0.0, sum(q.weight * q.score for q in scored) / total)) if total > 0 else None
+
+
+# -- over images: Table 3, Table 14, Table 13 -------------------------------------------------------
+
+
 def aggregate(results: Sequence[ImageResult], **options: Any) -> dict[str, Any]:
     """Table 3 and Table 14 from per-image results, on 0 to ``scale`` (default 100).
 
@@ -265,78 +342,3 @@ def paper_tables(aggregate: dict[str, Any], label: str) -> list[PaperTable]:
             tables.append(PaperTable.one_row(f"R2I-Bench: {CATEGORY_TITLES.get(category, category)} by subcategory",
                                              label, subs, note=f"0-{scale:g}"))
     return tables
-
-
-def _check_row(row: Any, i: int) -> None:
-    """Rows that are not R2I-Bench rows are the caller's mistake: a clear error. A row's own
-    irregularities (a weight that is not a number) make it unscorable instead (:func:`_unscorable`)."""
-    if not isinstance(row, dict):
-        raise ValueError(f"rows[{i}] is a {type(row).__name__}, not an R2I-Bench row (a dict)")
-    missing = [f for f in _ROW_FIELDS if f not in row]
-    if missing:
-        raise ValueError(f"rows[{i}] lacks field(s) {missing}: is it an R2I-Bench row?")
-    for j, q in enumerate(row["questions"] or []):
-        lacking = [f for f in ("question", "criterion") if not isinstance(q, dict) or f not in q]
-        if lacking:
-            raise ValueError(f"rows[{i}] ({row['id']}): question {j} lacks {lacking}")
-
-
-def _usable_weight(w: Any) -> bool:
-    return not isinstance(w, bool) and isinstance(w, (int, float)) and math.isfinite(w) and w >= 0
-
-
-def _unscorable(questions: Sequence[dict[str, Any]]) -> str | None:
-    """Why an instance cannot be scored at all (None: it can)."""
-    if not questions:
-        return "the release has no evaluation questions for this prompt"
-    bad = [str(q.get("id") or n) for n, q in enumerate(questions, 1) if not _usable_weight(q.get("weight"))]
-    if bad:
-        return f"question(s) {', '.join(bad)} have no usable weight (the release's cell is not a number)"
-    if sum(float(q["weight"]) for q in questions) <= 0:
-        return "every question of this prompt has weight 0"
-    return None
-
-
-def _image_key(image: Any) -> Any:
-    return str(image) if isinstance(image, (str, Path)) else id(image)
-
-
-def _blank_result(bench: Benchmark, row: dict[str, Any], image: Any) -> ImageResult:
-    source = str(image) if isinstance(image, (str, Path)) else None
-    questions = [QuestionResult(question=q["question"], score=None, criterion=q["criterion"],
-                                weight=float(q["weight"]) if _usable_weight(q.get("weight")) else None,
-                                id=str(q.get("id") or ""), group=q.get("dimension"))
-                 for q in row["questions"] or []]
-    context = {"subcategory": row["subcategory"], "source_id": row.get("source_id"),
-               "reference_caption": row.get("reference_caption")}
-    return ImageResult(id=bench.row_id(row), prompt=bench.prompt(row), score=None, config=row["category"],
-                       questions=questions, image=source, context=context)
-
-
-def _infer_dimensions(result: ImageResult) -> None:
-    """Label each question the release leaves without a dimension by its weight (:func:`infer_dimension`)."""
-    outside = []
-    for n, q in enumerate(result.questions, 1):
-        if q.group is None:
-            q.group = infer_dimension(q.weight)
-            if q.group is None:
-                outside.append(q.id or str(n))
-    result.context["dimensions"] = "inferred"
-    result.context["outside_ranges"] = outside
-
-
-def _dimension_scores(questions: Sequence[QuestionResult]) -> dict[str, float | None]:
-    """Weighted mean per dimension (Table 13: TA, RA, IQ), where questions carry one."""
-    groups: dict[str, list[QuestionResult]] = defaultdict(list)
-    for q in questions:
-        if q.group:
-            groups[q.group].append(q)
-    return {g: _weighted(qs) for g, qs in groups.items()}
-
-
-def _weighted(questions: Sequence[QuestionResult]) -> float | None:
-    scored = [q for q in questions if q.score is not None]
-    total = sum(q.weight for q in scored)
-    # a weighted mean of scores in [0, 1]; clamped so that rounding never leaves the range
-    return min(1.0, max(0.0, sum(q.weight * q.score for q in scored) / total)) if total > 0 else None
-
