@@ -55,8 +55,13 @@ def test_the_wheel_holds_every_piece_of_package_data(wheel_files):
         assert f"t2ireason/hub_cards/{card.name}" in names
     assert "t2ireason/report/templates/report.html.j2" in names
     assert {"t2ireason/spaces.py", "t2ireason/cli.py", "t2ireason/parsing.py"} <= names
-    assert {m.split(".")[-1] for m in MODULES.values()} <= {n.rsplit("/", 1)[-1][:-3] for n in names
-                                                            if n.startswith("t2ireason/benchmarks/")}
+    # each benchmark's module: a file, or a package (its __init__.py and every module beside it)
+    for module in MODULES.values():
+        path = module.replace(".", "/")
+        assert f"{path}.py" in names or f"{path}/__init__.py" in names, module
+        package = ROOT / path
+        if package.is_dir():
+            assert {f"{path}/{p.name}" for p in package.glob("*.py")} <= names, module
     assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
     entry_points = next(zipfile.Path(distributions()["wheel"], n) for n in names if n.endswith("entry_points.txt"))
     assert "t2ireason = t2ireason.cli:main" in entry_points.read_text()
