@@ -11,7 +11,7 @@ from t2ireason.benchmarks import get_benchmark
 from t2ireason.benchmarks.prism_bench import REPLY_SCHEMA
 from t2ireason.benchmarks.r2i_bench import question_keys
 from t2ireason.benchmarks.r2i_bench import reply_schema as r2i_schema
-from t2ireason.benchmarks.t2i_reasonbench import _reply_schema as t2i_schema
+from t2ireason.benchmarks.t2i_reasonbench.protocol import _reply_schema as t2i_schema
 from t2ireason.benchmarks.worldgenbench import normalize_checklist
 from t2ireason.benchmarks.worldgenbench import reply_schema as checklist_schema
 from t2ireason.data import load_rows

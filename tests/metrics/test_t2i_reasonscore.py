@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from t2ireason.benchmarks import get_benchmark
-from t2ireason.benchmarks.t2i_reasonbench import _Q
+from t2ireason.benchmarks.t2i_reasonbench.questions import _Q
 from t2ireason.judges.base import Reply
 from t2ireason.judges.scripted import ScriptedJudge
 

@@ -18,7 +18,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from t2ireason.benchmarks import get_benchmark
-from t2ireason.benchmarks.t2i_reasonbench import _Q, ANOMALY_KINDS, DIMENSIONS
+from t2ireason.benchmarks.t2i_reasonbench import ANOMALY_KINDS, DIMENSIONS
+from t2ireason.benchmarks.t2i_reasonbench.questions import _Q
 
 BENCH = get_benchmark("t2i-reasonbench")
 FILES = [rel for spec in DIMENSIONS.values() for rel in spec.files()]
