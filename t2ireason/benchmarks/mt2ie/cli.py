@@ -13,16 +13,7 @@ from typing import Any
 
 from ...generation import GenerationConfig, check_model
 from ...judges import load_judge, preflight
-from .agent import (
-    DIFFICULTY_METHODS,
-    MODEL_NAME,
-    PAPER_ITERATIONS,
-    PAPER_JUDGE,
-    PAPER_SEED_PROMPTS_PER_SEED,
-    PAPER_SEEDS,
-    SCORINGS,
-    run_mt2ie,
-)
+from . import agent
 from .protocol import PROMPT_TEMPERATURE
 from .release import MODES
 
@@ -34,7 +25,7 @@ def _model_pair(text: str) -> tuple[str, str]:
     if not sep or not name or not model:
         raise argparse.ArgumentTypeError(f"{text!r}: expected name=<diffusers folder or hub id>, "
                                          "e.g. sd21=stabilityai/stable-diffusion-2-1")
-    if not MODEL_NAME.fullmatch(name):
+    if not agent.MODEL_NAME.fullmatch(name):
         raise argparse.ArgumentTypeError(f"model name {name!r}: use letters, digits, '.', '_' and '-'")
     return name, model
 
@@ -74,28 +65,28 @@ def add_mt2ie_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", dest="models", action="append", type=_model_pair, required=True,
                    metavar="NAME=MODEL",
                    help="a T2I model to evaluate, as name=<diffusers folder or hub id>; repeat for several")
-    _add_judge_args(p, default=PAPER_JUDGE)
+    _add_judge_args(p, default=agent.PAPER_JUDGE)
     judge = next(a for a in p._actions if a.dest == "judge")
-    judge.help += f" (default: {PAPER_JUDGE}, the paper's VQAScore judge; it also writes the prompts)"
+    judge.help += f" (default: {agent.PAPER_JUDGE}, the paper's VQAScore judge; it also writes the prompts)"
     p.add_argument("--out", required=True,
                    help="output folder: runs/<model>.jsonl rows, images, summary.json (rerun to resume)")
     p.add_argument("--mode", choices=MODES, default="iterative",
                    help="iterative: each prompt adds one concept (section 5); adaptive: the next prompt "
                         "follows the last score (section 6) (default: iterative)")
-    p.add_argument("--iterations", type=_positive_int, default=PAPER_ITERATIONS,
+    p.add_argument("--iterations", type=_positive_int, default=agent.PAPER_ITERATIONS,
                    help="prompts per run, the seed prompt included (default: 5, T0..T4)")
-    p.add_argument("--seeds", type=int, nargs="+", default=list(PAPER_SEEDS),
+    p.add_argument("--seeds", type=int, nargs="+", default=list(agent.PAPER_SEEDS),
                    help="random seeds, one ranking each (default: 0 1 2 3 4)")
     p.add_argument("--seed-prompts", default=None,
                    help="seed_prompts.jsonl (or its folder) with id, category, prompt per line "
                         "(default: the 16 shipped with the package)")
-    p.add_argument("--seed-prompts-per-seed", type=_positive_int, default=PAPER_SEED_PROMPTS_PER_SEED,
+    p.add_argument("--seed-prompts-per-seed", type=_positive_int, default=agent.PAPER_SEED_PROMPTS_PER_SEED,
                    help="seed prompts per random seed, one per category in turn (default: 4)")
-    p.add_argument("--scoring", choices=SCORINGS, default="vqascore",
+    p.add_argument("--scoring", choices=agent.SCORINGS, default="vqascore",
                    help="vqascore: P(Yes) of the judge (needs answer probabilities); vqa_accuracy: the judge "
                         "writes, validates and answers questions (appendix C) (default: vqascore)")
     p.add_argument("--aesthetic", action="store_true", help="also score each image's aesthetics 0-10 (appendix A)")
-    p.add_argument("--difficulty", choices=DIFFICULTY_METHODS, default="auto",
+    p.add_argument("--difficulty", choices=agent.DIFFICULTY_METHODS, default="auto",
                    help="prompt difficulty for weighted scores: auto = yngve with --parser, else word_count")
     p.add_argument("--parser", type=_parser_callable, default=None, metavar="MODULE:FUNCTION",
                    help="constituency parser for Yngve depth: a function text -> nltk.Tree")
@@ -136,7 +127,7 @@ def run_mt2ie_command(args: argparse.Namespace) -> int:
     judge = load_judge(args.judge, cache=args.cache, **args.judge_kwargs)
     # before any image is drawn: the judge answers about an image, and gives VQAScore's probabilities
     preflight(judge, structured=False, probabilities=args.scoring == "vqascore")
-    summary = run_mt2ie(models, judge, args.seed_prompts, out_dir=args.out, mode=args.mode,
+    summary = agent.run_mt2ie(models, judge, args.seed_prompts, out_dir=args.out, mode=args.mode,
                         iterations=args.iterations, seeds=args.seeds,
                         seed_prompts_per_seed=args.seed_prompts_per_seed, scoring=args.scoring,
                         aesthetic=args.aesthetic, difficulty=args.difficulty, parser=args.parser,

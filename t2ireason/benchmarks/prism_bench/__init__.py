@@ -30,15 +30,12 @@ replies and holds the presets, :mod:`.scores` scores one image and makes the pap
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import datasets
 
-from ...results import ImageResult, PaperTable
-from ..base import Benchmark, OfficialRelease, Release, recorded_hashes
-from . import scores
+from ..base import Benchmark, OfficialRelease, recorded_hashes
+from . import release, scores
 from .protocol import (
     AXES,
     PRESETS,
@@ -52,7 +49,7 @@ from .protocol import (
     parse_judgement,
     template,
 )
-from .release import AUTHORS_SCRIPTS, CONFIGS, LANGUAGES, TRACKS, read_release
+from .release import AUTHORS_SCRIPTS, CONFIGS, LANGUAGES, TRACKS
 
 __all__ = ["BENCHMARK", "PrismBench", "TRACKS", "LANGUAGES", "AXES", "SYSTEM_PROMPT", "PROTOCOLS", "REPLY_SCHEMA",
            "parse_judgement", "judge_requests", "template", "clean_and_parse_json", "official_judgement", "Judgement"]
@@ -116,22 +113,11 @@ class PrismBench(Benchmark):
         suffix = f"_{sample}" if sample else ""
         return f"{row['language']}/{row['track']}/{row['index']}{suffix}.png"
 
-    def read_release(self, source: str | Path, *, subset_field: str = "subset", **options: Any) -> Release:
-        """The release's track files (:func:`.release.read_release`, which says what it keeps and how)."""
-        return read_release(source, subset_field=subset_field, **options)
-
-    def score(self, rows: Sequence[dict[str, Any]], images: Sequence[Any], judge: Any, *,
-              progress: bool | str = False, **options: Any) -> list[ImageResult]:
-        """Both judgements of each image (:func:`.scores.score`, which lists the options)."""
-        return scores.score(self, rows, images, judge, progress=progress, **options)
-
-    def aggregate(self, results: Sequence[ImageResult], **options: Any) -> dict[str, Any]:
-        """The paper's Table 1 (Table 2 for zh), both definitions of Avg. (:func:`.scores.aggregate`)."""
-        return scores.aggregate(results, **options)
-
-    def paper_tables(self, aggregate: dict[str, Any], label: str) -> list[PaperTable]:
-        """Table 1 (English) and Table 2 (Chinese) for one model (:func:`.scores.paper_tables`)."""
-        return scores.paper_tables(aggregate, label)
+    # the package's modules do the work: the reader, one image's score, the aggregate, the paper's tables
+    read_release = staticmethod(release.read_release)
+    score = scores.score
+    aggregate = staticmethod(scores.aggregate)
+    paper_tables = staticmethod(scores.paper_tables)
 
 
 BENCHMARK = PrismBench()

@@ -18,17 +18,14 @@ reply, :mod:`.scores` scores one image and makes the paper's tables.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import datasets
 
-from ...results import ImageResult, PaperTable
-from ..base import Benchmark, OfficialRelease, Release
-from . import scores
+from ..base import Benchmark, OfficialRelease
+from . import release, scores
 from .protocol import PRESETS, checklist_request, parse_checklist_reply, reply_schema
-from .release import CONTINENTS, DISCIPLINES, DOMAINS, FIELD_NAMES, LICENSE, normalize_checklist, read_release
+from .release import CONTINENTS, DISCIPLINES, DOMAINS, FIELD_NAMES, LICENSE, normalize_checklist
 
 __all__ = ["BENCHMARK", "WorldGenBench", "FIELD_NAMES", "CONTINENTS", "DISCIPLINES", "normalize_checklist",
            "parse_checklist_reply", "checklist_request", "reply_schema"]
@@ -95,23 +92,11 @@ class WorldGenBench(Benchmark):
         suffix = f"_{sample}" if sample else ""
         return f"{row['domain']}/{row['id']}{suffix}.png"
 
-    def read_release(self, source: str | Path, *, field_map: dict[str, str | Sequence[str]] | None = None,
-                     domain: str | None = None, **options: Any) -> Release:
-        """A JSON or JSONL file, or a folder of them (:func:`.release.read_release`: what it keeps and how)."""
-        return read_release(source, field_map=field_map, domain=domain, **options)
-
-    def score(self, rows: Sequence[dict[str, Any]], images: Sequence[Any], judge: Any, *,
-              progress: bool | str = False, **options: Any) -> list[ImageResult]:
-        """Each image's Knowledge Checklist Score (:func:`.scores.score`, which lists the options)."""
-        return scores.score(self, rows, images, judge, progress=progress, **options)
-
-    def aggregate(self, results: Sequence[ImageResult], **options: Any) -> dict[str, Any]:
-        """The paper's Tables 2 and 3 with bootstrap intervals (:func:`.scores.aggregate`)."""
-        return scores.aggregate(results, **options)
-
-    def paper_tables(self, aggregate: dict[str, Any], label: str) -> list[PaperTable]:
-        """Table 2 (humanities) and Table 3 (nature) for one model (:func:`.scores.paper_tables`)."""
-        return scores.paper_tables(aggregate, label)
+    # the package's modules do the work: the reader, one image's score, the aggregate, the paper's tables
+    read_release = staticmethod(release.read_release)
+    score = scores.score
+    aggregate = staticmethod(scores.aggregate)
+    paper_tables = staticmethod(scores.paper_tables)
 
 
 BENCHMARK = WorldGenBench()
