@@ -313,3 +313,10 @@ def sampling_option(value: Sampling | dict[str, Any] | None) -> Sampling | None:
     """The ``sampling`` option as a :class:`~t2ireason.judges.base.Sampling` (a dict of its fields is
     accepted), or None for the judge's own defaults."""
     return Sampling(**value) if isinstance(value, dict) else value
+
+
+def one_of(name: str, value: Any, choices: Collection[Any]) -> Any:
+    """``value`` when it is one of ``choices``, else a ValueError naming the option, the choices and the value."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(str, choices))}, got {value!r}")
+    return value

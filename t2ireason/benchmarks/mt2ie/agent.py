@@ -99,6 +99,7 @@ from ...generation import Drawer, GenerationConfig, image_seed, save_image_atomi
 from ...judges import load_judge
 from ...parsing import ask_structured
 from ...progress import progress_bar
+from ..base import one_of
 from . import BENCHMARK
 from .protocol import PROMPT_TEMPERATURE, adaptive_bin, parse_prompt, prompt_request
 from .rankings import rank_models
@@ -269,8 +270,7 @@ class _Agent:
 
 
 def _difficulty_fn(method: str, parser: Callable[[str], Any] | None) -> tuple[str, Callable[[str], float]]:
-    if method not in DIFFICULTY_METHODS:
-        raise ValueError(f"difficulty must be one of {', '.join(DIFFICULTY_METHODS)}, got {method!r}")
+    one_of("difficulty", method, DIFFICULTY_METHODS)
     if method == "auto":
         method = "yngve" if parser is not None else "word_count"
     if method == "yngve" and parser is None:
@@ -309,10 +309,8 @@ def run_mt2ie(models: Mapping[str, Any], judge: Any, seed_prompts: Any = None, *
     calling again with the same arguments resumes, and more ``seeds``, ``iterations`` or ``models``
     extend the saved runs.
     """
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-    if scoring not in SCORINGS:
-        raise ValueError(f"scoring must be one of {', '.join(SCORINGS)}, got {scoring!r}")
+    one_of("mode", mode, MODES)
+    one_of("scoring", scoring, SCORINGS)
     if iterations < 1 or seed_prompts_per_seed < 1 or max_reasks < 0:
         raise ValueError("iterations and seed_prompts_per_seed must be >= 1, max_reasks >= 0")
     if not models:

@@ -15,6 +15,7 @@ from scipy.stats import rankdata
 
 from ... import stats
 from ...results import Cell, PaperTable
+from ..base import one_of
 
 __all__ = ["METRICS", "rank_models", "paper_tables"]
 
@@ -60,8 +61,7 @@ def rank_models(runs: Iterable[Mapping[str, Any]], reference: Sequence[str] | Ma
         raise ValueError(f"rows of several modes ({', '.join(sorted(modes))}): pass mode=")
     mode = modes.pop()
     metric = metric or ("weighted_score" if mode == "adaptive" else "score")
-    if metric not in METRICS:
-        raise ValueError(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
+    one_of("metric", metric, METRICS)
     if metric == "weighted_score" and any((r.get("difficulty") or 1) <= 0 for r in rows):
         warnings.warn("some prompt difficulties are <= 0: weighting by them erases or flips those scores "
                       "(Flesch-Kincaid grades of short prompts are negative); prefer yngve or word_count",

@@ -20,7 +20,7 @@ from ...images import ImageError, load_images
 from ...parsing import ask_structured
 from ...results import ImageResult, PaperTable, QuestionResult
 from ...stats import summarize
-from ..base import given_path, paired, sampling_option, step_options
+from ..base import given_path, one_of, paired, sampling_option, step_options
 from .protocol import (
     AXES,
     FROM_TEMPLATE,
@@ -77,11 +77,8 @@ def score(bench: Any, rows: Sequence[dict[str, Any]], images: Sequence[Any], jud
                          "max_reasks applies to protocol 'paper'")
     paired(rows, images)
     sampling = sampling_option(opts.get("sampling"))
-    preparation, image_bytes = opts.get("image_preparation"), opts.get("image_bytes", "file")
-    if preparation not in IMAGE_PREPARATIONS:
-        raise ValueError(f"image_preparation must be one of {IMAGE_PREPARATIONS}, got {preparation!r}")
-    if image_bytes not in IMAGE_BYTES:
-        raise ValueError(f"image_bytes must be one of {IMAGE_BYTES}, got {image_bytes!r}")
+    preparation = one_of("image_preparation", opts.get("image_preparation"), IMAGE_PREPARATIONS)
+    image_bytes = one_of("image_bytes", opts.get("image_bytes", "file"), IMAGE_BYTES)
     prepare = after_convert_rgb if preparation == "qwen_vl_utils" else None
     request_options = {"protocol": protocol, "image_first": bool(opts.get("image_first", False)),
                        "system_prompt": opts.get("system_prompt", FROM_TEMPLATE), "sampling": sampling,

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..base import Anomaly, Quarantined, Release, ReleaseError
+from ..base import Anomaly, Quarantined, Release, ReleaseError, one_of
 
 __all__ = ["DOMAINS", "CONTINENTS", "DISCIPLINES", "FIELD_NAMES", "LICENSE", "normalize_checklist", "read_release"]
 
@@ -262,8 +262,8 @@ def read_release(source: str | Path, *, field_map: dict[str, str | Sequence[str]
         if field not in names:
             raise ValueError(f"field_map names unknown field {field!r}; known: {', '.join(names)}")
         names[field] = (cand,) if isinstance(cand, str) else tuple(cand)
-    if domain is not None and domain not in DOMAINS:
-        raise ValueError(f"domain must be one of {DOMAINS}, got {domain!r}")
+    if domain is not None:
+        one_of("domain", domain, DOMAINS)
     source = Path(source)
     if source.is_dir():
         files = sorted(p for p in source.rglob("*") if p.suffix.lower() in (".json", ".jsonl") and p.is_file()
