@@ -119,8 +119,8 @@ def rank_models(runs: Iterable[Mapping[str, Any]], reference: Sequence[str] | Ma
 def paper_tables(aggregate: dict[str, Any], label: str) -> list[PaperTable]:
     """The ranking of an agent's run (seed 002, Figure 7 and Table 6), best model first: the mean
     score over seeds and its spread, the mean rank and its variance, and Kendall's tau against the
-    reference ranking when one was given. ``aggregate`` is :func:`rank_models`'
-    table, which covers every model of the run; ``label`` prefixes the rows when non-empty."""
+    reference ranking when one was given. ``aggregate`` is :func:`rank_models`' table, which covers every model of
+    the run; ``label`` prefixes the rows when non-empty."""
     metric = aggregate.get("metric", "score")
     table = PaperTable(f"MT2IE ranking ({aggregate.get('mode')}, {metric})",
                        [metric, "std over seeds", "mean rank", "rank variance", "failed"], decimals=3)

@@ -60,7 +60,6 @@ RUN_FEATURES = datasets.Features({
 _RUN_REQUIRED = ("model", "mode", "seed", "seed_prompt_id", "iteration", "prompt")
 
 
-
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """The objects of a JSON Lines file; a bad line is an error naming the file and the line."""
     rows = []

@@ -45,6 +45,8 @@ def batch_or_each(fn: Callable[[list], list], items: list) -> list[tuple[Any, st
 
 @dataclass
 class Scored:
+    """One image's scores (None where not made), the judge's raw replies about it, and why it failed."""
+
     score: float | None = None
     aesthetic: float | None = None
     replies: tuple[str, ...] = ()
