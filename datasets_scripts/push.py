@@ -7,7 +7,7 @@ The token comes from the environment (HF_TOKEN) or `huggingface-cli login`.
 
 import sys
 
-from t2ireason import build
+from t2ireason import build, publish
 
 if __name__ == "__main__":
-    sys.exit(build.main(build.add_push_args, build.run_push, description=__doc__.splitlines()[0]))
+    sys.exit(build.main(publish.add_push_args, publish.run_push, description=__doc__.splitlines()[0]))

@@ -1,4 +1,4 @@
-"""From an official release to a Hub dataset folder, and from that folder to the Hub.
+"""From an official release to a Hub dataset folder (sending the folder to the Hub: :mod:`t2ireason.publish`).
 
 :func:`build_dataset` takes the release as its authors publish it (a folder, a checkout one
 folder deeper, a zip or tar archive of the repository, or nothing: then it is fetched from the
@@ -25,7 +25,7 @@ written at paths made from them) are mapped to safe names, the mapping kept in t
 (``unsafe_ids="map"``), or quarantined (``"refuse"``); never written through.
 
 ``load_dataset(<folder>)`` then works offline (the ``all`` config by default where there is one),
-and the folder is exactly what :func:`publish` uploads.
+and the folder is exactly what :func:`t2ireason.publish.publish` uploads.
 """
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ from .benchmarks import Anomaly, Benchmark, Quarantined, ReleaseError, get_bench
 from .benchmarks.base import unread_files
 from .files import UnsafePath, atomic_folder
 
-__all__ = ["BuildError", "BuildReport", "build_dataset", "publish", "render_template", "size_category",
-           "describe_features", "SPLIT", "NORMALIZATIONS"]
+__all__ = ["BuildError", "BuildReport", "build_dataset", "render_template", "size_category", "describe_features",
+           "add_build_args", "run_build", "main", "SPLIT", "NORMALIZATIONS"]
 
 #: the split of an evaluation set (a benchmark's own ``split`` says which it has: FLUX-Reason-6M's is ``train``)
 SPLIT = "test"
@@ -594,65 +594,6 @@ def _eval_yaml(bench: Benchmark, configs: Sequence[str], framework: str) -> str:
                            description=description, inputs=getattr(bench, "input_columns", ("prompt",)))
 
 
-# ---------------------------------------------------------------------------------------------- publish
-
-#: never uploaded: hidden files and folders (caches, editor files)
-_IGNORE = [".*", "*/.*"]
-
-
-def folder_files(folder: str | os.PathLike) -> list[str]:
-    """The files of ``folder`` that :func:`publish` uploads, relative and sorted."""
-    from huggingface_hub.utils import filter_repo_objects
-
-    folder = Path(folder)
-    paths = [p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()]
-    return sorted(filter_repo_objects(paths, ignore_patterns=_IGNORE))
-
-
-def _check_folder(folder: Path) -> None:
-    from huggingface_hub import DatasetCard
-
-    if not folder.is_dir():
-        raise FileNotFoundError(f"dataset folder not found: {folder}")
-    card = folder / "README.md"
-    if not card.is_file():
-        raise BuildError(f"{folder} has no README.md: build it with datasets_scripts/build.py first")
-    data = DatasetCard.load(card).data
-    missing = [k for k in ("license", "configs", "dataset_info") if not data.get(k)]
-    if missing:
-        raise BuildError(f"{card}: the card's YAML lacks {', '.join(missing)}")
-    for config in data["configs"]:
-        for spec in config.get("data_files", []):
-            pattern = spec["path"] if isinstance(spec, dict) else spec
-            if not list(folder.glob(pattern)):
-                raise BuildError(f"{card}: config {config['config_name']!r} names {pattern} but no file matches")
-
-
-def publish(folder: str | os.PathLike, repo_id: str, *, token: str | None = None, private: bool | None = None,
-            revision: str | None = None, commit_message: str | None = None, create_pr: bool = False,
-            dry_run: bool = False) -> dict[str, Any]:
-    """Upload a built folder as the dataset repository ``repo_id`` (created if needed).
-
-    The token comes from ``token``, else the environment (``HF_TOKEN``) or the
-    standard ``huggingface-cli login``; it is never printed or returned. With
-    ``dry_run`` nothing is sent and the result lists what would be uploaded.
-    """
-    folder = Path(folder)
-    _check_folder(folder)
-    plan = {"repo_id": repo_id, "repo_type": "dataset", "folder": str(folder), "files": folder_files(folder),
-            "dry_run": dry_run}
-    if dry_run:
-        return plan
-    from huggingface_hub import HfApi
-
-    api = HfApi(token=token)
-    repo = api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
-    commit = api.upload_folder(repo_id=repo_id, repo_type="dataset", folder_path=str(folder),
-                               commit_message=commit_message or f"Upload {folder.name} built by t2i-reason",
-                               revision=revision, create_pr=create_pr, ignore_patterns=_IGNORE)
-    return plan | {"url": str(getattr(repo, "url", repo)), "commit": getattr(commit, "commit_url", str(commit))}
-
-
 # ---------------------------------------------------------------------------------------------- command line
 
 def _option(text: str) -> tuple[str, Any]:
@@ -706,28 +647,6 @@ def run_build(args: argparse.Namespace) -> int:
                            strict=args.strict, revision=args.revision, normalize=args.normalize,
                            unsafe_ids=args.unsafe_ids, cache_dir=args.cache_dir)
     print(report.summary())
-    return 0
-
-
-def add_push_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("folder", help="a folder written by datasets_scripts/build.py")
-    p.add_argument("--repo", required=True, help="dataset repository to create or update, e.g. my-org/r2i-bench")
-    p.add_argument("--private", action="store_true", help="create the repository as private")
-    p.add_argument("--revision", default=None, help="branch to push to")
-    p.add_argument("--create-pr", action="store_true", help="open a pull request instead of committing")
-    p.add_argument("--message", default=None, help="commit message")
-    p.add_argument("--dry-run", action="store_true", help="list what would be uploaded; send nothing")
-
-
-def run_push(args: argparse.Namespace) -> int:
-    plan = publish(args.folder, args.repo, private=args.private or None, revision=args.revision,
-                   commit_message=args.message, create_pr=args.create_pr, dry_run=args.dry_run)
-    verb = "would upload" if args.dry_run else "uploaded"
-    print(f"{verb} {len(plan['files'])} files from {plan['folder']} to dataset {plan['repo_id']}:")
-    for f in plan["files"]:
-        print(f"  {f}")
-    if not args.dry_run:
-        print(f"commit: {plan['commit']}")
     return 0
 
 

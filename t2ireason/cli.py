@@ -211,7 +211,7 @@ def _lazy(module: str, name: str) -> Callable:
 
 COMMANDS["build"] = (_lazy(".build", "add_build_args"), _lazy(".build", "run_build"),
                      "build a benchmark's Hub dataset (Parquet + card) from its official release")
-COMMANDS["push"] = (_lazy(".build", "add_push_args"), _lazy(".build", "run_push"),
+COMMANDS["push"] = (_lazy(".publish", "add_push_args"), _lazy(".publish", "run_push"),
                     "publish a built dataset folder to the Hub")
 COMMANDS["generate"] = COMMANDS.pop("generate")  # keep the loop's order in --help: build, push, generate, ...
 COMMANDS["rewrite"] = COMMANDS.pop("rewrite")
@@ -412,7 +412,7 @@ def add_export_args(p: argparse.ArgumentParser) -> None:
 
 
 def run_export(args: argparse.Namespace) -> int:
-    from .build import folder_files, publish
+    from .publish import folder_files, publish
     from .runs import EVAL_RESULTS_DIR, EVAL_RESULTS_SKIPPED, export_results
 
     given = {}

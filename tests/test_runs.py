@@ -562,7 +562,7 @@ def test_export_writes_the_hub_eval_results_of_each_model(tmp_path):
     import yaml
     from huggingface_hub import parse_eval_result_entries
 
-    from t2ireason.build import folder_files
+    from t2ireason.publish import folder_files
 
     def reply(request):
         props = request.json_schema["properties"]

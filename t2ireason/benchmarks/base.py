@@ -22,6 +22,7 @@ from typing import Any
 
 import datasets
 
+from ..judges.base import Sampling
 from ..results import ImageResult, PaperTable
 
 
@@ -281,3 +282,41 @@ class Benchmark(ABC):
 
     def __repr__(self) -> str:
         return f"<benchmark {self.name}: {', '.join(self.configs)}>"
+
+
+# -- shared by the benchmark packages --
+
+def step_options(options: dict[str, Any], own: Collection[str], known: Collection[str],
+                 benchmark: str = "") -> dict[str, Any]:
+    """The ``options`` one step takes (``own``: :meth:`Benchmark.score`'s or :meth:`Benchmark.aggregate`'s),
+    the other step's left out: a metric passes both steps the same preset options. A name neither
+    step takes (``known``) is a typo: a TypeError naming the known ones (and ``benchmark``, when given)."""
+    unknown = set(options) - set(known)
+    if unknown:
+        raise TypeError(f"unknown {benchmark + ' ' if benchmark else ''}option(s) {sorted(unknown)}; "
+                        f"known: {sorted(known)}")
+    return {k: v for k, v in options.items() if k in own}
+
+
+def paired(rows: Sequence[Any], images: Sequence[Any]) -> None:
+    """One image per row, or a ValueError saying how many of each were given."""
+    if len(rows) != len(images):
+        raise ValueError(f"got {len(rows)} rows but {len(images)} images")
+
+
+def given_path(image: Any) -> str | None:
+    """The path an image was given as (a ``str`` or a path), for results to name; None for an image in memory."""
+    return str(image) if isinstance(image, (str, os.PathLike)) else None
+
+
+def sampling_option(value: Sampling | dict[str, Any] | None) -> Sampling | None:
+    """The ``sampling`` option as a :class:`~t2ireason.judges.base.Sampling` (a dict of its fields is
+    accepted), or None for the judge's own defaults."""
+    return Sampling(**value) if isinstance(value, dict) else value
+
+
+def one_of(name: str, value: Any, choices: Collection[Any]) -> Any:
+    """``value`` when it is one of ``choices``, else a ValueError naming the option, the choices and the value."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(str, choices))}, got {value!r}")
+    return value

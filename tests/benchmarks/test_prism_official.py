@@ -343,18 +343,18 @@ def test_image_options_are_checked():
 def test_without_demjson3_such_replies_are_named_not_hidden(monkeypatch):
     import builtins
 
-    from t2ireason.benchmarks import prism_bench
+    from t2ireason.benchmarks.prism_bench import protocol
 
     real_import = builtins.__import__
     monkeypatch.setattr(builtins, "__import__", lambda name, *a, **k: (_ for _ in ()).throw(ImportError(name))
                         if name == "demjson3" else real_import(name, *a, **k))
-    prism_bench._demjson3.cache_clear()
+    protocol._demjson3.cache_clear()
     try:
         with pytest.warns(UserWarning, match="demjson3 is not installed"):
             judged = official_judgement("{'score': 7}")
         assert judged.outcome == "unparsed_no_demjson3" and "demjson3" in judged.detail
     finally:
-        prism_bench._demjson3.cache_clear()
+        protocol._demjson3.cache_clear()
 
 
 def test_no_reasks_under_the_official_protocol():

@@ -1,0 +1,159 @@
+"""``t2ireason mt2ie``: the agent's options (the paper's setup as every default) and the command that runs
+it, prints the ranking and says where everything is (registered by :mod:`t2ireason.cli`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ...generation import GenerationConfig, check_model
+from ...judges import load_judge, preflight
+from . import agent
+from .protocol import PROMPT_TEMPERATURE
+from .release import MODES
+
+__all__ = ["add_mt2ie_args", "run_mt2ie_command"]
+
+
+def _model_pair(text: str) -> tuple[str, str]:
+    name, sep, model = text.partition("=")
+    if not sep or not name or not model:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected name=<diffusers folder or hub id>, "
+                                         "e.g. sd21=stabilityai/stable-diffusion-2-1")
+    if not agent.MODEL_NAME.fullmatch(name):
+        raise argparse.ArgumentTypeError(f"model name {name!r}: use letters, digits, '.', '_' and '-'")
+    return name, model
+
+
+def _parser_callable(text: str) -> Callable[[str], Any]:
+    import importlib
+
+    module, sep, attr = text.partition(":")
+    try:
+        if not sep:
+            raise ValueError("expected module:function")
+        fn = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError, ValueError) as e:
+        raise argparse.ArgumentTypeError(f"cannot load the parser {text!r} ({e})") from None
+    if not callable(fn):
+        raise argparse.ArgumentTypeError(f"{text!r} is not callable")
+    return fn
+
+
+def _reference_arg(text: str) -> list[str] | dict[str, float]:
+    path = Path(text)
+    if not path.is_file():
+        return [n.strip() for n in text.split(",") if n.strip()]
+    try:
+        value = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise argparse.ArgumentTypeError(f"{text}: not valid JSON ({e})") from None
+    if not isinstance(value, (list, dict)):
+        raise argparse.ArgumentTypeError(f"{text}: expected a list of names best first or an object name -> score")
+    return value
+
+
+def add_mt2ie_args(p: argparse.ArgumentParser) -> None:
+    """Options of ``t2ireason mt2ie``: every one has the paper's setup (seed 002) as its default."""
+    from ...cli import _add_judge_args, _json_dict, _positive_int
+
+    p.add_argument("--model", dest="models", action="append", type=_model_pair, required=True,
+                   metavar="NAME=MODEL",
+                   help="a T2I model to evaluate, as name=<diffusers folder or hub id>; repeat for several")
+    _add_judge_args(p, default=agent.PAPER_JUDGE)
+    judge = next(a for a in p._actions if a.dest == "judge")
+    judge.help += f" (default: {agent.PAPER_JUDGE}, the paper's VQAScore judge; it also writes the prompts)"
+    p.add_argument("--out", required=True,
+                   help="output folder: runs/<model>.jsonl rows, images, summary.json (rerun to resume)")
+    p.add_argument("--mode", choices=MODES, default="iterative",
+                   help="iterative: each prompt adds one concept (section 5); adaptive: the next prompt "
+                        "follows the last score (section 6) (default: iterative)")
+    p.add_argument("--iterations", type=_positive_int, default=agent.PAPER_ITERATIONS,
+                   help="prompts per run, the seed prompt included (default: 5, T0..T4)")
+    p.add_argument("--seeds", type=int, nargs="+", default=list(agent.PAPER_SEEDS),
+                   help="random seeds, one ranking each (default: 0 1 2 3 4)")
+    p.add_argument("--seed-prompts", default=None,
+                   help="seed_prompts.jsonl (or its folder) with id, category, prompt per line "
+                        "(default: the 16 shipped with the package)")
+    p.add_argument("--seed-prompts-per-seed", type=_positive_int, default=agent.PAPER_SEED_PROMPTS_PER_SEED,
+                   help="seed prompts per random seed, one per category in turn (default: 4)")
+    p.add_argument("--scoring", choices=agent.SCORINGS, default="vqascore",
+                   help="vqascore: P(Yes) of the judge (needs answer probabilities); vqa_accuracy: the judge "
+                        "writes, validates and answers questions (appendix C) (default: vqascore)")
+    p.add_argument("--aesthetic", action="store_true", help="also score each image's aesthetics 0-10 (appendix A)")
+    p.add_argument("--difficulty", choices=agent.DIFFICULTY_METHODS, default="auto",
+                   help="prompt difficulty for weighted scores: auto = yngve with --parser, else word_count")
+    p.add_argument("--parser", type=_parser_callable, default=None, metavar="MODULE:FUNCTION",
+                   help="constituency parser for Yngve depth: a function text -> nltk.Tree")
+    p.add_argument("--reference", type=_reference_arg, default=None,
+                   help="reference ranking for Kendall's tau: model names best first, comma-separated, or "
+                        "a JSON file (a list best first, or an object name -> score)")
+    p.add_argument("--max-reasks", type=int, default=2, help="re-asks of a reply that does not parse (default: 2)")
+    p.add_argument("--temperature", type=float, default=PROMPT_TEMPERATURE,
+                   help="sampling temperature of prompt writing (default: 0.3, appendix F)")
+    p.add_argument("--dtype", default="auto", choices=["auto", "float32", "float16", "bfloat16"],
+                   help="T2I model dtype (default: float16 on GPU, float32 on CPU)")
+    p.add_argument("--steps", type=_positive_int, default=None, help="T2I inference steps (default: the pipeline's)")
+    p.add_argument("--height", type=_positive_int, default=None, help="image height (default: the pipeline's)")
+    p.add_argument("--width", type=_positive_int, default=None, help="image width (default: the pipeline's)")
+    p.add_argument("--batch-size", type=_positive_int, default=1, help="prompts per T2I pipeline call (default: 1)")
+    p.add_argument("--pipeline-kwargs", type=_json_dict, default={},
+                   help='extra T2I pipeline call arguments as JSON, e.g. \'{"guidance_scale": 5.0}\'')
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _fmt(x: float, spec: str = ".3f") -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
+
+
+def run_mt2ie_command(args: argparse.Namespace) -> int:
+    """``t2ireason mt2ie``: run the agent, print the ranking, say where everything is. Exit 1 if any
+    iteration failed (the failures are in the rows), 0 otherwise."""
+    names = [name for name, _ in args.models]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f"model name(s) given twice: {', '.join(twice)}")
+    for _, model in args.models:
+        check_model(model)
+    models = {name: GenerationConfig(model=model, dtype=args.dtype, steps=args.steps, height=args.height,
+                                     width=args.width, batch_size=args.batch_size,
+                                     pipeline_kwargs=args.pipeline_kwargs)
+              for name, model in args.models}
+    judge = load_judge(args.judge, cache=args.cache, **args.judge_kwargs)
+    # before any image is drawn: the judge answers about an image, and gives VQAScore's probabilities
+    preflight(judge, structured=False, probabilities=args.scoring == "vqascore")
+    summary = agent.run_mt2ie(models, judge, args.seed_prompts, out_dir=args.out, mode=args.mode,
+                        iterations=args.iterations, seeds=args.seeds,
+                        seed_prompts_per_seed=args.seed_prompts_per_seed, scoring=args.scoring,
+                        aesthetic=args.aesthetic, difficulty=args.difficulty, parser=args.parser,
+                        reference=args.reference, max_reasks=args.max_reasks,
+                        prompt_temperature=args.temperature, progress=not args.no_progress)
+    out = Path(args.out)
+    print(f"MT2IE {summary['mode']}: {len(models)} model(s), {len(summary['seeds'])} seed(s), "
+          f"{summary['runs']} runs of {summary['iterations']} prompts; {summary['rows']} rows "
+          f"({summary['new']} new, {summary['failed']} failed, {summary['stopped']} not reached)")
+    table = summary["table"]
+    if table:
+        print(f"\n{'model':<20} {table['metric'] + ' (mean ± std over seeds)':>36} {'mean rank':>10} "
+              f"{'rank var':>9} {'failed':>7}")
+        for m in table["ranking"]:
+            s = table["models"][m]
+            print(f"{m:<20} {_fmt(s['mean']) + ' ± ' + _fmt(s['std']):>36} {_fmt(s['mean_rank'], '.2f'):>10} "
+                  f"{_fmt(s['rank_variance'], '.2f'):>9} {s['failed']:>7}")
+        if "kendall_tau" in table:
+            print(f"\nKendall's tau vs the reference: {_fmt(table['kendall_tau'])} "
+                  f"(mean over seeds {_fmt(table['kendall_tau_seed_mean'])})")
+        from ...report.plots import mt2ie_iterations
+
+        png, pdf = mt2ie_iterations(table["per_iteration"], out / "mt2ie_iterations", title=f"MT2IE {args.mode}")
+        print(f"\nplot: {png} and {pdf}")
+    for f in summary["failures"][:5]:
+        print(f"failed: {f['id']}: {f['failure']}")
+    print(f"rows: {out / 'runs'}/*.jsonl (images beside them); summary: {out / 'summary.json'}\n"
+          f"as a Hub dataset: python datasets_scripts/build.py mt2ie --source {out} --out <folder>")
+    return 1 if summary["failed"] else 0

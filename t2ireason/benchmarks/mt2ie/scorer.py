@@ -1,0 +1,131 @@
+"""The MT2IE agent's scorer (section 4, appendices A and C): VQAScore, or VQA accuracy over questions the
+judge writes and validates, and optionally each image's aesthetic score; one failure never sinks a batch.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from ...alignment import vqascore
+from ...images import as_images
+from ...judges import ChatRequest
+from ...parsing import ask_structured
+from ...prompts import render
+from .protocol import TEMPLATES, parse_aesthetic, parse_choice, parse_questions, parse_yes_no
+
+__all__ = ["Scorer", "Scored", "batch_or_each"]
+
+
+def batch_or_each(fn: Callable[[list], list], items: list) -> list[tuple[Any, str | None]]:
+    """``fn`` over the whole batch; if it fails, item by item, so one failure does not sink the others."""
+    if not items:
+        return []
+    try:
+        values = list(fn(items))
+        if len(values) == len(items):
+            return [(v, None) for v in values]
+        error = f"got {len(values)} results for {len(items)} inputs"
+    except Exception as e:  # noqa: BLE001 - isolated and recorded below, item by item
+        error = f"{type(e).__name__}: {e}"
+    if len(items) == 1:
+        return [(None, error)]
+    out = []
+    for item in items:
+        try:
+            out.append((fn([item])[0], None))
+        except Exception as e:  # noqa: BLE001 - recorded as the row's failure
+            out.append((None, f"{type(e).__name__}: {e}"))
+    return out
+
+
+@dataclass
+class Scored:
+    """One image's scores (None where not made), the judge's raw replies about it, and why it failed."""
+
+    score: float | None = None
+    aesthetic: float | None = None
+    replies: tuple[str, ...] = ()
+    failure: str | None = None
+
+
+class Scorer:
+    """Scores a batch of (image, prompt) pairs with one judge; questions are written once per prompt."""
+
+    def __init__(self, judge: Any, scoring: str, aesthetic: bool, max_reasks: int):
+        self.judge, self.scoring, self.aesthetic, self.max_reasks = judge, scoring, aesthetic, max_reasks
+        self._questions: dict[str, tuple[list[dict] | None, list[str], str | None]] = {}
+
+    def __call__(self, images: list, prompts: list[str]) -> list[Scored]:
+        images = as_images(images)  # one JudgeImage per image, shared by all its requests
+        out = self._vqascore(images, prompts) if self.scoring == "vqascore" else self._vqa_accuracy(images, prompts)
+        if self.aesthetic:
+            requests = [ChatRequest.simple(render(TEMPLATES, "aesthetic_user"), image,
+                                           system_prompt=render(TEMPLATES, "aesthetic_system")) for image in images]
+            for s, a in zip(out, self._ask(requests, parse_aesthetic)):
+                s.aesthetic, s.replies = a.value, s.replies + tuple(a.texts)
+                if not a.ok:
+                    s.failure = "; ".join(filter(None, [s.failure, f"aesthetic score: {a.error}"]))
+        return out
+
+    def _ask(self, requests: list[ChatRequest], parse: Any) -> list:
+        return ask_structured(self.judge, requests, parse, max_reasks=self.max_reasks) if requests else []
+
+    def _vqascore(self, images: list, prompts: list[str]) -> list[Scored]:
+        out = []
+        for p, error in batch_or_each(lambda pairs: vqascore([i for i, _ in pairs], [q for _, q in pairs], self.judge),
+                              list(zip(images, prompts))):
+            if error is None and not (p is not None and math.isfinite(p)):
+                error = f"the judge gave a non-finite probability ({p})"
+            out.append(Scored(score=p) if error is None else Scored(failure=f"VQAScore failed: {error}"))
+        return out
+
+    def _write_questions(self, prompts: list[str]) -> None:
+        """Generate (system prompt of appendix C, "Image description: <prompt>") and validate
+        questions for prompts not seen yet; keep the validated ones."""
+        todo = [p for p in dict.fromkeys(prompts) if p not in self._questions]
+        generated = self._ask([ChatRequest.simple(f"Image description: {p}",
+                                                  system_prompt=render(TEMPLATES, "question_generation"))
+                               for p in todo], parse_questions)
+        checks = [(p, q) for p, g in zip(todo, generated) if g.ok for q in g.value]
+        validated = iter(self._ask([ChatRequest.simple(render(TEMPLATES, "question_validation", prompt=p,
+                                                              question=q["question"])) for p, q in checks],
+                                   parse_yes_no))
+        for p, g in zip(todo, generated):
+            if not g.ok:
+                self._questions[p] = (None, g.texts, f"question generation: {g.error}")
+                continue
+            results = [next(validated) for _ in g.value]
+            replies = g.texts + [t for v in results for t in v.texts]
+            error = next((f"question validation: {v.error}" for v in results if not v.ok), None)
+            kept = [q for q, v in zip(g.value, results) if v.ok and v.value]
+            if error is None and not kept:
+                error = "no generated question passed validation"
+            self._questions[p] = (None if error else kept, replies, error)
+
+    def _vqa_accuracy(self, images: list, prompts: list[str]) -> list[Scored]:
+        self._write_questions(prompts)
+        asked = [(k, q) for k, p in enumerate(prompts) for q in (self._questions[p][0] or [])]
+        answers = self._ask([ChatRequest.simple(images[k], render(TEMPLATES, "question_answering",
+                                                                  question=q["question"],
+                                                                  choices=", ".join(q["choices"])))
+                             for k, q in asked],
+                            [partial(parse_choice, choices=q["choices"]) for _, q in asked])
+        by_image = defaultdict(list)
+        for (k, q), a in zip(asked, answers):
+            by_image[k].append((q, a))
+        out = []
+        for k, p in enumerate(prompts):
+            _, replies, error = self._questions[p]
+            got = by_image[k]
+            replies = tuple(replies) + tuple(t for _, a in got for t in a.texts)
+            error = error or next((f"question answering: {a.error}" for _, a in got if not a.ok), None)
+            if error:
+                out.append(Scored(replies=replies, failure=f"VQA accuracy failed: {error}"))
+            else:
+                out.append(Scored(score=sum(a.value == q["answer"] for q, a in got) / len(got), replies=replies))
+        return out
