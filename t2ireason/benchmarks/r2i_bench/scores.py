@@ -19,7 +19,7 @@ from ...judges.base import ChatRequest
 from ...parsing import ask_structured
 from ...results import ImageResult, PaperTable, QuestionResult
 from ...stats import summarize
-from ..base import Benchmark
+from ..base import Benchmark, given_path, one_of, paired, step_options
 from .levels import FROM_CRITERIA, question_levels, score_levels
 from .protocol import (
     REASK_PROMPT,
@@ -87,10 +87,7 @@ def score(bench: Benchmark, rows: Sequence[dict[str, Any]], images: Sequence[Any
     also sends :func:`reply_schema`, so judges that enforce schemas answer with exactly the JSON
     the template asks for. Options of :func:`aggregate` are accepted and ignored.
     """
-    unknown = set(options) - _SCORE_OPTIONS - _AGGREGATE_OPTIONS
-    if unknown:
-        raise TypeError(f"unknown option(s) {sorted(unknown)}; R2I-Bench scoring takes "
-                        f"{sorted(_SCORE_OPTIONS | _AGGREGATE_OPTIONS)}")
+    step_options(options, _SCORE_OPTIONS, _SCORE_OPTIONS | _AGGREGATE_OPTIONS)
     max_reasks = options.get("max_reasks", 2)
     missing = options.get("missing", "fail")
     allowed = options.get("allowed_scores", FROM_CRITERIA)
@@ -100,14 +97,10 @@ def score(bench: Benchmark, rows: Sequence[dict[str, Any]], images: Sequence[Any
     wanted = options.get("subcategories")
     wanted = None if wanted is None else set(wanted)
     dimensions = options.get("dimensions", "release")
-    if missing not in _MISSING:
-        raise ValueError(f"missing must be one of {_MISSING}, got {missing!r}")
-    if dimensions not in _DIMENSION_SOURCES:
-        raise ValueError(f"dimensions must be one of {_DIMENSION_SOURCES}, got {dimensions!r}")
-    if template not in TEMPLATE_KINDS:
-        raise ValueError(f"template must be one of {TEMPLATE_KINDS}, got {template!r}")
-    if len(rows) != len(images):
-        raise ValueError(f"got {len(rows)} rows but {len(images)} images")
+    one_of("missing", missing, _MISSING)
+    one_of("dimensions", dimensions, _DIMENSION_SOURCES)
+    one_of("template", template, TEMPLATE_KINDS)
+    paired(rows, images)
 
     results, asks, todo = [], [], []
     for i, (row, image) in enumerate(zip(rows, images)):
@@ -212,7 +205,7 @@ def _image_key(image: Any) -> Any:
 
 
 def _blank_result(bench: Benchmark, row: dict[str, Any], image: Any) -> ImageResult:
-    source = str(image) if isinstance(image, (str, Path)) else None
+    source = given_path(image)
     questions = [QuestionResult(question=q["question"], score=None, criterion=q["criterion"],
                                 weight=float(q["weight"]) if _usable_weight(q.get("weight")) else None,
                                 id=str(q.get("id") or ""), group=q.get("dimension"))
@@ -270,9 +263,7 @@ def aggregate(results: Sequence[ImageResult], **options: Any) -> dict[str, Any]:
     over the instance scores, on the 0 to 1 scale), then put on ``scale`` (0.57 -> 57.0, not
     56.99999999999999).
     """
-    unknown = set(options) - _SCORE_OPTIONS - _AGGREGATE_OPTIONS
-    if unknown:
-        raise TypeError(f"unknown option(s) {sorted(unknown)}")
+    step_options(options, _AGGREGATE_OPTIONS, _SCORE_OPTIONS | _AGGREGATE_OPTIONS)
     scale = options.get("scale", 100.0)
     decimals = options.get("round_scores")
     kw = {k: options[k] for k in ("confidence", "n_resamples", "seed") if k in options}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..base import one_of, step_options
 from .schema import DIMENSIONS, PAPER_WEIGHTS, ROLES
 
 _SCORE_OPTIONS = {"mode", "aggregation", "weights", "max_reasks", "structured_output", "reply_json", "template",
@@ -20,23 +21,16 @@ _TEMPLATE_CHOICES = ("paper", "official")
 
 def check_options(options: dict[str, Any]) -> dict[str, Any]:
     """``options`` with their defaults, each checked; the weights completed from :data:`PAPER_WEIGHTS`."""
-    unknown = set(options) - _SCORE_OPTIONS - _AGGREGATE_OPTIONS
-    if unknown:
-        raise TypeError(f"unknown option(s) {sorted(unknown)}; T2I-ReasonBench takes "
-                        f"{sorted(_SCORE_OPTIONS | _AGGREGATE_OPTIONS)}")
+    known = _SCORE_OPTIONS | _AGGREGATE_OPTIONS
+    step_options(options, known, known)
     opts = {"mode": "image", "aggregation": "paper", "weights": None, "max_reasks": 2, "structured_output": False,
             "reply_json": "last", "template": "paper", "confidence": 0.95, "n_resamples": 2000, "seed": 0,
             "image_preparation": None, **options}
-    if opts["image_preparation"] not in _IMAGE_PREPARATIONS:
-        raise ValueError(f"image_preparation must be one of {_IMAGE_PREPARATIONS}, got {opts['image_preparation']!r}")
-    if opts["mode"] not in _MODES:
-        raise ValueError(f"mode must be one of {_MODES}, got {opts['mode']!r}")
-    if opts["aggregation"] not in _AGGREGATIONS:
-        raise ValueError(f"aggregation must be one of {_AGGREGATIONS}, got {opts['aggregation']!r}")
-    if opts["reply_json"] not in _REPLY_JSON:
-        raise ValueError(f"reply_json must be one of {_REPLY_JSON}, got {opts['reply_json']!r}")
-    if opts["template"] not in _TEMPLATE_CHOICES:
-        raise ValueError(f"template must be one of {_TEMPLATE_CHOICES}, got {opts['template']!r}")
+    one_of("image_preparation", opts["image_preparation"], _IMAGE_PREPARATIONS)
+    one_of("mode", opts["mode"], _MODES)
+    one_of("aggregation", opts["aggregation"], _AGGREGATIONS)
+    one_of("reply_json", opts["reply_json"], _REPLY_JSON)
+    one_of("template", opts["template"], _TEMPLATE_CHOICES)
     weights = {d: dict(w) for d, w in PAPER_WEIGHTS.items()}
     for d, w in (opts["weights"] or {}).items():
         if d not in weights:
