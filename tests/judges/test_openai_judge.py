@@ -177,13 +177,13 @@ def test_backoff_is_exponential_with_full_jitter_capped_and_yields_to_retry_afte
     judge = OpenAIJudge("m", base_url="http://127.0.0.1:9/v1", backoff_base=0.5, backoff_max=3.0)
     plain = RuntimeError("connection reset")
     for attempt, ceiling in [(1, 0.5), (2, 1.0), (3, 2.0), (4, 3.0), (9, 3.0)]:
-        waits = [judge._wait(plain, attempt) for _ in range(200)]
+        waits = [judge.transport._wait(plain, attempt) for _ in range(200)]
         assert all(0 <= w <= ceiling for w in waits) and max(waits) > 0.8 * ceiling  # full jitter up to the cap
     told = RuntimeError("429")
     told.response = types.SimpleNamespace(headers={"retry-after": "7"})
-    assert judge._wait(told, 1) == 7.0
+    assert judge.transport._wait(told, 1) == 7.0
     told.response.headers = {"retry-after-ms": "250", "retry-after": "7"}
-    assert judge._wait(told, 5) == 0.25
+    assert judge.transport._wait(told, 5) == 0.25
     judge.close()
 
 
@@ -380,7 +380,7 @@ def test_missing_aiohttp_says_how_to_install_from_a_checkout(monkeypatch):
 
 def test_error_bodies_of_every_shape_are_read(monkeypatch):
     """OpenAI's {"error": {"message"}}, FastAPI's {"detail"}, plain text: the message is what the server said."""
-    from t2ireason.judges.openai_judge import _error_message
+    from t2ireason.transport import error_message as _error_message
 
     assert _error_message(b'{"error": {"message": "model overloaded", "code": 503}}') == "model overloaded"
     assert _error_message(b'{"detail": "Not Found"}') == "Not Found"
