@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
 from ..progress import progress_bar
@@ -195,9 +195,14 @@ class Transport:
 
     # -- the caller's side ---------------------------------------------------------------------------------
 
-    def run(self, coro: Awaitable[T]) -> T:
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """``coro`` run on the transport's loop, waited for in this thread."""
-        return self._loop_thread().submit(coro).result()
+        try:
+            loop = self._loop_thread()
+        except RuntimeError:
+            coro.close()  # never to run: closed
+            raise
+        return loop.submit(coro).result()
 
     def run_batch(self, items: Sequence[Any], ask: Callable[[Any], Awaitable[T]], *,
                   before: Callable[[], Awaitable[Any]] | None = None,
@@ -489,9 +494,9 @@ class Transport:
             if status == 401:
                 msg = f"authentication failed at {where}: check the API key ({self.endpoint.key_hint}): {msg}"
             elif status == 403:
-                msg = f"permission denied for {self.model!r} at {where}: {msg}"
+                msg = f"permission denied{f' for {self.model!r}' if self.model else ''} at {where}: {msg}"
             elif status == 404:
-                msg = f"not found: model {self.model!r} or endpoint {where}{exc.path}: {msg}"
+                msg = f"not found: {f'model {self.model!r} or ' if self.model else ''}endpoint {where}{exc.path}: {msg}"
             elif status == 400:
                 msg = f"bad request (not retried): {msg}"
             text = f"HTTP {status}: {msg}"

@@ -723,3 +723,27 @@ def test_the_body_sent_is_the_request_as_json():
         expected = judge._request_body(req, req.sampling, True)
     assert server.requests[0].body == expected
     assert expected["messages"][1]["content"][1] == {"type": "text", "text": 'Rate "this" \u00e9\n'}
+
+
+# -- issue 35 item 10: a base URL with user:password@ ---------------------------------
+
+
+def test_a_base_url_with_credentials_authenticates_with_them_alone_and_never_says_them(caplog, monkeypatch):
+    """openai:m@http://user:pass@host/v1 was split at the URL's own '@'; given whole, aiohttp refused a URL's
+    credentials beside the Bearer header. The credentials are the Authorization header (HTTP Basic), alone."""
+    from urllib.parse import quote
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)  # a key in the environment does not go with them
+    password = "p@ss:w0rd-SECRET"
+    token = base64.b64encode(f"judge:{password}".encode()).decode()
+    with caplog.at_level(logging.DEBUG), serve([Fail(500, f"oops {password} {token}"), Answer("fine")]) as server:
+        url = server.base_url.replace("http://", f"http://judge:{quote(password, safe='')}@")
+        with load_judge(f"openai:test-model@{url}", backoff_base=0.01, backoff_max=0.02) as judge:
+            [reply] = judge.chat([ChatRequest.simple("q")])
+        with pytest.raises(JudgeError, match=r"carries user:password@ and an api_key is given too"):
+            OpenAIJudge("test-model", base_url=url, api_key=KEY)
+    assert reply.ok and reply.text == "fine" and judge.model == "test-model"
+    assert [r.headers["authorization"] for r in server.requests] == [f"Basic {token}"] * 2
+    assert judge.identity()["base_url"] == server.base_url and "retry 1 of 6" in caplog.text
+    for text in (repr(judge), str(judge.identity()), caplog.text):
+        assert password not in text and quote(password, safe="") not in text and token not in text
