@@ -402,7 +402,7 @@ class Run:
         recorded = self.reload()["evaluations"].get(name)  # as left by whichever process scored it last
         if recorded and recorded.get("settings") != settings:
             raise RunError(f"evaluation {name!r} of {self.path} was made with other settings "
-                           f"({recorded.get('settings')}); pass another name to keep both")
+                           f"({recorded.get('settings')}), not these ({settings}); pass another name to keep both")
         items = self.image_items()
         folder = self.evaluation_dir(name)
         results_file, scores_file = folder / RESULTS_FILE, folder / SCORES_FILE
