@@ -147,6 +147,7 @@ class JudgeMixin:
     every later ``compute`` of the same module instance."""
 
     judge_spec: Any = None
+    _parsed_spec: Any = None
     judge_kwargs: dict[str, Any]
     cache: str | bool = True
     _judge: Any = None
@@ -170,8 +171,7 @@ class JudgeMixin:
                 raise ValueError(self._missing_judge_message())
             from .judges import load_judge
 
-            self._judge = load_judge(getattr(self, "_parsed_spec", None) or self.judge_spec, cache=self.cache,
-                                     **self.judge_kwargs)
+            self._judge = load_judge(self._parsed_spec or self.judge_spec, cache=self.cache, **self.judge_kwargs)
         return self._judge
 
     def judge_info(self) -> dict[str, Any]:

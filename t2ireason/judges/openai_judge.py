@@ -423,7 +423,7 @@ class OpenAIJudge(Judge):
         listed: list[str] | None = None
         try:  # an error status is not asked again: the probe follows
             listing = await wire.get("/models", budget=budget, max_retries=retries, retry_connect=False,
-                                      retry_status=False)
+                                     retry_status=False)
             data = listing.get("data") if isinstance(listing, dict) else None
             if isinstance(data, list):
                 listed = [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]

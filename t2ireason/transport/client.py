@@ -262,10 +262,6 @@ class Transport:
             raise
         return results
 
-    def get_json(self, path: str) -> Any:
-        """``GET <root><path>``'s JSON, retried as :meth:`get` retries it."""
-        return self.run(self.get(path))
-
     def post_json(self, path: str, body: Any) -> Any:
         """``POST <root><path>`` of ``body`` as JSON; the reply's JSON, retried as :meth:`post` retries it."""
         return self.run(self.post(path, json_bytes(body)))

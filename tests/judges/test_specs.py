@@ -130,3 +130,25 @@ def test_a_parsed_spec_says_what_its_backend_takes_and_where_its_model_runs(tmp_
     assert "dtype" in local.backend_options()
     hub = JudgeSpec.parse("vllm:Qwen/Qwen2.5-VL-7B-Instruct")
     assert hub.is_local() and hub.local_folder() is None
+
+
+def test_a_judge_spec_is_parsed_once_from_the_setting_to_the_judge_asked(monkeypatch):
+    """The scoring setting, its checks, the preset's handling, load_judge and the pre-flight read one parsed
+    value: the spec's text is split once."""
+    from t2ireason.benchmarks import get_benchmark
+    from t2ireason.judges import JudgeSpec, preflight_spec
+    from t2ireason.scoring import check_setting, judge_setting
+    from t2ireason.testing_http import serve
+
+    parsed = []
+    parse = JudgeSpec.parse.__func__
+    monkeypatch.setattr(JudgeSpec, "parse", classmethod(lambda cls, text: (parsed.append(text), parse(cls, text))[1]))
+    bench = get_benchmark("r2i-bench")
+    with serve('{"ok": true}') as server:
+        spec = f"openai:test-model@{server.base_url}"
+        setting = judge_setting(bench, "paper", spec, {"api_key": "sk-test-0123456789"})
+        check_setting(bench, setting)
+        with load_judge(setting.loadable, cache=False, **setting.judge_kwargs) as judge:
+            preflight_spec(setting.loadable, setting.judge_kwargs, judge=judge, structured=True)
+    assert parsed.count(spec) == 1 and judge.base_url == server.base_url
+    assert len(server.requests) == 1  # the pre-flight's one request, to the spec's URL
