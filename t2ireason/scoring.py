@@ -136,17 +136,17 @@ def _preset_settings_for(preset: str, preset_judge: str, judge: Any, spec: Judge
     became of each."""
     from .judges import JudgeSpec
 
-    wanted = JudgeSpec.parse(preset_judge)
+    wanted = _parsed(preset_judge)
     if not isinstance(judge, str | JudgeSpec):
         shown = f"<{type(judge).__name__} object>"
         model = str(getattr(judge, "model", "") or "")
-        same = bool(model) and _same_model(model, wanted.model)
+        same = bool(model) and wanted is not None and _same_model(model, wanted.model)
         why = "a judge object, built by the caller: its settings are its own"
         report = PresetSettings(preset, preset_judge, shown, same, f"model {model!r}" if model else "no model name",
                                 not_applied={k: why for k in preset_kwargs})
         return {}, report
     text = judge.text if isinstance(judge, JudgeSpec) else judge
-    if spec is None:  # a spec check_setting will name; until then, only the same spelling is the same model
+    if spec is None or wanted is None:  # a spec check_setting will name (or no backend's): only the same spelling
         same, recognised = text == preset_judge, "the same spec" if text == preset_judge else "unread"
     else:
         same, recognised = (True, "the same spec") if text == preset_judge else judge_is_model(spec, wanted)
