@@ -278,7 +278,7 @@ def _preflight(args: argparse.Namespace, setting) -> None:
         name = args.name or evaluation_name(setting.judge, args.preset)
         if (evaluations.get(name) or {}).get("finished"):
             return
-    preflight_spec(setting.judge, setting.judge_kwargs, structured=True)
+    preflight_spec(setting.loadable, setting.judge_kwargs, structured=True)
 
 
 def _evaluate(run, args: argparse.Namespace) -> dict:
@@ -373,7 +373,7 @@ def add_report_args(p: argparse.ArgumentParser) -> None:
 
 
 def _report(runs, args: argparse.Namespace, out) -> dict:
-    from .runs import write_report
+    from .report.writer import write_report
 
     report = write_report(runs, out, evaluation=args.evaluation, embed_images=args.embed_images, title=args.title)
     print(report["headline"])
@@ -412,8 +412,8 @@ def add_export_args(p: argparse.ArgumentParser) -> None:
 
 
 def run_export(args: argparse.Namespace) -> int:
+    from .exports import EVAL_RESULTS_DIR, EVAL_RESULTS_SKIPPED, export_results
     from .publish import folder_files, publish
-    from .runs import EVAL_RESULTS_DIR, EVAL_RESULTS_SKIPPED, export_results
 
     given = {}
     for text in args.benchmark_dataset:

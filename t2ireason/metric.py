@@ -147,12 +147,16 @@ class JudgeMixin:
     every later ``compute`` of the same module instance."""
 
     judge_spec: Any = None
+    _parsed_spec: Any = None
     judge_kwargs: dict[str, Any]
     cache: str | bool = True
     _judge: Any = None
 
-    def _set_judge(self, judge: Any, judge_kwargs: dict | None, cache: str | bool) -> None:
+    def _set_judge(self, judge: Any, judge_kwargs: dict | None, cache: str | bool, spec: Any = None) -> None:
+        """``judge`` as given (a spec string or a judge object), and ``spec``, its parsed
+        :class:`~t2ireason.judges.JudgeSpec` when the caller has parsed it already."""
         self.judge_spec = judge
+        self._parsed_spec = spec
         self.judge_kwargs = dict(judge_kwargs or {})
         self.cache = cache
         self._judge = None
@@ -167,7 +171,7 @@ class JudgeMixin:
                 raise ValueError(self._missing_judge_message())
             from .judges import load_judge
 
-            self._judge = load_judge(self.judge_spec, cache=self.cache, **self.judge_kwargs)
+            self._judge = load_judge(self._parsed_spec or self.judge_spec, cache=self.cache, **self.judge_kwargs)
         return self._judge
 
     def judge_info(self) -> dict[str, Any]:
@@ -268,7 +272,7 @@ class JudgedMetric(JudgeMixin, ImageMetric):
         self.preset_name = setting.preset
         self.preset = dict(getattr(self.bench, "presets", {}).get(self.preset_name, {}))
         self.judge_setting = setting
-        self._set_judge(setting.judge, setting.judge_kwargs, cache)
+        self._set_judge(setting.judge, setting.judge_kwargs, cache, setting.spec)
         self.progress = progress
         config = kwargs.get("config_name")
         self.row_features = (self.bench.config_features(config) if config in self.bench.configs

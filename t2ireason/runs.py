@@ -14,7 +14,8 @@ without regenerating, and compared with other runs::
       images/                           the images in the benchmark's official layout + metadata.parquet
       evaluations/<name>/results.jsonl  one scored image per line, appended as scoring goes
       evaluations/<name>/scores.json    the paper's aggregate, counts, the judge
-      report/                           tables.md, .csv, .tex, plots/ (PNG, PDF), report.html (see :func:`write_report`)
+      report/                           tables.md, .csv, .tex, plots/ (PNG, PDF), report.html
+                                        (:func:`t2ireason.report.writer.write_report`)
       .locks/                           file locks: one writer per evaluation, and of run.json
 
 Nothing finished is ever recomputed: images already on disk are skipped, a
@@ -39,7 +40,6 @@ import functools
 import json
 import os
 import re
-import shutil
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .benchmarks import get_benchmark
-from .files import atomic_file, atomic_write_json, inside, json_text, jsonable, printable
+from .files import atomic_file, atomic_write_json, inside, json_text, jsonable
 from .progress import progress_bar
 from .redaction import redacted
 
@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from .benchmarks import Benchmark
     from .results import ImageResult
 
-__all__ = ["Run", "RunError", "write_report", "export_results", "RUN_FILE", "evaluation_name"]
+__all__ = ["Run", "RunError", "RUN_FILE", "evaluation_name", "finished_evaluations", "slug"]
 
 RUN_FILE = "run.json"
 ROWS_FILE = "rows.parquet"
@@ -91,7 +91,7 @@ def evaluation_name(judge: Any, preset: str | None = None) -> str:
         text = "judge"
     if preset:
         text += f"-{preset}"
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "judge"
+    return slug(text, "judge")
 
 
 def _read_manifest(file: Path) -> dict[str, Any]:
@@ -170,7 +170,7 @@ class Run:
 
         folder = self.path / LOCKS
         folder.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(str(folder / f"{_slug(what)}.lock"), timeout=timeout)
+        lock = FileLock(str(folder / f"{slug(what)}.lock"), timeout=timeout)
         try:
             lock.acquire()
         except Timeout:
@@ -402,7 +402,7 @@ class Run:
         recorded = self.reload()["evaluations"].get(name)  # as left by whichever process scored it last
         if recorded and recorded.get("settings") != settings:
             raise RunError(f"evaluation {name!r} of {self.path} was made with other settings "
-                           f"({recorded.get('settings')}); pass another name to keep both")
+                           f"({recorded.get('settings')}), not these ({settings}); pass another name to keep both")
         items = self.image_items()
         folder = self.evaluation_dir(name)
         results_file, scores_file = folder / RESULTS_FILE, folder / SCORES_FILE
@@ -421,10 +421,10 @@ class Run:
             from .judges import load_judge, preflight_spec
 
             report_preset_settings(setting)
-            judge = load_judge(setting.judge, cache=cache, **setting.judge_kwargs)
+            judge = load_judge(setting.loadable, cache=cache, **setting.judge_kwargs)
             if todo:  # one probe (an image with a JSON schema), rather than every image's request failing
                 try:
-                    preflight_spec(setting.judge, setting.judge_kwargs, judge=judge, structured=True)
+                    preflight_spec(setting.loadable, setting.judge_kwargs, judge=judge, structured=True)
                 except Exception:
                     judge.close()
                     raise
@@ -622,9 +622,9 @@ def _rewrite_results(path: Path, records: list[tuple[str, dict[str, Any]]]) -> N
             f.write((json_text({"key": key, **record}) + "\n").encode("utf-8"))
 
 
-# ------------------------------------------------------------------------------------------------ reports
+# ------------------------------------------------------------------------------------------------ what to report
 
-def _entries(runs: Sequence[Run | str | os.PathLike], evaluation: str | None
+def finished_evaluations(runs: Sequence[Run | str | os.PathLike], evaluation: str | None
              ) -> tuple[list[tuple[Run, str, str]], list[tuple[Run, str]]]:
     """(run, evaluation, row label) for every finished evaluation to report, labels unique within
     each benchmark (each benchmark is its own table, config and folder); and (run, evaluation)
@@ -661,343 +661,7 @@ def _entries(runs: Sequence[Run | str | os.PathLike], evaluation: str | None
     return entries, unfinished
 
 
-def _is_mt2ie_output(path: Path) -> bool:
-    """An output folder of ``t2ireason mt2ie`` (its summary and runs), not a run folder."""
-    return not (path / RUN_FILE).is_file() and (path / "summary.json").is_file() and (path / "runs").is_dir()
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "run"
-
-
-def _run_row(run: Run, evaluation: str, label: str) -> dict[str, Any]:
-    """What made one model's results, as plain values for the report (local paths reduced to names)."""
-    from .scoring import portable_model
-
-    scores = run.scores(evaluation)
-    judge = scores.get("judge") or {}
-    judge_model = judge.get("model_name") or (portable_model(str(judge["model"]))[0] if judge.get("model") else None)
-    generator = (run.manifest.get("generation") or {}).get("model")
-    return {"model": label, "evaluation": evaluation,
-            "judge": f"{judge.get('backend')}:{judge_model}" if judge_model else judge.get("backend"),
-            "preset": judge.get("preset"),
-            "generator": portable_model(str(generator))[0] if generator else None,
-            "images": scores["num_images"], "failed": scores["num_failed"], "re-asks": scores["num_reasks"],
-            "t2i-reason": scores.get("t2ireason_version")}
-
-
-def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike, *, evaluation: str | None = None,
-                 embed_images: bool = False, title: str | None = None) -> dict[str, Any]:
-    """The paper-style report of one run or several side by side (and of MT2IE output folders:
-    their rankings): ``tables.md``, ``tables.csv`` and ``tables.tex`` (the papers' layouts, 95%
-    intervals where computed), ``plots/`` (every table as bars and, over three or more categories,
-    a radar; the per-image score distribution; PNG and PDF each) and one ``report.html`` holding
-    every table and figure and the gallery of each prompt's images across the models. Returns the
-    paths, the Markdown of every table and of the headline table of each benchmark."""
-    from .report.html import Section, write_html_report
-    from .report.plots import layout, mt2ie_iterations, score_distribution, table_bars, table_radar
-    from .report.tables import side_by_side, to_csv, to_latex, to_markdown
-
-    out = Path(out)
-    agents = [Path(r) for r in runs if not isinstance(r, Run) and _is_mt2ie_output(Path(r))]
-    runs = [r for r in runs if isinstance(r, Run) or Path(r) not in agents]
-    entries, unfinished = _entries(runs, evaluation) if runs or not agents else ([], [])
-    out.mkdir(parents=True, exist_ok=True)
-    by_bench: dict[str, list[tuple[Run, str, str]]] = {}
-    for e in entries:
-        by_bench.setdefault(e[0].bench.name, []).append(e)
-
-    markdown, headlines, csv_parts, every_table, plots, sections = [], [], [], [], [], []
-    for bench_name, group in by_bench.items():
-        bench = get_benchmark(bench_name)
-        per_model = [bench.paper_tables(run.scores(n)["aggregate"], label) for run, n, label in group]
-        tables = side_by_side(per_model)
-        markdown.append(f"## {bench.pretty_name}\n\n{to_markdown(tables)}")
-        headlines.append(to_markdown(tables[:1]))
-        csv_parts.append(to_csv(tables))
-        every_table += tables
-        figures = []
-        for i, table in enumerate(tables, 1):
-            axes = layout(table).axes
-            if not table.rows or not axes:  # nothing judged in it (every image failed): no figure to draw
-                continue
-            figures += table_bars(table, out / "plots" / f"{bench_name}_table{i}_bars")
-            if len(axes) >= 3:
-                figures += table_radar(table, out / "plots" / f"{bench_name}_table{i}_radar")
-        results = {label: run.results(n) for run, n, label in group}
-        figures += score_distribution({label: [r.score for r in rs] for label, rs in results.items()},
-                                      out / "plots" / f"{bench_name}_scores",
-                                      title=f"{bench.pretty_name}: per-image scores")
-        plots += figures
-        sections.append(Section(bench.pretty_name, results, tables, [f for f in figures if f.suffix == ".png"],
-                                [_run_row(run, n, label) for run, n, label in group]))
-    for folder in agents:  # MT2IE writes its own benchmark: its output is a ranking, not a run
-        table = json.loads((folder / "summary.json").read_text(encoding="utf-8")).get("table")
-        if not table:
-            raise RunError(f"{folder}: the MT2IE run has no ranking yet (no iteration was scored)")
-        tables = get_benchmark("mt2ie").paper_tables(table, folder.name if len(agents) > 1 else "")
-        markdown.append(f"## MT2IE: {folder.name}\n\n{to_markdown(tables)}")
-        headlines.append(to_markdown(tables))
-        csv_parts.append(to_csv(tables))
-        every_table += tables
-        per_iteration = {m: {int(i): v for i, v in its.items()} for m, its in table["per_iteration"].items()}
-        figures = mt2ie_iterations(per_iteration, out / "plots" / f"mt2ie_{_slug(folder.name)}",
-                                   title=f"MT2IE {table.get('mode', '')}")
-        plots += figures
-        sections.append(Section(f"MT2IE: {folder.name}", {}, tables, [f for f in figures if f.suffix == ".png"]))
-    text = "\n".join(markdown)
-    (out / "tables.md").write_text(text, encoding="utf-8")
-    (out / "tables.csv").write_text("".join(part if i == 0 else part.split("\n", 1)[1]
-                                            for i, part in enumerate(csv_parts)), encoding="utf-8")
-    (out / "tables.tex").write_text(to_latex(every_table), encoding="utf-8")
-    labels = list(dict.fromkeys(label for _, _, label in entries))
-    names = [s.title for s in sections]
-    page = write_html_report(sections, out, title=title or (f"{', '.join(names)}: {', '.join(labels)}" if labels
-                                                            else ", ".join(names)),
-                             embed_images=embed_images)
-    return {"markdown": text, "headline": "\n".join(headlines), "tables_md": out / "tables.md",
-            "tables_csv": out / "tables.csv", "tables_tex": out / "tables.tex", "plots": plots, "html": [page],
-            "unfinished": [f"{run.name} · {n}" for run, n in unfinished]}
-
-
-# ------------------------------------------------------------------------------------------------ Hub export
-
-def _results_features():
-    import datasets
-
-    text = datasets.Value("string")
-    return datasets.Features({
-        "image": datasets.Image(),
-        "model": text,
-        "evaluation": text,
-        "judge": text,
-        "judge_revision": text,
-        "id": text,
-        "prompt": text,
-        "config": text,
-        "score": datasets.Value("float64"),
-        "subscores": datasets.List({"name": text, "value": datasets.Value("float64")}),
-        "questions": datasets.List({"id": text, "group": text, "question": text, "criterion": text,
-                                    "weight": datasets.Value("float64"), "score": datasets.Value("float64"),
-                                    "reasoning": text}),
-        "failure": text,
-        "reasks": datasets.Value("int32"),
-        "replies": datasets.List(text),
-        "context": text,
-    })
-
-
-RESULTS_FIELD_DOCS = {
-    "image": "the generated image",
-    "model": "the run (the text-to-image model under evaluation)",
-    "evaluation": "the evaluation of the run (a judge and its settings)",
-    "judge": "the judge, backend:model (a local model folder by its name)",
-    "judge_revision": "the judge model's revision: a Hub commit, or sha256: of a local model folder's files",
-    "id": "the benchmark row's id",
-    "prompt": "the prompt the image was generated from",
-    "config": "the benchmark config (dimension, category, track) of the row",
-    "score": "the image's score on 0-1 (the metric's per-image reward); null when the judge failed",
-    "subscores": "named partial scores (groups, axes)",
-    "questions": "every judged question with its criterion, weight, score (null: failed) and the judge's reasoning",
-    "failure": "why the image or some of its questions could not be scored; empty when it was",
-    "reasks": "follow-up requests made because a reply did not parse or was incomplete",
-    "replies": "every raw judge reply, in order",
-    "context": "JSON: the row's explicit meaning, tags and other context shown in reports",
-}
-
-
-def _result_record(r: ImageResult, model: str, evaluation: str, judge: str, judge_revision: str | None
-                   ) -> dict[str, Any]:
-    """One Parquet row; a lone surrogate in a judge's text (Arrow takes only UTF-8) becomes U+FFFD."""
-    text = printable
-    return {
-        "image": r.image, "model": model, "evaluation": evaluation, "judge": judge,
-        "judge_revision": judge_revision, "id": str(r.id),
-        "prompt": r.prompt, "config": r.config, "score": r.score,
-        "subscores": [{"name": k, "value": v} for k, v in r.subscores.items()],
-        "questions": [{"id": q.id, "group": q.group, "question": q.question, "criterion": q.criterion,
-                       "weight": q.weight, "score": q.score,
-                       "reasoning": None if q.reasoning is None else text(q.reasoning)} for q in r.questions],
-        "failure": r.failure and text(r.failure), "reasks": r.reasks, "replies": [text(t) for t in r.replies],
-        "context": json_text(jsonable(r.context)),
-    }
-
-
-def export_results(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike, *, license: str,
-                   evaluation: str | None = None, repo_id: str | None = None,
-                   benchmark_datasets: dict[str, str] | None = None) -> Path:
-    """Scored runs as a Hub dataset folder: one config per benchmark (Parquet with the images
-    embedded, one file per evaluation) and a card, checked with ``huggingface_hub``'s parser;
-    publish it with :func:`t2ireason.build.publish` (``t2ireason push``).
-
-    Beside them, ``eval_results/<model>/.eval_results/<benchmark>.yaml``: the entries a model
-    repository holds for the Hub's evaluation results (:func:`eval_result_entries`), to copy into
-    (or open a pull request on) each model's repository. A benchmark's Hub dataset is the run's
-    data source when that is a Hub id, else ``benchmark_datasets[benchmark]`` (``"<id>"`` or
-    ``"<id>@<commit>"``); a benchmark with neither gets no entries (:data:`EVAL_RESULTS_SKIPPED` in
-    the folder says why)."""
-    import datasets
-
-    from .scoring import portable_model
-
-    if not license:
-        raise RunError("pass the license of the images and judgements (an SPDX id such as cc-by-4.0)")
-    out = Path(out)
-    features = _results_features()
-    planned: list[tuple[str, Path, list[dict[str, Any]]]] = []
-    entries = _entries(runs, evaluation)[0]
-    eval_files, skipped = _eval_result_files(entries, benchmark_datasets or {}, repo_id)
-    for run, name, label in entries:  # every error before anything is written
-        judge = run.scores(name).get("judge") or {}
-        # a local model folder's path means nothing elsewhere: its name, and its files' hash
-        model_name = judge.get("model_name") or portable_model(str(judge.get("model")))[0]
-        revision = judge.get("model_sha256") or judge.get("revision")
-        records = [_result_record(r, run.name, name, f"{judge.get('backend')}:{model_name}", revision)
-                   for r in run.results(name)]
-        bench = run.bench.name
-        planned.append((bench, inside(out, "data", bench, f"{_slug(label)}.parquet"), records))
-    created = not out.exists()
-    configs: dict[str, list[str]] = {}
-    counts: dict[str, int] = {}
-    try:
-        for bench, file, records in planned:
-            file.parent.mkdir(parents=True, exist_ok=True)
-            ds = datasets.Dataset.from_list(records, features=features)
-            ds = datasets.Dataset(datasets.table.embed_table_storage(ds.data.table))  # the images travel with the rows
-            ds.to_parquet(str(file))
-            configs.setdefault(bench, []).append(file.relative_to(out).as_posix())
-            counts[bench] = counts.get(bench, 0) + len(records)
-        _write_results_card(out, features, configs, counts, license=license, repo_id=repo_id)
-        for path, text in eval_files:
-            file = inside(out, *path)
-            file.parent.mkdir(parents=True, exist_ok=True)
-            file.write_text(text, encoding="utf-8")
-        if skipped:
-            (out / EVAL_RESULTS_SKIPPED).write_text("\n".join(skipped) + "\n", encoding="utf-8")
-    except BaseException:
-        if created:  # no half-written folder left behind
-            shutil.rmtree(out, ignore_errors=True)
-        raise
-    return out
-
-
-def _write_results_card(out: Path, features: Any, configs: dict[str, list[str]], counts: dict[str, int], *,
-                        license: str, repo_id: str | None) -> None:
-    import datasets
-    from huggingface_hub import DatasetCard, DatasetCardData
-
-    from .build import SPLIT, describe_features, render_template, size_category
-
-    data = DatasetCardData(license=license, task_categories=["text-to-image"],
-                           size_categories=[size_category(sum(counts.values()))],
-                           tags=["t2i-reason", "evaluation-results", *configs],
-                           pretty_name="t2i-reason evaluation results")
-    data.configs = [{"config_name": b, "data_files": [{"split": SPLIT, "path": f"data/{b}/*.parquet"}]}
-                    for b in configs]
-    datasets.info.DatasetInfosDict({b: datasets.DatasetInfo(features=features) for b in configs}
-                                   ).to_dataset_card_data(data)
-    text = render_template("results_card.md.j2", card_data=data.to_yaml(), repo_id=repo_id or "<namespace>/<name>",
-                           configs=[{"name": b, "rows": counts[b], "metric": get_benchmark(b).metric,
-                                     "pretty_name": get_benchmark(b).pretty_name} for b in configs],
-                           fields=describe_features(features, RESULTS_FIELD_DOCS), split=SPLIT)
-    DatasetCard(text)  # the Hub's own parser must accept it
-    (out / "README.md").write_text(text, encoding="utf-8")
-
-
-# ------------------------------------------------------------------------------------------------ Hub eval results
-
-EVAL_RESULTS_DIR = "eval_results"
-EVAL_RESULTS_SKIPPED = "eval_results_skipped.txt"
-_COMMIT = re.compile(r"^[0-9a-f]{40}$")
-
-
-def _hub_dataset(run: Run, given: dict[str, str]) -> tuple[str | None, str | None]:
-    """(Hub id, commit) of the dataset a run scored: ``given[benchmark]`` (``id`` or ``id@commit``),
-    else the run's data source when it is a Hub id (a folder or the shipped sample is not)."""
-    bench = run.manifest["benchmark"]
-    if bench in given:
-        repo, _, revision = given[bench].partition("@")
-        return repo, revision or None
-    data = run.manifest.get("data")
-    if not data or data.startswith(("./", "/", "~")) or os.path.exists(data) or data.count("/") != 1:
-        return None, None
-    revision = run.manifest.get("revision")
-    return data, revision if revision and _COMMIT.match(revision) else None  # a branch name is no revision
-
-
-def eval_result_entries(run: Run, evaluation: str, dataset_id: str, *, revision: str | None = None,
-                        source_url: str | None = None) -> list[Any]:
-    """The run's results as the Hub reads them in a model repository's ``.eval_results/`` (one
-    ``huggingface_hub.EvalResultEntry`` per benchmark config, https://huggingface.co/docs/hub/eval-results):
-    ``task_id`` is the config, as the dataset's ``eval.yaml`` names its tasks; ``value`` the metric's
-    headline (0-100) over that config's images, aggregated as the evaluation was (its preset and
-    options); ``notes`` name the metric, judge, preset and counts. A benchmark with an ``all`` config
-    gets its entry too when the run scored every config."""
-    from huggingface_hub import EvalResultEntry
-
-    from .results import ImageResult
-    from .scoring import judge_setting, portable_model
-
-    bench = run.bench
-    scores = run.scores(evaluation)
-    settings = scores.get("settings") or {}
-    options = judge_setting(bench, settings.get("preset"), settings.get("judge"), settings.get("judge_kwargs"),
-                            settings.get("options")).options
-    results = [r if isinstance(r, ImageResult) else ImageResult.from_dict(r) for r in run.results(evaluation)]
-    groups: dict[str, list[ImageResult]] = {}
-    for r in results:
-        if r.config in bench.configs:
-            groups.setdefault(r.config, []).append(r)
-    if "all" in bench.configs and run.manifest.get("configs") in (None, ["all"]) and not run.manifest.get("limit"):
-        groups["all"] = results
-    judge = scores.get("judge") or {}
-    judge_name = judge.get("model_name") or (portable_model(str(judge["model"]))[0] if judge.get("model") else None)
-    date = (run.manifest.get("evaluations", {}).get(evaluation) or {}).get("finished")
-    entries = []
-    for config in [c for c in bench.configs if c in groups]:
-        value = bench.aggregate(groups[config], **options).get(bench.metric)
-        if value is None or value != value:  # nothing judged in this config: no figure to report
-            continue
-        rs = groups[config]
-        notes = (f"{bench.metric} (t2i-reason {scores.get('t2ireason_version')}, preset {judge.get('preset')}), "
-                 f"judge {judge.get('backend')}:{judge_name}; {len(rs)} images, "
-                 f"{sum(r.failed for r in rs)} not scored")
-        if run.manifest.get("limit"):
-            notes += f"; the first {run.manifest['limit']} rows only"
-        entries.append(EvalResultEntry(
-            dataset_id=dataset_id, task_id=config, value=round(float(value), 4), dataset_revision=revision,
-            date=date, source_url=source_url, source_name="t2i-reason results (images, judge replies)"
-            if source_url else None, notes=notes))
-    return entries
-
-
-def _eval_result_files(entries: list[tuple[Run, str, str]], given: dict[str, str], repo_id: str | None
-                       ) -> tuple[list[tuple[tuple[str, ...], str]], list[str]]:
-    """(path parts under the export folder, YAML text) of every ``.eval_results`` file, and why any
-    benchmark has none."""
-    import yaml
-    from huggingface_hub import eval_result_entries_to_yaml
-
-    unknown = sorted(set(given) - {run.manifest["benchmark"] for run, _, _ in entries})
-    if unknown:
-        raise RunError(f"--benchmark-dataset names {unknown}, which no run exported here scored")
-    source = f"https://huggingface.co/datasets/{repo_id}" if repo_id else None
-    files, skipped = [], []
-    per_run = {}
-    for run, name, _ in entries:
-        per_run.setdefault(run.path, []).append(name)
-    for run, name, label in entries:
-        bench = run.manifest["benchmark"]
-        dataset_id, revision = _hub_dataset(run, given)
-        if dataset_id is None:
-            skipped.append(f"{label} ({bench}): the run's rows do not come from a Hub dataset; name the one that "
-                           f"holds them: --benchmark-dataset {bench}=<namespace>/<name>[@<commit>]")
-            continue
-        found = eval_result_entries(run, name, dataset_id, revision=revision, source_url=source)
-        if not found:
-            skipped.append(f"{label} ({bench}): no image of any config was scored")
-            continue
-        stem = bench if len(per_run[run.path]) == 1 else f"{bench}-{_slug(name)}"
-        text = yaml.safe_dump(eval_result_entries_to_yaml(found), sort_keys=False, allow_unicode=True)
-        files.append(((EVAL_RESULTS_DIR, _slug(run.name), ".eval_results", f"{stem}.yaml"), text))
-    return files, skipped
+def slug(text: str, empty: str = "run") -> str:
+    """``text`` as a file or folder name: runs of other characters than letters, digits, ``.``, ``_``
+    and ``-`` become one ``-`` (``empty`` when nothing is left)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or empty

@@ -18,12 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .redaction import redacted
+
 if TYPE_CHECKING:
     from .benchmarks import Benchmark
+    from .judges.spec import JudgeSpec
 
 __all__ = ["JudgeSetting", "PresetSettings", "judge_setting", "check_setting", "check_options", "judge_record",
-           "judge_is_model", "checkpoint_names", "backend_options", "report_preset_settings", "portable_model",
-           "model_fingerprint"]
+           "judge_is_model", "checkpoint_names", "report_preset_settings", "portable_model", "model_fingerprint"]
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +42,15 @@ class JudgeSetting:
     options: dict[str, Any] = field(default_factory=dict)
     #: what became of the preset's backend settings (:class:`PresetSettings`), None when it has none
     preset_settings: PresetSettings | None = None
+    #: the judge's spec, parsed once; None for a judge object, for no judge, and for a spec that does
+    #: not parse (:func:`check_setting` names what is wrong with it)
+    spec: JudgeSpec | None = None
+
+    @property
+    def loadable(self) -> Any:
+        """What :func:`~t2ireason.judges.load_judge` and its checks take: the parsed spec, or the judge
+        object (or the spec text that does not parse, for its error)."""
+        return self.spec if self.spec is not None else self.judge
 
 
 @dataclass(frozen=True)
@@ -51,7 +62,7 @@ class PresetSettings:
     preset: str
     #: the preset's judge spec
     preset_judge: str
-    #: the judge as given (a spec, or a judge object's class name)
+    #: the judge as given (a spec, its URL's password masked, or a judge object's class name)
     judge: str
     #: whether the judge is the preset's model
     same_model: bool
@@ -94,81 +105,80 @@ def judge_setting(bench: Benchmark, preset: str | None = None, judge: Any = None
         raise ValueError(f"unknown preset {name!r} for {bench.name}; known: {', '.join(presets)}")
     chosen = dict(presets.get(name, {}))
     preset_kwargs = dict(chosen.get("judge_kwargs", {}))
+    given = judge if judge is not None else chosen.get("judge")
+    spec = _parsed(given)
     report = None
     if chosen.get("judge") is not None and preset_kwargs:
-        given = judge if judge is not None else chosen["judge"]
-        preset_kwargs, report = _preset_settings_for(name, chosen["judge"], given, preset_kwargs, judge_kwargs or {})
-    return JudgeSetting(preset=name, judge=judge if judge is not None else chosen.get("judge"),
-                        judge_kwargs={**preset_kwargs, **(judge_kwargs or {})},
-                        options={**chosen.get("options", {}), **(options or {})}, preset_settings=report)
+        preset_kwargs, report = _preset_settings_for(name, chosen["judge"], given, spec, preset_kwargs,
+                                                     judge_kwargs or {})
+    return JudgeSetting(preset=name, judge=given, judge_kwargs={**preset_kwargs, **(judge_kwargs or {})},
+                        options={**chosen.get("options", {}), **(options or {})}, preset_settings=report, spec=spec)
+
+
+def _parsed(judge: Any) -> JudgeSpec | None:
+    """``judge``'s spec parsed, or None (a judge object, none, or a spec that does not parse)."""
+    from .judges import JudgeError, JudgeSpec
+
+    if not isinstance(judge, str | JudgeSpec):
+        return None
+    try:
+        return JudgeSpec.of(judge)
+    except JudgeError:
+        return None
 
 
 # -- is the judge the preset's model? ---------------------------------------------------------------------
 
-def _preset_settings_for(preset: str, preset_judge: str, judge: Any, preset_kwargs: dict[str, Any],
-                         caller_kwargs: dict[str, Any]) -> tuple[dict[str, Any], PresetSettings]:
-    """The preset's backend settings that ``judge`` gets, and the report of what became of each."""
-    from .judges import parse_spec
+def _preset_settings_for(preset: str, preset_judge: str, judge: Any, spec: JudgeSpec | None,
+                         preset_kwargs: dict[str, Any], caller_kwargs: dict[str, Any]
+                         ) -> tuple[dict[str, Any], PresetSettings]:
+    """The preset's backend settings that ``judge`` (parsed: ``spec``) gets, and the report of what
+    became of each."""
+    from .judges import JudgeSpec
 
-    if not isinstance(judge, str):
+    wanted = _parsed(preset_judge)
+    if not isinstance(judge, str | JudgeSpec):
         shown = f"<{type(judge).__name__} object>"
         model = str(getattr(judge, "model", "") or "")
-        same = bool(model) and _same_model(model, parse_spec(preset_judge)[1])
+        same = bool(model) and wanted is not None and _same_model(model, wanted.model)
         why = "a judge object, built by the caller: its settings are its own"
         report = PresetSettings(preset, preset_judge, shown, same, f"model {model!r}" if model else "no model name",
                                 not_applied={k: why for k in preset_kwargs})
         return {}, report
-    from .judges import JudgeError
-
-    try:
-        backend = parse_spec(judge)[0]
-        same, recognised = (True, "the same spec") if judge == preset_judge else judge_is_model(judge, preset_judge)
-    except JudgeError:  # a spec check_setting will name; until then, only the same spelling is the same model
-        backend, same, recognised = None, judge == preset_judge, "the same spec" if judge == preset_judge else "unread"
+    text = judge.text if isinstance(judge, JudgeSpec) else judge
+    if spec is None or wanted is None:  # a spec check_setting will name (or no backend's): only the same spelling
+        same, recognised = text == preset_judge, "the same spec" if text == preset_judge else "unread"
+    else:
+        same, recognised = (True, "the same spec") if text == preset_judge else judge_is_model(spec, wanted)
     kept: dict[str, Any] = {}
     applied: list[str] = []
     not_applied: dict[str, str] = {}
-    taken = backend_options(backend) if backend else None
+    taken = spec.backend_options() if spec is not None else None
     for key, value in preset_kwargs.items():
         if key in caller_kwargs:
             not_applied[key] = "judge_kwargs give their own"
         elif not same and key != "sampling":
             not_applied[key] = "for the preset's model only"
         elif taken is not None and key not in taken:
-            not_applied[key] = f"the {backend} backend takes no such option"
+            not_applied[key] = f"the {spec.backend} backend takes no such option"
         else:
             kept[key] = value
             applied.append(key)
-    return kept, PresetSettings(preset, preset_judge, judge, same, recognised, tuple(applied), not_applied)
+    shown = redacted(text)  # the line is logged and recorded: never a URL's password
+    return kept, PresetSettings(preset, preset_judge, shown, same, recognised, tuple(applied), not_applied)
 
 
-def backend_options(backend: str) -> set[str] | None:
-    """The option names a judge backend's constructor takes (for vLLM, whose engine takes any
-    keyword, its named ones and the engine arguments a preset may set: ``engine_options``); None
-    for a backend that takes any keyword and declares none."""
-    import inspect
-
-    from .judges import _backend_class
-
-    cls = _backend_class(backend)
-    params = inspect.signature(cls.__init__).parameters
-    named = {n for n, p in params.items() if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)} - {"self", "model"}
-    if any(p.kind is p.VAR_KEYWORD for p in params.values()) and not hasattr(cls, "engine_options"):
-        return None
-    return named | set(getattr(cls, "engine_options", ()))
-
-
-def judge_is_model(spec: str, preset_judge: str) -> tuple[bool, str]:
+def judge_is_model(spec: str | JudgeSpec, preset_judge: str | JudgeSpec) -> tuple[bool, str]:
     """``(same, how)``: whether the judge ``spec`` is the model of ``preset_judge``, whatever the
     spelling: an API model by its name (whatever the base URL), a checkpoint by its Hub id, a local
     folder by the checkpoint name its ``config.json`` records (``_name_or_path``, ``name_or_path``),
     else by the Hub cache snapshot it is or the folder's own name."""
-    from .judges import parse_spec
+    from .judges import JudgeSpec
 
-    backend, model, _ = parse_spec(spec)
-    _, wanted, _ = parse_spec(preset_judge)
-    names = [(model, "the API model name" if backend == "openai" else "its Hub id")]
-    if backend != "openai" and _looks_local(model):
+    spec = JudgeSpec.of(spec)
+    model, wanted = spec.model, JudgeSpec.of(preset_judge).model
+    names = [(model, "its Hub id" if spec.is_local() else "the API model name")]
+    if spec.local_folder() is not None:
         names = checkpoint_names(model)
     for name, how in names:
         if _same_model(name, wanted):
@@ -240,7 +250,7 @@ def check_setting(bench: Benchmark, setting: JudgeSetting) -> None:
 
     # first, so that a bad value is named where the user wrote it (judge_kwargs.sampling...)
     check_sampling(setting.judge_kwargs.get("sampling"), "judge_kwargs.sampling")
-    validate_judge(setting.judge, setting.judge_kwargs)
+    validate_judge(setting.loadable, setting.judge_kwargs)
     check_options(bench, setting.options)
 
 

@@ -1,11 +1,13 @@
-"""A local OpenAI-compatible chat-completions server, programmable per test.
+"""A local OpenAI-compatible server (chat completions, and any other JSON endpoint), programmable per test.
 
 The HTTP judge is tested over real HTTP, on the real client code path, against
 this server: a starlette app run by uvicorn on 127.0.0.1 (a free port) in a
 background thread. What it does for each request is a *behaviour*:
 
 - an action, used for every request: ``Answer("Yes")``, ``Fail(429, retry_after=1)``,
-  ``Fail(500)``, ``Hang()``, ``Malformed()``, and the misbehaviours of real servers and
+  ``Fail(500)``, ``Hang()``, ``Malformed()``, ``JSONBody({...})`` (another endpoint's answer:
+  a ``POST`` to any other path under ``/v1`` is served as ``/v1/chat/completions`` is, by the
+  same behaviour, its path in ``ReceivedRequest.path``), and the misbehaviours of real servers and
   proxies: ``Drip()`` (a reply trickling in a byte at a time), ``Huge(200_000_000)`` (a
   reply too large to hold), ``Disconnect()`` (the connection closed without a reply);
 - a list of actions, used in arrival order (the last one repeats);
@@ -49,8 +51,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Answer", "Fail", "Hang", "Malformed", "Drip", "Huge", "Disconnect", "ReceivedRequest", "ChatServer",
-           "serve"]
+__all__ = ["Answer", "Fail", "Hang", "Malformed", "JSONBody", "Drip", "Huge", "Disconnect", "ReceivedRequest",
+           "ChatServer", "serve"]
 
 
 # -- what the server does for one request ------------------------------------
@@ -99,6 +101,15 @@ class Malformed:
 
 
 @dataclass(frozen=True)
+class JSONBody:
+    """A 200 response whose body is ``body`` as JSON: what an endpoint other than chat completions
+    answers (``POST /v1/images/generations``...)."""
+
+    body: Any
+    delay: float = 0.0
+
+
+@dataclass(frozen=True)
 class Drip:
     """A 200 reply that trickles in: ``count`` bytes of leading whitespace one every
     ``interval`` seconds, then a normal completion of ``text``. Each byte resets a
@@ -126,7 +137,7 @@ class Disconnect:
     delay: float = 0.0
 
 
-Action = Answer | Fail | Hang | Malformed | Drip | Huge | Disconnect
+Action = Answer | Fail | Hang | Malformed | JSONBody | Drip | Huge | Disconnect
 
 
 @dataclass
@@ -136,8 +147,9 @@ class ReceivedRequest:
     body: dict[str, Any]
     headers: dict[str, str]
     index: int  # arrival order, from 0
-    attempt: int  # how many earlier requests had the same messages (0 on the first try)
+    attempt: int  # how many earlier requests had the same messages (the same body elsewhere; 0 on the first try)
     received_at: float = field(default_factory=time.monotonic)
+    path: str = "/v1/chat/completions"
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -209,14 +221,15 @@ class ChatServer:
         try:
             if self.record:
                 body = await request.json()
-                key = json.dumps(body.get("messages"), sort_keys=True)
-                req = ReceivedRequest(body, dict(request.headers), self.received, self._seen.get(key, 0))
+                key = json.dumps([request.url.path, body.get("messages", body)], sort_keys=True)
+                req = ReceivedRequest(body, dict(request.headers), self.received, self._seen.get(key, 0),
+                                      path=request.url.path)
                 self._seen[key] = req.attempt + 1
                 self.requests.append(req)
             else:  # long runs with large bodies: read, neither parsed nor kept (the client is measured)
                 await request.body()
                 body = {}
-                req = ReceivedRequest(body, dict(request.headers), self.received, 0)
+                req = ReceivedRequest(body, dict(request.headers), self.received, 0, path=request.url.path)
             self.received += 1
             if self.models is not None and body.get("model") not in self.models:
                 err = {"error": {"message": f"The model `{body.get('model')}` does not exist.", "type": "NotFoundError",
@@ -245,6 +258,8 @@ class ChatServer:
                 return JSONResponse(err, status_code=action.status, headers=headers)
             if isinstance(action, Malformed):
                 return Response(action.body, media_type="application/json")
+            if isinstance(action, JSONBody):
+                return JSONResponse(action.body)
             return JSONResponse(_completion(req, action))
         finally:
             self.in_flight -= 1
@@ -283,7 +298,8 @@ class ChatServer:
 
         return Starlette(routes=[Route("/v1/chat/completions", self._chat, methods=["POST"]),
                                  Route("/v1/models", self._models, methods=["GET"]),
-                                 Route("/v1/_stats", self._stats, methods=["GET"])])
+                                 Route("/v1/_stats", self._stats, methods=["GET"]),
+                                 Route("/v1/{path:path}", self._chat, methods=["POST"])])
 
     def start(self) -> ChatServer:
         import uvicorn

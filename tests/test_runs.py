@@ -15,9 +15,11 @@ from huggingface_hub import DatasetCard
 
 from t2ireason import cli, testing
 from t2ireason.benchmarks.r2i_bench import BENCHMARK as R2I
+from t2ireason.exports import export_results
 from t2ireason.judges.scripted import ScriptedJudge
+from t2ireason.report.writer import write_report
 from t2ireason.results import ImageResult
-from t2ireason.runs import Run, RunError, export_results, write_report
+from t2ireason.runs import Run, RunError
 
 SAMPLE = str(R2I.sample_path())
 

@@ -216,7 +216,7 @@ def _what_next(result) -> str:
 
 def _run(args: argparse.Namespace) -> int:
     from ..cli import _generation_config
-    from ..judges import preflight_spec, validate_judge
+    from ..judges import JudgeSpec, preflight_spec, validate_judge
     from .models import Server
     from .pipeline import run_engine
 
@@ -229,15 +229,16 @@ def _run(args: argparse.Namespace) -> int:
     if args.server and args.judge_kwargs:
         raise ValueError("--judge-kwargs do not reach a judge served by --server: give the server's options "
                          "with --server-options (datatrove's InferenceConfig)")
-    validate_judge(args.judge, args.judge_kwargs)
-    if args.llm:
-        validate_judge(args.llm, args.llm_kwargs)
+    judge, llm = JudgeSpec.parse(args.judge), args.llm and JudgeSpec.parse(args.llm)
+    validate_judge(judge, args.judge_kwargs)
+    if llm:
+        validate_judge(llm, args.llm_kwargs)
     executor = _executor(args)
     if not args.server:  # before any image is drawn, the judge is asked what the stages ask (its key, its
         # endpoint, images with a JSON schema; the text model JSON); a served judge starts with its task
-        preflight_spec(args.judge, args.judge_kwargs, structured=True)
-        if args.llm:
-            preflight_spec(args.llm, args.llm_kwargs, structured=True, images=False)
+        preflight_spec(judge, args.judge_kwargs, structured=True)
+        if llm:
+            preflight_spec(llm, args.llm_kwargs, structured=True, images=False)
     result = run_engine(args.work, _sources(args), _config(args), judge=args.judge, judge_kwargs=args.judge_kwargs,
                         llm=args.llm, llm_kwargs=args.llm_kwargs, cache=args.cache,
                         drawer=_generation_config(args), executor=executor,

@@ -24,7 +24,7 @@ from datatrove.data import Document
 from datatrove.pipeline.inference.run_inference import InferenceConfig, InferenceRunner
 from datatrove.pipeline.inference.types import InferenceError
 
-from ..judges import ChatRequest, Judge, Reply, load_judge, parse_spec
+from ..judges import ChatRequest, Judge, JudgeSpec, Reply, load_judge
 from .models import Models
 from .steps import ShardWriter
 from .work import Context, RetryShard, Stage, Workdir
@@ -41,7 +41,8 @@ def inference_config(models: Models) -> InferenceConfig:
     if not isinstance(models.judge, str):
         raise ValueError("datatrove's inference runner serves a judge named by a spec (e.g. vllm:<model>, "
                          "openai:<model>@<url> for an endpoint), not a judge object")
-    _, model, url = parse_spec(models.judge)
+    spec = JudgeSpec.of(models.judge)
+    model, url = spec.model, spec.base_url
     # each record in progress holds a thread (its stage code is synchronous): at most 128 at once by default
     options = {"metric_interval": 600, "max_concurrent_documents": 128, **server.options}
     if server.kind == "endpoint":

@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..redaction import redacted
 from .base import (
     VQASCORE_QUESTION,
     AnswerQuery,
@@ -28,61 +27,16 @@ from .base import (
     system,
     user,
 )
+from .spec import BACKENDS, JudgeSpec, did_you_mean, parse_spec
 
 __all__ = [
     "VQASCORE_QUESTION", "AnswerQuery", "ChatRequest", "Judge", "JudgeAuthError", "JudgeError", "JudgeOptionError", "JudgeUnavailable", "Message", "Reply",
     "Sampling", "TokenLogprob", "assistant", "system", "user", "load_judge", "parse_spec", "validate_judge", "check_sampling", "BACKENDS",
-    "preflight", "preflight_spec",
+    "preflight", "preflight_spec", "JudgeSpec",
 ]
 
-#: spec prefix -> "module:class", imported only when used (vllm and openai are optional extras)
-BACKENDS = {
-    "hf": "t2ireason.judges.transformers_judge:TransformersJudge",
-    "openai": "t2ireason.judges.openai_judge:OpenAIJudge",
-    "vllm": "t2ireason.judges.vllm_judge:VLLMJudge",
-}
 
-
-def _did_you_mean(word: str, choices: Any) -> str:
-    import difflib
-
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
-def parse_spec(spec: str) -> tuple[str, str, str | None]:
-    """Split ``backend:model[@base_url]`` into its parts.
-
-    >>> parse_spec("openai:Qwen/Qwen2.5-VL-72B-Instruct@http://localhost:8000/v1")
-    ('openai', 'Qwen/Qwen2.5-VL-72B-Instruct', 'http://localhost:8000/v1')
-    >>> parse_spec("hf:/models/tiny")
-    ('hf', '/models/tiny', None)
-    """
-    if not isinstance(spec, str) or ":" not in spec:
-        guess = next((f" (did you mean '{b}:{redacted(spec[len(b) + 1:])}'?)" for b in BACKENDS
-                      if isinstance(spec, str) and spec.startswith(b) and len(spec) > len(b) + 1), "")
-        raise JudgeError(f"judge spec {redacted(spec)!r} must look like 'backend:model' with a backend among "
-                         f"{', '.join(BACKENDS)}{guess}")
-    backend, rest = spec.split(":", 1)
-    if backend not in BACKENDS:
-        raise JudgeError(f"unknown judge backend {backend!r} in {redacted(spec)!r}; known: {', '.join(BACKENDS)}"
-                         + _did_you_mean(backend, BACKENDS))
-    base_url = None
-    if "@" in rest and backend == "openai":
-        rest, base_url = rest.rsplit("@", 1)
-    if not rest:
-        raise JudgeError(f"judge spec {redacted(spec)!r} names no model")
-    return backend, rest, base_url
-
-
-def _backend_class(backend: str) -> type:
-    import importlib
-
-    module_name, cls_name = BACKENDS[backend].split(":")
-    return getattr(importlib.import_module(module_name), cls_name)
-
-
-def validate_judge(spec: str | Judge | Any, kwargs: dict[str, Any] | None = None) -> None:
+def validate_judge(spec: str | JudgeSpec | Judge | Any, kwargs: dict[str, Any] | None = None) -> None:
     """Check a judge spec and its backend options before anything is loaded or created, raising
     :class:`JudgeError` with what is wrong: a malformed spec or unknown backend, a base URL that is
     not an http(s) URL, a local model folder that does not exist, an option the backend does not
@@ -90,36 +44,34 @@ def validate_judge(spec: str | Judge | Any, kwargs: dict[str, Any] | None = None
     positive number, an unknown choice), a ``sampling`` that is not one. Nothing is contacted.
     A judge object is accepted as it is."""
     import inspect
-    from pathlib import Path
 
-    if not isinstance(spec, str):
+    if not isinstance(spec, str | JudgeSpec):
         if not (hasattr(spec, "chat") and hasattr(spec, "identity")):
             raise JudgeError(f"a judge is a spec string or an object with chat() and identity(); "
                              f"got {type(spec).__name__}")
         return
     kwargs = dict(kwargs or {})
-    backend, model, base_url = parse_spec(spec)
-    if base_url is not None:
+    spec = JudgeSpec.of(spec)
+    if spec.base_url is not None:
         from .openai_judge import check_base_url
 
         try:
-            check_base_url(base_url)
+            check_base_url(spec.base_url)
         except JudgeError as e:
-            raise JudgeError(f"{e} (in {redacted(spec)!r}, what follows the last '@' is the base URL)") from None
-    if backend == "hf" and (model.startswith(("/", "./", "../", "~")) or Path(model).expanduser().exists()):
-        folder = Path(model).expanduser()
-        if not folder.is_dir():
-            raise JudgeError(f"judge model folder {model!r} does not exist" if not folder.exists()
-                             else f"judge model {model!r} is a file, not a model folder")
+            raise JudgeError(f"{e} (in {spec.describe()!r}, what follows {spec.url_rule()} is the base URL)") from None
+    folder = spec.local_folder() if spec.backend == "hf" else None
+    if folder is not None and not folder.is_dir():
+        raise JudgeError(f"judge model folder {spec.model!r} does not exist" if not folder.exists()
+                         else f"judge model {spec.model!r} is a file, not a model folder")
     if "sampling" in kwargs:
         check_sampling(kwargs["sampling"])
-    cls = _backend_class(backend)
+    cls = spec.backend_class()
     accepted = inspect.signature(cls.__init__).parameters
     if not any(p.kind is p.VAR_KEYWORD for p in accepted.values()):
         names = [n for n in accepted if n not in ("self", "model")]
         for key in kwargs:
             if key not in names:
-                raise JudgeError(f"the {backend} judge backend takes no option {key!r}{_did_you_mean(key, names)}; "
+                raise JudgeError(f"the {spec.backend} judge backend takes no option {key!r}{did_you_mean(key, names)}; "
                                  f"its options: {', '.join(names)}")
     check_options = getattr(cls, "check_options", None)
     if check_options is not None:  # the backend's own checks of values, creating nothing
@@ -142,7 +94,7 @@ def check_sampling(value: Any, where: str = "sampling") -> None:
         raise JudgeOptionError(f"{where} must be an object of {fields} (or a Sampling), got {value!r}")
     for key, v in value.items():
         if key not in _SAMPLING_FIELDS:
-            raise JudgeOptionError(f"{where} has no field {key!r}{_did_you_mean(str(key), _SAMPLING_FIELDS)}; "
+            raise JudgeOptionError(f"{where} has no field {key!r}{did_you_mean(str(key), _SAMPLING_FIELDS)}; "
                                    f"its fields: {fields}")
         low, high, whole = _SAMPLING_FIELDS[key]
         if v is None and key == "seed":
@@ -155,8 +107,8 @@ def check_sampling(value: Any, where: str = "sampling") -> None:
             raise JudgeOptionError(f"{where}.{key} must be {rule}, got {v!r}")
 
 
-def load_judge(spec: str | Judge | Any, *, cache: str | None | bool = None, **kwargs: Any) -> Judge:
-    """A judge from a spec string, or ``spec`` itself if it already is one.
+def load_judge(spec: str | JudgeSpec | Judge | Any, *, cache: str | None | bool = None, **kwargs: Any) -> Judge:
+    """A judge from a spec (a string or a :class:`JudgeSpec`), or ``spec`` itself if it already is one.
 
     ``kwargs`` reach the backend's constructor (``sampling`` defaults as a Sampling or a dict, ``dtype``,
     ``api_key``, ``max_concurrency``...). ``cache`` wraps the judge in the on-disk
@@ -164,12 +116,9 @@ def load_judge(spec: str | Judge | Any, *, cache: str | None | bool = None, **kw
     """
     if isinstance(kwargs.get("sampling"), dict):  # as a command line's JSON gives it
         kwargs["sampling"] = Sampling(**kwargs["sampling"])
-    if isinstance(spec, str):
-        backend, model, base_url = parse_spec(spec)
-        cls = _backend_class(backend)
-        if base_url is not None:
-            kwargs["base_url"] = base_url
-        judge = cls(model, **kwargs)
+    if isinstance(spec, str | JudgeSpec):
+        spec = JudgeSpec.of(spec)
+        judge = spec.backend_class()(spec.model, **{**kwargs, **spec.options()})
     elif hasattr(spec, "chat") and hasattr(spec, "identity"):
         judge = spec
     else:
@@ -217,18 +166,19 @@ def preflight(judge: Any, *, structured: bool = True, probabilities: bool = Fals
             raise type(e)(f"{inner!r} cannot give the answer probabilities VQAScore needs: {e}") from None
 
 
-def preflight_spec(spec: Any, kwargs: dict[str, Any] | None = None, *, judge: Any = None, **needs: bool) -> None:
+def preflight_spec(spec: str | JudgeSpec | Any, kwargs: dict[str, Any] | None = None, *, judge: Any = None,
+                   **needs: bool) -> None:
     """:func:`preflight` for a judge setting that is loaded later (after the images are generated):
     an HTTP judge (``openai:``) is made without a cache, asked, and closed (or ``judge``, the setting
     already loaded, is asked); a local judge (``hf:``, ``vllm:``) is not loaded twice:
     :func:`validate_judge` has checked its spec and folder, and the transformers backend gives answer
     probabilities and JSON by constrained decoding. A judge object is the caller's own: it is not asked."""
-    if not isinstance(spec, str) or parse_spec(spec)[0] != "openai":
+    if not isinstance(spec, str | JudgeSpec) or JudgeSpec.of(spec).is_local():
         return
     if judge is not None:
         preflight(judge, **needs)
         return
-    judge = load_judge(spec, **(kwargs or {}))
+    judge = load_judge(JudgeSpec.of(spec), **(kwargs or {}))
     try:
         preflight(judge, **needs)
     finally:

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from t2ireason.images import as_image
-from t2ireason.judges import AnswerQuery, ChatRequest, JudgeError, Sampling, load_judge
+from t2ireason.judges import AnswerQuery, ChatRequest, JudgeError, Sampling, decoding, load_judge
 from t2ireason.judges import transformers_judge as tj
 
 LENGTH = 4
@@ -190,7 +190,7 @@ def _old_row_sampler(rows):
 def test_vectorised_row_sampler_draws_what_the_per_row_loop_drew(top_k):
     rows = [(0.7, 0.9, top_k, 1), (0.0, 1.0, top_k, None), (1.3, 1.0, top_k, 2), (0.9, 0.5, top_k, 3),
             (0.0, 1.0, top_k, None), (1.0, 0.95, top_k, 4)]
-    new, old = tj._row_sampler(rows), _old_row_sampler(rows)
+    new, old = decoding.row_sampler(rows), _old_row_sampler(rows)
     generator = torch.Generator().manual_seed(0)
     input_ids = torch.zeros(len(rows), 3, dtype=torch.long)
     for _ in range(12):
@@ -203,7 +203,7 @@ def test_vectorised_row_sampler_draws_what_the_per_row_loop_drew(top_k):
 
 def test_vectorised_forced_tokens_write_what_the_per_row_loop_wrote():
     answers, filler = [[5], [7, 8, 9], [3, 4]], 2
-    processor = tj._forced_tokens(answers, filler)
+    processor = decoding.forced_tokens(answers, filler)
     for step in range(4):
         scores = torch.randn(3, 12)
         expected = torch.full_like(scores, float("-inf"))
@@ -218,8 +218,8 @@ def test_schema_masks_filled_together_equal_masks_filled_row_by_row(judge):
     import llguidance
 
     schemas = [SCHEMA, None, {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}, SCHEMA]
-    together = tj._schema_constraint(info, schemas, 3, llguidance.LLExecutor())
-    row_by_row = tj._schema_constraint(info, schemas, 3)
+    together = decoding.schema_constraint(info, schemas, 3, llguidance.LLExecutor())
+    row_by_row = decoding.schema_constraint(info, schemas, 3)
     generator = torch.Generator().manual_seed(1)
     input_ids = torch.zeros(len(schemas), 3, dtype=torch.long)
     vocab = judge.hf_model.get_output_embeddings().weight.shape[0]

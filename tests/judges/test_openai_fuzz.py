@@ -9,7 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from t2ireason.judges import JudgeError, Sampling
-from t2ireason.judges.openai_judge import OpenAIJudge, _Malformed, answer_logprob
+from t2ireason.judges.openai_judge import OpenAIJudge, answer_logprob
+from t2ireason.transport import Malformed as _Malformed
 
 _JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=8),
                      lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),

@@ -177,13 +177,13 @@ def test_backoff_is_exponential_with_full_jitter_capped_and_yields_to_retry_afte
     judge = OpenAIJudge("m", base_url="http://127.0.0.1:9/v1", backoff_base=0.5, backoff_max=3.0)
     plain = RuntimeError("connection reset")
     for attempt, ceiling in [(1, 0.5), (2, 1.0), (3, 2.0), (4, 3.0), (9, 3.0)]:
-        waits = [judge._wait(plain, attempt) for _ in range(200)]
+        waits = [judge.transport._wait(plain, attempt) for _ in range(200)]
         assert all(0 <= w <= ceiling for w in waits) and max(waits) > 0.8 * ceiling  # full jitter up to the cap
     told = RuntimeError("429")
     told.response = types.SimpleNamespace(headers={"retry-after": "7"})
-    assert judge._wait(told, 1) == 7.0
+    assert judge.transport._wait(told, 1) == 7.0
     told.response.headers = {"retry-after-ms": "250", "retry-after": "7"}
-    assert judge._wait(told, 5) == 0.25
+    assert judge.transport._wait(told, 5) == 0.25
     judge.close()
 
 
@@ -380,7 +380,7 @@ def test_missing_aiohttp_says_how_to_install_from_a_checkout(monkeypatch):
 
 def test_error_bodies_of_every_shape_are_read(monkeypatch):
     """OpenAI's {"error": {"message"}}, FastAPI's {"detail"}, plain text: the message is what the server said."""
-    from t2ireason.judges.openai_judge import _error_message
+    from t2ireason.transport import error_message as _error_message
 
     assert _error_message(b'{"error": {"message": "model overloaded", "code": 503}}') == "model overloaded"
     assert _error_message(b'{"detail": "Not Found"}') == "Not Found"
@@ -723,3 +723,27 @@ def test_the_body_sent_is_the_request_as_json():
         expected = judge._request_body(req, req.sampling, True)
     assert server.requests[0].body == expected
     assert expected["messages"][1]["content"][1] == {"type": "text", "text": 'Rate "this" \u00e9\n'}
+
+
+# -- issue 35 item 10: a base URL with user:password@ ---------------------------------
+
+
+def test_a_base_url_with_credentials_authenticates_with_them_alone_and_never_says_them(caplog, monkeypatch):
+    """openai:m@http://user:pass@host/v1 was split at the URL's own '@'; given whole, aiohttp refused a URL's
+    credentials beside the Bearer header. The credentials are the Authorization header (HTTP Basic), alone."""
+    from urllib.parse import quote
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)  # a key in the environment does not go with them
+    password = "p@ss:w0rd-SECRET"
+    token = base64.b64encode(f"judge:{password}".encode()).decode()
+    with caplog.at_level(logging.DEBUG), serve([Fail(500, f"oops {password} {token}"), Answer("fine")]) as server:
+        url = server.base_url.replace("http://", f"http://judge:{quote(password, safe='')}@")
+        with load_judge(f"openai:test-model@{url}", backoff_base=0.01, backoff_max=0.02) as judge:
+            [reply] = judge.chat([ChatRequest.simple("q")])
+        with pytest.raises(JudgeError, match=r"carries user:password@ and an api_key is given too"):
+            OpenAIJudge("test-model", base_url=url, api_key=KEY)
+    assert reply.ok and reply.text == "fine" and judge.model == "test-model"
+    assert [r.headers["authorization"] for r in server.requests] == [f"Basic {token}"] * 2
+    assert judge.identity()["base_url"] == server.base_url and "retry 1 of 6" in caplog.text
+    for text in (repr(judge), str(judge.identity()), caplog.text):
+        assert password not in text and quote(password, safe="") not in text and token not in text

@@ -99,3 +99,56 @@ def test_validate_judge_accepts_what_works():
         "max_retry_after": 0, "max_reply_bytes": 1 << 20, "on_unavailable": "record", "check": False,
         "image_format": "jpg", "structured_output": "auto"})
     validate_judge("openai:gpt-4.1", {"sampling": Sampling(temperature=0.3)})
+
+
+def test_a_base_url_with_user_and_password_starts_at_the_first_at_before_its_scheme():
+    """openai:m@http://user:pass@host/v1 was split at its last '@', inside the URL (issue 35 item 10)."""
+    from t2ireason.judges import JudgeSpec, validate_judge
+
+    spec = JudgeSpec.parse("openai:m@http://user:pw-SECRET@127.0.0.1:8000/v1")
+    assert (spec.backend, spec.model, spec.base_url) == ("openai", "m", "http://user:pw-SECRET@127.0.0.1:8000/v1")
+    assert parse_spec("openai:org/m@2024@HTTPS://u:pw@host/v1") == ("openai", "org/m@2024", "HTTPS://u:pw@host/v1")
+    assert parse_spec("openai:m@rev@host/v1") == ("openai", "m@rev", "host/v1")  # no scheme: the last '@'
+    assert "pw-SECRET" not in repr(spec) + str(spec) + spec.describe()
+    assert spec.describe() == "openai:m@http://***@127.0.0.1:8000/v1"
+    assert JudgeSpec.of(spec) is spec and JudgeSpec.of(spec.text) == spec
+    with pytest.raises(JudgeError, match=r"it has no host.*what follows the first '@' followed by http:// or "
+                                         r"https:// is the base URL") as info:
+        validate_judge("openai:m@http://user:pw-SECRET@")
+    assert "pw-SECRET" not in str(info.value)
+
+
+def test_a_parsed_spec_says_what_its_backend_takes_and_where_its_model_runs(tmp_path):
+    from t2ireason.judges import JudgeSpec
+
+    served = JudgeSpec.parse("openai:m@http://127.0.0.1:9/v1")
+    assert not served.is_local() and served.local_folder() is None
+    assert served.options() == {"base_url": "http://127.0.0.1:9/v1"}
+    assert {"timeout", "max_concurrency", "api_key"} <= served.backend_options()
+    local = JudgeSpec.parse(f"hf:{tmp_path}")
+    assert local.is_local() and local.local_folder() == tmp_path and local.options() == {}
+    assert "dtype" in local.backend_options()
+    hub = JudgeSpec.parse("vllm:Qwen/Qwen2.5-VL-7B-Instruct")
+    assert hub.is_local() and hub.local_folder() is None
+
+
+def test_a_judge_spec_is_parsed_once_from_the_setting_to_the_judge_asked(monkeypatch):
+    """The scoring setting, its checks, the preset's handling, load_judge and the pre-flight read one parsed
+    value: the spec's text is split once."""
+    from t2ireason.benchmarks import get_benchmark
+    from t2ireason.judges import JudgeSpec, preflight_spec
+    from t2ireason.scoring import check_setting, judge_setting
+    from t2ireason.testing_http import serve
+
+    parsed = []
+    parse = JudgeSpec.parse.__func__
+    monkeypatch.setattr(JudgeSpec, "parse", classmethod(lambda cls, text: (parsed.append(text), parse(cls, text))[1]))
+    bench = get_benchmark("r2i-bench")
+    with serve('{"ok": true}') as server:
+        spec = f"openai:test-model@{server.base_url}"
+        setting = judge_setting(bench, "paper", spec, {"api_key": "sk-test-0123456789"})
+        check_setting(bench, setting)
+        with load_judge(setting.loadable, cache=False, **setting.judge_kwargs) as judge:
+            preflight_spec(setting.loadable, setting.judge_kwargs, judge=judge, structured=True)
+    assert parsed.count(spec) == 1 and judge.base_url == server.base_url
+    assert len(server.requests) == 1  # the pre-flight's one request, to the spec's URL

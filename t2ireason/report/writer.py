@@ -1,0 +1,110 @@
+"""The paper-style report of runs side by side (and of MT2IE output folders): its tables, figures and
+one HTML page, written from the runs' finished evaluations (:func:`write_report`, ``t2ireason report``)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..benchmarks import get_benchmark
+from ..runs import RUN_FILE, Run, RunError, finished_evaluations, slug
+
+__all__ = ["write_report"]
+
+
+def _is_mt2ie_output(path: Path) -> bool:
+    """An output folder of ``t2ireason mt2ie`` (its summary and runs), not a run folder."""
+    return not (path / RUN_FILE).is_file() and (path / "summary.json").is_file() and (path / "runs").is_dir()
+
+
+def _run_row(run: Run, evaluation: str, label: str) -> dict[str, Any]:
+    """What made one model's results, as plain values for the report (local paths reduced to names)."""
+    from ..scoring import portable_model
+
+    scores = run.scores(evaluation)
+    judge = scores.get("judge") or {}
+    judge_model = judge.get("model_name") or (portable_model(str(judge["model"]))[0] if judge.get("model") else None)
+    generator = (run.manifest.get("generation") or {}).get("model")
+    return {"model": label, "evaluation": evaluation,
+            "judge": f"{judge.get('backend')}:{judge_model}" if judge_model else judge.get("backend"),
+            "preset": judge.get("preset"),
+            "generator": portable_model(str(generator))[0] if generator else None,
+            "images": scores["num_images"], "failed": scores["num_failed"], "re-asks": scores["num_reasks"],
+            "t2i-reason": scores.get("t2ireason_version")}
+
+
+def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike, *, evaluation: str | None = None,
+                 embed_images: bool = False, title: str | None = None) -> dict[str, Any]:
+    """The paper-style report of one run or several side by side (and of MT2IE output folders:
+    their rankings): ``tables.md``, ``tables.csv`` and ``tables.tex`` (the papers' layouts, 95%
+    intervals where computed), ``plots/`` (every table as bars and, over three or more categories,
+    a radar; the per-image score distribution; PNG and PDF each) and one ``report.html`` holding
+    every table and figure and the gallery of each prompt's images across the models. Returns the
+    paths, the Markdown of every table and of the headline table of each benchmark."""
+    from .html import Section, write_html_report
+    from .plots import layout, mt2ie_iterations, score_distribution, table_bars, table_radar
+    from .tables import side_by_side, to_csv, to_latex, to_markdown
+
+    out = Path(out)
+    agents = [Path(r) for r in runs if not isinstance(r, Run) and _is_mt2ie_output(Path(r))]
+    runs = [r for r in runs if isinstance(r, Run) or Path(r) not in agents]
+    entries, unfinished = finished_evaluations(runs, evaluation) if runs or not agents else ([], [])
+    out.mkdir(parents=True, exist_ok=True)
+    by_bench: dict[str, list[tuple[Run, str, str]]] = {}
+    for e in entries:
+        by_bench.setdefault(e[0].bench.name, []).append(e)
+
+    markdown, headlines, csv_parts, every_table, plots, sections = [], [], [], [], [], []
+    for bench_name, group in by_bench.items():
+        bench = get_benchmark(bench_name)
+        per_model = [bench.paper_tables(run.scores(n)["aggregate"], label) for run, n, label in group]
+        tables = side_by_side(per_model)
+        markdown.append(f"## {bench.pretty_name}\n\n{to_markdown(tables)}")
+        headlines.append(to_markdown(tables[:1]))
+        csv_parts.append(to_csv(tables))
+        every_table += tables
+        figures = []
+        for i, table in enumerate(tables, 1):
+            axes = layout(table).axes
+            if not table.rows or not axes:  # nothing judged in it (every image failed): no figure to draw
+                continue
+            figures += table_bars(table, out / "plots" / f"{bench_name}_table{i}_bars")
+            if len(axes) >= 3:
+                figures += table_radar(table, out / "plots" / f"{bench_name}_table{i}_radar")
+        results = {label: run.results(n) for run, n, label in group}
+        figures += score_distribution({label: [r.score for r in rs] for label, rs in results.items()},
+                                      out / "plots" / f"{bench_name}_scores",
+                                      title=f"{bench.pretty_name}: per-image scores")
+        plots += figures
+        sections.append(Section(bench.pretty_name, results, tables, [f for f in figures if f.suffix == ".png"],
+                                [_run_row(run, n, label) for run, n, label in group]))
+    for folder in agents:  # MT2IE writes its own benchmark: its output is a ranking, not a run
+        table = json.loads((folder / "summary.json").read_text(encoding="utf-8")).get("table")
+        if not table:
+            raise RunError(f"{folder}: the MT2IE run has no ranking yet (no iteration was scored)")
+        tables = get_benchmark("mt2ie").paper_tables(table, folder.name if len(agents) > 1 else "")
+        markdown.append(f"## MT2IE: {folder.name}\n\n{to_markdown(tables)}")
+        headlines.append(to_markdown(tables))
+        csv_parts.append(to_csv(tables))
+        every_table += tables
+        per_iteration = {m: {int(i): v for i, v in its.items()} for m, its in table["per_iteration"].items()}
+        figures = mt2ie_iterations(per_iteration, out / "plots" / f"mt2ie_{slug(folder.name)}",
+                                   title=f"MT2IE {table.get('mode', '')}")
+        plots += figures
+        sections.append(Section(f"MT2IE: {folder.name}", {}, tables, [f for f in figures if f.suffix == ".png"]))
+    text = "\n".join(markdown)
+    (out / "tables.md").write_text(text, encoding="utf-8")
+    (out / "tables.csv").write_text("".join(part if i == 0 else part.split("\n", 1)[1]
+                                            for i, part in enumerate(csv_parts)), encoding="utf-8")
+    (out / "tables.tex").write_text(to_latex(every_table), encoding="utf-8")
+    labels = list(dict.fromkeys(label for _, _, label in entries))
+    names = [s.title for s in sections]
+    page = write_html_report(sections, out, title=title or (f"{', '.join(names)}: {', '.join(labels)}" if labels
+                                                            else ", ".join(names)),
+                             embed_images=embed_images)
+    return {"markdown": text, "headline": "\n".join(headlines), "tables_md": out / "tables.md",
+            "tables_csv": out / "tables.csv", "tables_tex": out / "tables.tex", "plots": plots, "html": [page],
+            "unfinished": [f"{run.name} · {n}" for run, n in unfinished]}
