@@ -731,6 +731,13 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
         plots += figures
         sections.append(Section(bench.pretty_name, results, tables, [f for f in figures if f.suffix == ".png"],
                                 [_run_row(run, n, label) for run, n, label in group]))
+    from .study.agreement import agreement_sections
+
+    for heading, tables in agreement_sections(dict.fromkeys(run.path for run, _, _ in entries)):  # human studies
+        markdown.append(f"## {heading}\n\n{to_markdown(tables)}")
+        csv_parts.append(to_csv(tables))
+        every_table += tables
+        sections.append(Section(heading, {}, tables))
     for folder in agents:  # MT2IE writes its own benchmark: its output is a ranking, not a run
         table = json.loads((folder / "summary.json").read_text(encoding="utf-8")).get("table")
         if not table:

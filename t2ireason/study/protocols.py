@@ -97,6 +97,8 @@ def criterion_blocks(benchmark: str, kind: str, row: dict[str, Any]) -> list[dic
     """What a rater reads beside the image: ``[{"title", "text"}]``, the paper's texts with the row put in."""
     if kind == "questions":
         return []  # each question brings its own criterion
+    if kind == "preference":  # R2I-Bench's study, whatever the benchmark of the images
+        return [{"title": "R2I-Bench's human study (appendix B.2)", "text": template_text("r2i_bench", "human")}]
     if benchmark == "t2i-reasonbench":
         dim = row["dimension"]
         text = render("t2i_reasonbench", f"human_{dim}", prompt=row["prompt"], idiom=row.get("idiom") or "",
@@ -112,8 +114,6 @@ def criterion_blocks(benchmark: str, kind: str, row: dict[str, Any]) -> list[dic
                  "text": template("paper", f"alignment_{track}")[1].format(text_prompt=row["prompt"])},
                 {"title": "The judge's aesthetics prompt (appendix C.3)",
                  "text": template("paper", "aesthetic")[1].format(text_prompt=row["prompt"])}]
-    if benchmark == "r2i-bench":
-        return [{"title": "R2I-Bench's human study (appendix B.2)", "text": template_text("r2i_bench", "human")}]
     raise ValueError(f"{benchmark} has no {kind} study; rate its judge's questions (--kind questions)")
 
 

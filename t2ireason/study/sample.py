@@ -38,7 +38,7 @@ from ..files import atomic_write_json, atomic_write_text, inside
 from .protocols import KINDS, criterion_blocks, group_of, group_title, protocol, question_criterion, question_levels
 
 __all__ = ["make_study", "load_study", "StudyError", "STUDY_FILE", "PAGE_FILE", "RATINGS_DIR", "finished_evaluations",
-           "open_source"]
+           "open_source", "file_digest"]
 
 STUDY_FILE = "study.json"
 PAGE_FILE = "index.html"
@@ -71,7 +71,7 @@ def finished_evaluations(run: Any) -> list[str]:
     return names
 
 
-def _digest(path: Path) -> str:
+def file_digest(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -207,7 +207,7 @@ def make_study(runs: Sequence[str | os.PathLike], out: str | os.PathLike, *, kin
         for n, img in enumerate(it["images"]):
             source = img.pop("source")
             img["file"] = f"images/{it['id']}-{'ab'[n]}{source.suffix.lower() or '.png'}"
-            img["sha256"] = _digest(source)
+            img["sha256"] = file_digest(source)
             sources[img["file"]] = source
     study = {
         "format": FORMAT, "version": 1, "id": "", "title": "", "kind": kind, "benchmark": bench,
@@ -258,7 +258,7 @@ def _write(study: dict[str, Any], out: Path, sources: dict[str, Path]) -> None:
     for it in study["items"]:
         for img in it["images"]:
             target = inside(out, img["file"])
-            if not target.is_file() or _digest(target) != img["sha256"]:
+            if not target.is_file() or file_digest(target) != img["sha256"]:
                 shutil.copyfile(sources[img["file"]], target)
     atomic_write_json(out / STUDY_FILE, study)
     atomic_write_text(out / PAGE_FILE, render_page(study))
