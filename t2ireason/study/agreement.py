@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy.stats import ConstantInputWarning
 
 from .. import __version__
 from ..files import atomic_write_json, atomic_write_text, inside
@@ -280,7 +281,9 @@ def compute_agreement(study: dict[str, Any], runs: Sequence[str | os.PathLike], 
     per_evaluation = {}
     for name in common:
         judged = {run.name: _judge_results(run, name) for run in opened}
-        figures = _COMPUTE[study["kind"]](items, merged, judged)
+        with warnings.catch_warnings():  # constant ratings or scores in a group: its figure is not defined (–)
+            warnings.simplefilter("ignore", ConstantInputWarning)
+            figures = _COMPUTE[study["kind"]](items, merged, judged)
         if figures.get("n_excluded"):
             what = "questions" if study["kind"] == "questions" else "rated items"
             problems.append(f"evaluation {name}: {figures['n_excluded']} {what} have no judge score (the judge "
@@ -348,7 +351,7 @@ def tables(study: dict[str, Any], result: dict[str, Any]) -> list[PaperTable]:
         title = "Per-question agreement with human answers"
         note = ("accuracy: the judge's answer is the one most raters gave (questions without a majority left out); "
                 "τ and ρ between the judge's answers and the raters' mean answers")
-    out = [PaperTable(title, columns, rows, note, decimals)]
+    out = [PaperTable(title, columns, rows, note + "; – where not defined (ratings or scores all equal)", decimals)]
     alpha = {f"{groups.get(g, g)} α": v for g, v in raters["per_group"].items()}
     alpha |= {"All α": raters["alpha"], "items": raters["items"], "ratings": raters["ratings"],
               "raters": raters["raters"]}

@@ -95,10 +95,10 @@ def _records(study: dict[str, Any], result: dict[str, Any]) -> tuple[list[dict[s
                            "majority": answers.get(q["id"], {}).get("majority")} for q in it.get("questions", [])],
             "left_out": "its image changed after it was rated" if it["id"] in moved else None})
         at = m.get("at", {})
-        shown = lambda rater: (["b", "a"] if swaps[(rater, it["id"])] else ["a", "b"]) if len(images) > 1 else []  # noqa: E731
         for rater, value in m.get("ratings", {}).items():
+            shown = (["b", "a"] if swaps[(rater, it["id"])] else ["a", "b"]) if len(images) > 1 else []
             ratings.append({"study": study["id"], "item": it["id"], "rater": rater, "question": None, "value": value,
-                            "shown": shown(rater), "at": at.get(rater)})
+                            "shown": shown, "at": at.get(rater)})
         for qid, answer in answers.items():
             for rater, value in answer["ratings"].items():
                 ratings.append({"study": study["id"], "item": it["id"], "rater": rater, "question": qid,

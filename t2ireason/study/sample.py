@@ -35,7 +35,15 @@ from typing import Any
 
 from .. import __version__
 from ..files import atomic_write_json, atomic_write_text, inside
-from .protocols import KINDS, criterion_blocks, group_of, group_title, protocol, question_criterion, question_levels
+from .protocols import (
+    KINDS,
+    criterion_blocks,
+    group_of,
+    group_title,
+    protocol,
+    question_criterion,
+    question_levels,
+)
 
 __all__ = ["make_study", "load_study", "StudyError", "STUDY_FILE", "PAGE_FILE", "RATINGS_DIR", "finished_evaluations",
            "open_source", "file_digest"]
