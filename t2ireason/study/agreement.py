@@ -10,8 +10,9 @@ tables report them.
   between the judge's answers and the raters' mean answers.
 
 Each figure pooled or per group comes with its 95% percentile bootstrap interval over the images
-(pairs, questions) of that group (:func:`t2ireason.stats.bootstrap_ci`, seeded; none where resamples
-are degenerate); the statistics themselves are :mod:`t2ireason.meta_eval`'s. One row per evaluation
+(pairs, questions) of that group (:func:`t2ireason.stats.paired_bootstrap_ci`, ``bootstrap_ci`` for a
+share; seeded; none where a resample is degenerate); the statistics themselves are
+:mod:`t2ireason.meta_eval`'s. One row per evaluation
 (judge) of the runs: comparing judges against people is what the papers' tables do. Inter-rater
 agreement (Krippendorff's alpha) is a table of its own.
 
@@ -91,25 +92,22 @@ def _moved(study: dict[str, Any], runs: list[Any]) -> tuple[set[str], list[str]]
     return gone, problems
 
 
-def _interval(statistic: Callable[..., float], *columns: np.ndarray) -> tuple[float, float]:
-    """The 95% bootstrap interval of ``statistic`` over paired ``columns`` (resampled together)."""
+def _mean_interval(values: np.ndarray) -> list[float]:
+    """The 95% bootstrap interval of a share (the mean of 0/1 hits)."""
     from ..stats import bootstrap_ci
 
-    if len(columns[0]) < 3:
-        return math.nan, math.nan
-    with warnings.catch_warnings():  # a degenerate resample (one value) has no statistic: no interval, said so
-        warnings.simplefilter("ignore")
-        return bootstrap_ci(np.arange(len(columns[0])),
-                            lambda idx: statistic(*(c[idx.astype(int)] for c in columns)))
+    return list(bootstrap_ci(values))
 
 
-def _with_intervals(figures: dict[str, Any], pairs: Callable[[str | None], tuple[np.ndarray, ...]],
-                    statistics: dict[str, Callable[..., float]]) -> None:
-    """Add ``<name>_ci`` to the pooled figures and to each group's."""
+def _with_intervals(figures: dict[str, Any], pairs: Callable[[str | None], tuple[np.ndarray, np.ndarray]]) -> None:
+    """Add the 95% bootstrap intervals of tau and rho (``<name>_ci``) to the pooled figures and each group's;
+    ``pairs(group)``: the two columns correlated there."""
+    from ..stats import paired_bootstrap_ci
+
     for group, target in [(None, figures), *figures.get("per_group", {}).items()]:
-        columns = pairs(group)
-        for name, statistic in statistics.items():
-            target[f"{name}_ci"] = list(_interval(statistic, *columns))
+        x, y = pairs(group)
+        for name in ("kendall_tau", "spearman_rho"):
+            target[f"{name}_ci"] = list(paired_bootstrap_ci(x, y, name))
 
 
 def _floats(values: Sequence[float | None]) -> np.ndarray:
@@ -122,7 +120,6 @@ def _judge_results(run: Any, evaluation: str) -> dict[str, Any]:
 
 def _scale(items: list[dict[str, Any]], merged: dict[str, Any], judged: dict[str, dict[str, Any]]) -> dict[str, Any]:
     from ..meta_eval import human_correlation
-    from ..stats import kendall_tau, spearman_rho
 
     def score(it: dict[str, Any]) -> float | None:
         r = judged[it["images"][0]["run"]].get(it["images"][0]["key"])
@@ -136,14 +133,13 @@ def _scale(items: list[dict[str, Any]], merged: dict[str, Any], judged: dict[str
         keep = ~(np.isnan(x) | np.isnan(y)) & (True if group is None else groups == group)
         return x[keep], y[keep]
 
-    _with_intervals(figures, pairs, {"kendall_tau": kendall_tau, "spearman_rho": spearman_rho})
+    _with_intervals(figures, pairs)
     return figures
 
 
 def _preference(items: list[dict[str, Any]], merged: dict[str, Any], judged: dict[str, dict[str, Any]]
                 ) -> dict[str, Any]:
     from ..meta_eval import preference_agreement, preference_verdicts
-    from ..stats import kendall_tau, spearman_rho
 
     def score(img: dict[str, Any]) -> float | None:
         r = judged[img["run"]].get(img["key"])
@@ -156,13 +152,12 @@ def _preference(items: list[dict[str, Any]], merged: dict[str, Any], judged: dic
     figures = preference_agreement(a, b, choices, groups=groups)
     verdict = _floats(preference_verdicts(a, b))
 
-    def pairs(group: str | None) -> tuple[np.ndarray, ...]:
-        keep = ~np.isnan(verdict) & (True if group is None else groups == group)
-        return (verdict[keep] == human[keep]).astype(float), (a - b)[keep], human[keep]
+    def kept(group: str | None) -> np.ndarray:
+        return ~np.isnan(verdict) & (True if group is None else groups == group)
 
-    _with_intervals(figures, pairs, {"pairwise_accuracy": lambda hit, m, h: float(np.mean(hit)),
-                                     "kendall_tau": lambda hit, m, h: kendall_tau(m, h),
-                                     "spearman_rho": lambda hit, m, h: spearman_rho(m, h)})
+    _with_intervals(figures, lambda group: ((a - b)[kept(group)], human[kept(group)]))
+    for group, target in [(None, figures), *figures.get("per_group", {}).items()]:
+        target["pairwise_accuracy_ci"] = _mean_interval((verdict == human)[kept(group)].astype(float))
     return figures
 
 
@@ -179,7 +174,6 @@ def _judge_question(result: Any, question: dict[str, Any]) -> float | None:
 def _questions(items: list[dict[str, Any]], merged: dict[str, Any], judged: dict[str, dict[str, Any]]
                ) -> dict[str, Any]:
     from ..meta_eval import human_correlation
-    from ..stats import kendall_tau, spearman_rho
 
     judge, human, hits, groups = [], [], [], []
     for it in items:
@@ -209,10 +203,9 @@ def _questions(items: list[dict[str, Any]], merged: dict[str, Any], judged: dict
         keep = sel & ~(np.isnan(x) | np.isnan(y))
         return x[keep], y[keep]
 
-    _with_intervals(figures, pairs, {"kendall_tau": kendall_tau, "spearman_rho": spearman_rho})
+    _with_intervals(figures, pairs)
     for group, target in [(None, figures), *figures.get("per_group", {}).items()]:
-        h = hit[(True if group is None else groups == group) & ~np.isnan(hit)]
-        target["accuracy_ci"] = list(_interval(lambda v: float(np.mean(v)), h))
+        target["accuracy_ci"] = _mean_interval(hit[(True if group is None else groups == group) & ~np.isnan(hit)])
     return figures
 
 
