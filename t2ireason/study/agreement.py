@@ -150,6 +150,10 @@ def _preference(items: list[dict[str, Any]], merged: dict[str, Any], judged: dic
     choices = ["A" if h > 0 else "B" if h < 0 else "tie" for h in human]
     groups = np.asarray([it["group"] for it in items])
     figures = preference_agreement(a, b, choices, groups=groups)
+    # with the tie threshold that fits the people best (Deutsch et al., 2023, whom R2I-Bench cites)
+    calibrated = preference_agreement(a, b, choices, tie_epsilon="calibrated")
+    figures["calibrated"] = {"pairwise_accuracy": calibrated["pairwise_accuracy"],
+                             "tie_epsilon": calibrated.get("tie_epsilon")}
     verdict = _floats(preference_verdicts(a, b))
 
     def kept(group: str | None) -> np.ndarray:
@@ -311,6 +315,7 @@ def tables(study: dict[str, Any], result: dict[str, Any]) -> list[PaperTable]:
                 src = f if g is None else per[g]
                 cells |= {f"{title} acc.": _cell(src, "pairwise_accuracy"), f"{title} τ": _cell(src, "kendall_tau"),
                           f"{title} ρ": _cell(src, "spearman_rho")}
+            cells["Overall acc. (tie-calibrated)"] = Cell.of(f["calibrated"]["pairwise_accuracy"])
         elif kind == "scale":
             for g, title in groups.items():
                 if g in per:
@@ -339,7 +344,9 @@ def tables(study: dict[str, Any], result: dict[str, Any]) -> list[PaperTable]:
                  else "Agreement with human A/B/tie choices")
         note = (f"{study['runs'][0]['name']} (A) against {study['runs'][1]['name']} (B), {raters['items']} prompts; "
                 "pairwise accuracy counts the judge's choice (the higher score, a tie when equal) against the "
-                "raters' (the sign of their mean verdict); τ and ρ correlate that verdict with the judge's margin A - B")
+                "raters' (the sign of their mean verdict); tie-calibrated: margins up to the threshold that fits the "
+                "raters best count as ties (Deutsch et al., 2023; agreement.json gives it); τ and ρ correlate the "
+                "raters' verdict with the judge's margin A - B")
     else:
         title = "Per-question agreement with human answers"
         note = ("accuracy: the judge's answer is the one most raters gave (questions without a majority left out); "

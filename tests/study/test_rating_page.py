@@ -188,6 +188,11 @@ def test_ab_tie_study_rated_by_three_raters_in_a_browser(browser, tmp_path, caps
     assert math.isclose(figures["pairwise_accuracy"], accuracy, abs_tol=1e-12)
     assert math.isclose(figures["kendall_tau"], tau, abs_tol=1e-12)
     assert math.isclose(figures["spearman_rho"], rho, abs_tol=1e-12)
+    calibrated = figures["calibrated"]  # the best tie threshold, and the accuracy it gives
+    eps = calibrated["tie_epsilon"]
+    assert math.isclose(calibrated["pairwise_accuracy"], np.mean(
+        [(0 if abs(a[i] - b[i]) <= eps else np.sign(a[i] - b[i])) == human[i] for i in ids]), abs_tol=1e-12)
+    assert calibrated["pairwise_accuracy"] >= accuracy
     for category in ("commonsense", "logical"):
         sel = [i for i in ids if items[i]["group"] == category]
         assert math.isclose(figures["per_group"][category]["pairwise_accuracy"],
@@ -227,3 +232,33 @@ def test_questions_study_answered_with_the_keyboard(browser, tmp_path):
     assert errors == []
     context.close()
     Run.open(run.path)  # the run is untouched by the study
+
+
+EVIL = '</script><script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
+
+
+def test_markup_in_a_prompt_or_criterion_stays_text(browser, tmp_path):
+    from PIL import Image
+
+    from t2ireason.study.page import render_page
+
+    (tmp_path / "images").mkdir()
+    Image.new("RGB", (8, 8)).save(tmp_path / "images" / "i0001-a.png")
+    study = {"id": "evil-study", "title": "A study " + EVIL, "kind": "questions", "raters": ["r1"],
+             "protocol": {"scale": None, "source": EVIL}, "groups": {"g": "Group " + EVIL},
+             "queues": {"r1": [{"item": "i0001"}]},
+             "items": [{"id": "i0001", "prompt": "A prompt " + EVIL, "group": "g",
+                        "criterion": [{"title": "Criterion " + EVIL, "text": "Text " + EVIL}],
+                        "images": [{"file": "images/i0001-a.png"}],
+                        "questions": [{"id": "q1", "question": "Is it? " + EVIL, "criterion": EVIL,
+                                       "levels": [[0, 0], [1, 1]]}]}]}
+    (tmp_path / "index.html").write_text(render_page(study))
+    context, page, errors = _open(browser, tmp_path)
+    page.select_option("#rater", "r1")
+    assert page.evaluate("window.__pwned") is None
+    assert page.locator("main script").count() == 0 and page.locator("img[src='x']").count() == 0
+    assert page.locator("#prompt").inner_text() == "A prompt " + EVIL
+    assert EVIL in page.locator("#answer").inner_text() and EVIL in page.locator("#criterion").inner_text()
+    assert page.title() == "A study " + EVIL
+    assert errors == []
+    context.close()
