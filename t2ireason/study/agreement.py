@@ -41,7 +41,15 @@ from ..files import atomic_write_json, atomic_write_text, inside
 from ..results import Cell, PaperTable
 from .protocols import level_of, protocol
 from .ratings import Ratings, krippendorff_alpha, merge, read_ratings
-from .sample import STUDY_FILE, StudyError, file_digest, finished_evaluations, load_study, open_source
+from .sample import (
+    STUDY_FILE,
+    StudyError,
+    file_digest,
+    finished_evaluations,
+    judge_results,
+    load_study,
+    open_run,
+)
 
 __all__ = ["compute_agreement", "tables", "write_agreement", "agreement_sections", "find_study", "AGREEMENT_DIR"]
 
@@ -64,7 +72,7 @@ def _runs(study: dict[str, Any], paths: Sequence[str | os.PathLike]) -> list[Any
     """The study's runs, in the study's order, from the folders given."""
     given = {}
     for p in paths:
-        run = open_source(p)
+        run = open_run(p)
         given[run.name] = run
     wanted = [r["name"] for r in study["runs"]]
     missing = [n for n in wanted if n not in given]
@@ -78,13 +86,13 @@ def _runs(study: dict[str, Any], paths: Sequence[str | os.PathLike]) -> list[Any
 
 def _moved(study: dict[str, Any], runs: list[Any]) -> tuple[set[str], list[str]]:
     """Items whose image is no longer in its run as it was rated (gone, or another file now), and why."""
-    current = {run.name: {key: path for key, _, path in run.image_items()} for run in runs}
+    folders = {run.name: run.images_dir for run in runs}
     gone, problems = set(), []
     for it in study["items"]:
         for img in it["images"]:
-            path = current[img["run"]].get(img["key"])
-            if path is None or not path.is_file() or file_digest(path) != img["sha256"]:
-                what = "is gone" if path is None or not path.is_file() else "is another file now"
+            path = inside(folders[img["run"]], img["key"])
+            if not path.is_file() or file_digest(path) != img["sha256"]:
+                what = "is gone" if not path.is_file() else "is another file now"
                 problems.append(f"item {it['id']}: the image {img['key']} of run {img['run']} {what} (not the image "
                                 "rated); its ratings are left out")
                 gone.add(it["id"])
@@ -112,10 +120,6 @@ def _with_intervals(figures: dict[str, Any], pairs: Callable[[str | None], tuple
 
 def _floats(values: Sequence[float | None]) -> np.ndarray:
     return np.asarray([math.nan if v is None else float(v) for v in values], dtype=float)
-
-
-def _judge_results(run: Any, evaluation: str) -> dict[str, Any]:
-    return {Path(r.image).relative_to(run.images_dir).as_posix(): r for r in run.results(evaluation)}
 
 
 def _scale(items: list[dict[str, Any]], merged: dict[str, Any], judged: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -277,7 +281,7 @@ def compute_agreement(study: dict[str, Any], runs: Sequence[str | os.PathLike], 
     items = [it for it in study["items"] if it["id"] in merged]
     per_evaluation = {}
     for name in common:
-        judged = {run.name: _judge_results(run, name) for run in opened}
+        judged = {run.name: judge_results(run, name) for run in opened}
         with warnings.catch_warnings():  # constant ratings or scores in a group: its figure is not defined (–)
             warnings.simplefilter("ignore", ConstantInputWarning)
             figures = _COMPUTE[study["kind"]](items, merged, judged)

@@ -46,7 +46,7 @@ from .protocols import (
 )
 
 __all__ = ["make_study", "load_study", "StudyError", "STUDY_FILE", "PAGE_FILE", "RATINGS_DIR", "finished_evaluations",
-           "open_source", "file_digest"]
+           "open_run", "file_digest", "judge_results"]
 
 STUDY_FILE = "study.json"
 PAGE_FILE = "index.html"
@@ -58,8 +58,8 @@ class StudyError(ValueError):
     """A study cannot be made or read as asked; the message says what to do."""
 
 
-def open_source(path: str | os.PathLike) -> Any:
-    """A run folder (:class:`t2ireason.runs.Run`)."""
+def open_run(path: str | os.PathLike) -> Any:
+    """The run in a run folder (:class:`t2ireason.runs.Run`)."""
     from ..runs import Run
 
     return Run.open(path)
@@ -95,9 +95,24 @@ def _images(run: Any) -> dict[str, tuple[dict[str, Any], str, Path]]:
     return out
 
 
-def _questions(run: Any, evaluation: str) -> dict[str, Any]:
-    """The judge's questions of each image (key -> its ImageResult) in ``evaluation``."""
-    return {Path(r.image).relative_to(run.images_dir).as_posix(): r for r in run.results(evaluation)}
+def judge_results(run: Any, evaluation: str) -> dict[str, Any]:
+    """The evaluation's scored images by image key, read from its ``results.jsonl`` as the run reads it
+    (the last line of a key wins) without touching the file, and whether or not every image of the run
+    is still there (one gone is one item left out, not the whole study)."""
+    from ..results import ImageResult
+    from ..runs import RESULTS_FILE
+
+    run.scores(evaluation)  # finished, or a clear error
+    out = {}
+    with open(run.evaluation_dir(evaluation) / RESULTS_FILE, encoding="utf-8") as f:
+        for line in f:
+            try:
+                record = json.loads(line)
+            except ValueError:  # a torn last line (a crash mid-write): not a result
+                break
+            key = record.pop("key")
+            out[key] = ImageResult.from_dict(record)
+    return out
 
 
 def _evaluation_for_questions(runs: Sequence[Any], evaluation: str | None) -> str:
@@ -146,7 +161,7 @@ def make_study(runs: Sequence[str | os.PathLike], out: str | os.PathLike, *, kin
     of ``evaluation``); default the paper's (:data:`~t2ireason.study.protocols.PROTOCOLS`). ``raters``:
     how many (named ``rater1``...) or their names; default ``raters_per_item``, itself the paper's
     number of raters per image (3). Returns the study (as ``study.json`` holds it)."""
-    opened = [open_source(r) for r in runs]
+    opened = [open_run(r) for r in runs]
     if not opened:
         raise StudyError("name the run folder(s) whose images are rated")
     benchmarks = {r.manifest["benchmark"] for r in opened}
@@ -173,7 +188,7 @@ def make_study(runs: Sequence[str | os.PathLike], out: str | os.PathLike, *, kin
         raise StudyError(f"need per_group >= 1 and 1 <= raters per item <= raters ({len(rater_ids)}); "
                          f"got {per_group} and {raters_per_item}")
     evaluation = _evaluation_for_questions(opened, evaluation) if kind == "questions" else None
-    judged = [_questions(r, evaluation) for r in opened] if evaluation else None
+    judged = [judge_results(r, evaluation) for r in opened] if evaluation else None
 
     images = [_images(r) for r in opened]
     common = [rid for rid in images[0] if all(rid in imgs for imgs in images[1:])]
@@ -200,6 +215,8 @@ def make_study(runs: Sequence[str | os.PathLike], out: str | os.PathLike, *, kin
                          "criterion": question_criterion(bench, row, q),
                          "levels": [list(level) for level in question_levels(bench, q)]}
                         for n, q in enumerate(result.questions, 1)]
+                    if not item["questions"]:  # the judge asked nothing about it (a row without questions)
+                        continue
                 items.append(item)
     if not items:
         raise StudyError("no prompt has an image in every run: nothing to rate")

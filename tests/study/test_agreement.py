@@ -117,8 +117,9 @@ def test_misfit_ratings_are_named_one_line_each_and_never_counted(tmp_path, caps
     _write(folder, "other-study.json", {**ratings_file(study, "rater4", rating), "study": "prism-bench-scale-0"})
     _write(folder, "stranger.json", ratings_file(study, "rater4", rating) | {"rater": "zoe"})
     # an image replaced in the run after it was rated: its ratings are about another image
-    changed = study["items"][2]
+    changed, deleted = study["items"][2], study["items"][5]
     Image.new("RGB", (24, 24), (0, 0, 0)).save(run.images_dir / changed["images"][0]["key"])
+    (run.images_dir / deleted["images"][0]["key"]).unlink()  # and one deleted
 
     assert cli.main(["agreement", str(run.path), "--ratings", str(folder)]) == 0
     printed = capsys.readouterr().out.splitlines()
@@ -144,18 +145,20 @@ def test_misfit_ratings_are_named_one_line_each_and_never_counted(tmp_path, caps
     assert f"rater3.json: item {theirs} was not given to rater rater3; left out" in problems
     assert (f"item {changed['id']}: the image {changed['images'][0]['key']} of run model-a is another file now "
             "(not the image rated); its ratings are left out") in problems
-    assert len(problems) == len(expected) + 5
+    assert (f"item {deleted['id']}: the image {deleted['images'][0]['key']} of run model-a is gone (not the image "
+            "rated); its ratings are left out") in problems
+    assert len(problems) == len(expected) + 6
 
     # only what fits is counted: rater1's last file, rater2's, rater3's good answers; not the changed image
     kept = {f["file"]: f["answers"] for f in result["files"]}
     assert kept == {"rater1.json": 6, "rater2.json": 6, "rater3.json": 4}
-    assert changed["id"] not in result["merged"]
+    assert changed["id"] not in result["merged"] and deleted["id"] not in result["merged"]
     for item_id, m in result["merged"].items():
         assert all(v == 1 + _digest(item_id)[0] % 5 for v in m["ratings"].values())  # never rater1's first file
     counted = sum(len(m["ratings"]) for m in result["merged"].values())
     assert result["raters"]["ratings"] == counted == sum(
         1 for r in ("rater1", "rater2", "rater3") for e in study["queues"][r]
-        if e["item"] != changed["id"] and not (r == "rater3" and e["item"] in mine[:2]))
+        if e["item"] not in (changed["id"], deleted["id"]) and not (r == "rater3" and e["item"] in mine[:2]))
     assert result["evaluations"][EVALUATION]["n"] == len(result["merged"])
 
 
