@@ -293,7 +293,8 @@ def compute_agreement(study: dict[str, Any], runs: Sequence[str | os.PathLike], 
     out = {"study": study["id"], "title": study["title"], "kind": study["kind"], "benchmark": study["benchmark"],
            "computed": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"), "t2ireason_version": __version__,
            "runs": [r.name for r in opened], "evaluations": per_evaluation,
-           "raters": _raters(study, read, merged), "files": read.files, "problems": problems, "left_out": sorted(gone), "merged": merged}
+           "raters": _raters(study, read, merged), "files": read.files, "problems": problems,
+           "left_out": sorted(gone), "merged": merged}
     out["tables"] = tables(study, out)
     return out
 
