@@ -496,6 +496,14 @@ def run_run(args: argparse.Namespace) -> int:
 COMMANDS["run"] = (add_run_args, run_run, "build, generate, evaluate and report in one go (resumable)")
 
 
+# -- a judge against people: a rating study and its agreement ----------------------------------------------
+
+COMMANDS["rate"] = (_lazy(".study.command", "add_rate_args"), _lazy(".study.command", "run_rate"),
+                    "a human rating study of runs' images as a paper ran it: the sample and a page for the raters")
+COMMANDS["agreement"] = (_lazy(".study.command", "add_agreement_args"), _lazy(".study.command", "run_agreement"),
+                         "the raters' files against the runs' judges: the paper's agreement table")
+
+
 # -- the agent and the data engine (their options live with them) ---------------------------------------
 
 COMMANDS["mt2ie"] = (_lazy(".mt2ie", "add_mt2ie_args"), _lazy(".mt2ie", "run_mt2ie_command"),

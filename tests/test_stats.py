@@ -112,3 +112,24 @@ def test_summarize_counts_failures_and_scales():
 def test_summarize_all_failed():
     s = summarize([None, None])
     assert (s["n"], s["failed"]) == (0, 2) and math.isnan(s["mean"]) and math.isnan(s["ci_low"])
+
+
+@pytest.mark.parametrize("n", [12, 250])  # every resample at once, and (past 200 pairs) tau-b one by one
+def test_paired_bootstrap_ci_is_the_bootstrap_of_scipys_statistics(n):
+    from t2ireason.stats import _kendall_tau_rows, _spearman_rho_rows, paired_bootstrap_ci
+
+    rng = np.random.default_rng(1)
+    rows_x, rows_y = rng.integers(0, 4, (20, 15)).astype(float), rng.integers(0, 5, (20, 15)).astype(float)
+    for i in range(20):  # ties included
+        assert _kendall_tau_rows(rows_x, rows_y)[i] == pytest.approx(sps.kendalltau(rows_x[i], rows_y[i]).statistic)
+        assert _spearman_rho_rows(rows_x, rows_y)[i] == pytest.approx(sps.spearmanr(rows_x[i], rows_y[i]).statistic)
+    x = rng.normal(size=n)
+    y = np.round(x + rng.normal(0, 1.5, n))  # ties in y
+    for name, fn in (("kendall_tau", kendall_tau), ("spearman_rho", spearman_rho)):
+        # the same resamples as bootstrap_ci over the pairs' indices, one statistic at a time
+        one_by_one = bootstrap_ci(np.arange(n), lambda idx, fn=fn: fn(x[idx.astype(int)], y[idx.astype(int)]))
+        assert paired_bootstrap_ci(x, y, name) == pytest.approx(one_by_one)
+        low, high = one_by_one
+        assert low < fn(x, y) < high
+    assert all(math.isnan(v) for v in paired_bootstrap_ci([1, 2], [2, 1]))  # fewer than three pairs
+    assert all(math.isnan(v) for v in paired_bootstrap_ci([1, 1, 1, 1], [1, 2, 3, 4]))  # no statistic at all

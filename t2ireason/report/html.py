@@ -144,7 +144,7 @@ def render_html_report(sections: Sequence[Section] | Sequence[ImageResult], out_
         for label in labels:
             for r in s.results[label]:
                 by_id.setdefault(str(r.id), {})[label] = r
-        prefix = f"{s.title} · " if len(sections) > 1 and s.title else ""
+        prefix = f"{s.title} · " if sum(bool(x.results) for x in sections) > 1 and s.title else ""
         for rid, per_model in by_id.items():
             first = next(iter(per_model.values()))
             # the row's own context (its meaning, tags) once; what differs between models (a judge's

@@ -95,13 +95,20 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
                                    title=f"MT2IE {table.get('mode', '')}")
         plots += figures
         sections.append(Section(f"MT2IE: {folder.name}", {}, tables, [f for f in figures if f.suffix == ".png"]))
+    names = [s.title for s in sections]
+    from ..study.agreement import agreement_sections
+
+    for heading, tables in agreement_sections(dict.fromkeys(run.path for run, _, _ in entries)):  # human studies
+        markdown.append(f"## {heading}\n\n{to_markdown(tables)}")
+        csv_parts.append(to_csv(tables))
+        every_table += tables
+        sections.append(Section(heading, {}, tables))
     text = "\n".join(markdown)
     (out / "tables.md").write_text(text, encoding="utf-8")
     (out / "tables.csv").write_text("".join(part if i == 0 else part.split("\n", 1)[1]
                                             for i, part in enumerate(csv_parts)), encoding="utf-8")
     (out / "tables.tex").write_text(to_latex(every_table), encoding="utf-8")
     labels = list(dict.fromkeys(label for _, _, label in entries))
-    names = [s.title for s in sections]
     page = write_html_report(sections, out, title=title or (f"{', '.join(names)}: {', '.join(labels)}" if labels
                                                             else ", ".join(names)),
                              embed_images=embed_images)

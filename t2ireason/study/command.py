@@ -1,0 +1,105 @@
+"""``t2ireason rate`` and ``t2ireason agreement``: a human study of a judge, from the command line."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .protocols import KINDS, PROTOCOLS
+
+__all__ = ["add_rate_args", "run_rate", "add_agreement_args", "run_agreement"]
+
+
+def _positive(text: str) -> int:
+    from ..cli import _positive_int
+
+    return _positive_int(text)
+
+
+def _raters(text: str) -> int | list[str]:
+    """``3`` (rater1..rater3) or ``ana,ben,chloe``."""
+    if text.strip().isdigit():
+        return int(text)
+    return [name.strip() for name in text.split(",")]
+
+
+def add_rate_args(p: argparse.ArgumentParser) -> None:
+    defaults = "; ".join(f"{b}: {pr.kind}" + (f" {pr.scale[0]}-{pr.scale[1]}" if pr.scale else "")
+                         for b, pr in PROTOCOLS.items())
+    p.add_argument("runs", nargs="+", help="run folders of one benchmark whose images are rated (two for A/B/tie)")
+    p.add_argument("--out", required=True, help="the study folder to write (study.json, index.html, images/, ratings/)")
+    p.add_argument("--kind", choices=KINDS, default=None,
+                   help=f"what the raters answer (default: what the benchmark's paper asked; {defaults}); "
+                        "questions: the judge's own questions of --evaluation")
+    p.add_argument("--per-group", type=_positive, default=None,
+                   help="prompts drawn per dimension, track or category (default: the paper's 20)")
+    p.add_argument("--raters", type=_raters, default=None,
+                   help="how many raters (named rater1, rater2...) or their names, comma-separated "
+                        "(default: as many as each image needs)")
+    p.add_argument("--raters-per-item", type=_positive, default=None,
+                   help="raters of each image (default: the paper's 3)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the sample, the raters' assignment and order")
+    p.add_argument("--evaluation", default=None, help="with --kind questions: the evaluation whose questions are asked")
+    p.add_argument("--title", default=None, help="the study's title on the page")
+
+
+def run_rate(args: argparse.Namespace) -> int:
+    from .sample import PAGE_FILE, RATINGS_DIR, make_study
+
+    study = make_study(args.runs, args.out, kind=args.kind, per_group=args.per_group, raters=args.raters,
+                       raters_per_item=args.raters_per_item, seed=args.seed, evaluation=args.evaluation,
+                       title=args.title)
+    out = Path(args.out)
+    groups = ", ".join(f"{study['groups'][g]} {len(ids)}" for g, ids in study["sample"].items())
+    print(f"study {study['id']}: {len(study['items'])} items ({study['kind']}; prompts per group: {groups}), "
+          f"each rated by {study['raters_per_item']} of {len(study['raters'])} raters "
+          f"({', '.join(f'{r} {len(q)}' for r, q in study['queues'].items())})")
+    print(f"rating page: {out / PAGE_FILE} (send the folder; each rater opens the page, names themself, rates "
+          f"and exports one file)")
+    print(f"then put the raters' files in {out / RATINGS_DIR} and run: t2ireason agreement "
+          f"{' '.join(args.runs)} --ratings {out / RATINGS_DIR}")
+    return 0
+
+
+def add_agreement_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("runs", nargs="+", help="the run folders the study rated, with their evaluations")
+    p.add_argument("--ratings", nargs="+", required=True, help="the raters' exported files, or folders of them")
+    p.add_argument("--study", default=None,
+                   help="the study folder (default: the one the ratings sit in, <study>/ratings)")
+    p.add_argument("--evaluation", nargs="+", default=None,
+                   help="the evaluations (judges) compared (default: every one finished in all the runs)")
+    p.add_argument("--export", default=None, metavar="FOLDER",
+                   help="also write the study, its sample and the merged ratings as a Hub dataset folder")
+    p.add_argument("--license", default=None, help="with --export: the license of the images and ratings")
+    p.add_argument("--repo", default=None, help="with --export: publish the folder to this Hub dataset repository")
+    p.add_argument("--private", action="store_true", help="with --repo: create the repository as private")
+    p.add_argument("--dry-run", action="store_true", help="with --repo: list what would be uploaded, send nothing")
+
+
+def run_agreement(args: argparse.Namespace) -> int:
+    from ..report.tables import to_markdown
+    from .agreement import compute_agreement, find_study, write_agreement
+
+    if args.export and not args.license:
+        raise ValueError("--export needs --license: the license of the images and ratings (e.g. cc-by-4.0)")
+    if args.repo and not args.export:
+        raise ValueError("--repo publishes the --export folder: give --export too")
+    study = find_study(args.ratings, args.study)
+    result = compute_agreement(study, args.runs, args.ratings, evaluations=args.evaluation)
+    for line in result["problems"]:
+        print(line)
+    print(f"{len(result['files'])} raters' files read: {', '.join(f['file'] for f in result['files'])}")
+    print(to_markdown(result["tables"]))
+    folders = write_agreement(result, args.runs)
+    print(f"tables and figures: {', '.join(str(f) for f in folders)} (the runs' report shows them: t2ireason report)")
+    if args.export:
+        from ..build import folder_files, publish
+        from .export import export_study
+
+        folder = export_study(study, result, args.export, license=args.license, repo_id=args.repo)
+        print(f"study dataset in {folder} ({len(folder_files(folder))} files)")
+        if args.repo:
+            plan = publish(folder, args.repo, private=args.private or None, dry_run=args.dry_run)
+            print(f"{'would upload' if args.dry_run else 'uploaded'} {len(plan['files'])} files to dataset "
+                  f"{plan['repo_id']}")
+    return 0

@@ -1,0 +1,61 @@
+"""Runs for the study tests: the shipped samples with a small PNG per prompt, scored by a scripted judge
+whose answers vary from image to image (so that the judge's scores have an order to agree with)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from PIL import Image
+
+from t2ireason.judges.scripted import ScriptedJudge
+from t2ireason.runs import Run
+
+EVALUATION = "scripted"
+
+
+def varied_answer(schema: dict[str, Any], seed: bytes) -> Any:
+    """A reply the schema allows, each choice picked by ``seed`` (a digest): scores that differ between
+    images and questions, every one valid."""
+    def pick(s: dict[str, Any], n: int) -> Any:
+        if "enum" in s:
+            return s["enum"][seed[n % len(seed)] % len(s["enum"])]
+        if "anyOf" in s:
+            return pick(s["anyOf"][0], n)
+        kind = s.get("type")
+        if kind == "object":
+            return {k: pick(v, n + i) for i, (k, v) in enumerate(s.get("properties", {}).items())}
+        if kind == "array":
+            return [pick(s.get("items", {}), n + i) for i in range(s.get("minItems", 1))]
+        if kind in ("integer", "number"):
+            lo, hi = int(s.get("minimum", 0)), int(s.get("maximum", 1))
+            return lo + seed[n % len(seed)] % (hi - lo + 1)
+        return "scripted" if kind == "string" else 1
+    return pick(schema, 0)
+
+
+def scripted_judge(salt: str) -> ScriptedJudge:
+    """Replies vary with the request's text and ``salt`` (one per run: both runs' requests read alike)."""
+    def reply(request):
+        text = salt + json.dumps([m.text for m in request.messages])
+        return json.dumps(varied_answer(request.json_schema or {"type": "object"}, hashlib.sha256(text.encode()).digest()))
+    return ScriptedJudge(reply)
+
+
+def scored_run(folder: Path, benchmark: str, name: str, *, limit: int | None = None) -> Run:
+    """A run of ``benchmark``'s shipped sample: a PNG per prompt, scored by the scripted judge."""
+    run = Run.create(folder / name, benchmark, name=name, limit=limit)
+    for i, row in enumerate(run.rows()):
+        path = run.images_dir / run.bench.image_path(row)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        Image.new("RGB", (24, 24), (37 * i % 256, 60 + len(name) * 20, 150)).save(path)
+    run.evaluate(scripted_judge(name), options={"structured_output": True}, name=EVALUATION, cache=False,
+                 progress=False)
+    return run
+
+
+def judge_scores(run: Run, evaluation: str = EVALUATION) -> dict[str, float | None]:
+    """Each image's score by its key (its path in the run's image folder)."""
+    return {Path(r.image).relative_to(run.images_dir).as_posix(): r.score for r in run.results(evaluation)}
