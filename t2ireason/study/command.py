@@ -93,7 +93,7 @@ def run_agreement(args: argparse.Namespace) -> int:
     folders = write_agreement(result, args.runs)
     print(f"tables and figures: {', '.join(str(f) for f in folders)} (the runs' report shows them: t2ireason report)")
     if args.export:
-        from ..build import folder_files, publish
+        from ..publish import folder_files, publish
         from .export import export_study
 
         folder = export_study(study, result, args.export, license=args.license, repo_id=args.repo)

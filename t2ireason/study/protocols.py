@@ -87,7 +87,7 @@ def group_title(benchmark: str, group: str) -> str:
 
         return TRACKS.get(group, group)
     if benchmark == "r2i-bench":
-        from ..benchmarks.r2i_bench import CATEGORY_TITLES
+        from ..benchmarks.r2i_bench.scores import CATEGORY_TITLES
 
         return CATEGORY_TITLES.get(group, group)
     return group.replace("_", " ").title()
