@@ -275,10 +275,15 @@ class Benchmark(ABC):
         (a benchmark whose id is made of those fields rebuilds it here)."""
         return {**row, **renamed}
 
+    def image_stem(self, row: dict[str, Any]) -> str:
+        """Where the official layout puts the image of ``row``, relative to an output folder and
+        without its extension (a benchmark with a layout of its own says it here)."""
+        return f"{row.get('config', 'all')}/{self.row_id(row)}"
+
     def image_path(self, row: dict[str, Any], sample: int = 0) -> str:
-        """Where the official layout puts the image of ``row`` (relative to an output folder)."""
-        suffix = f"_{sample}" if sample else ""
-        return f"{row.get('config', 'all')}/{self.row_id(row)}{suffix}.png"
+        """The file of ``row``'s image: :meth:`image_stem` ``.png``, and ``<stem>_<sample>.png`` for
+        further samples of the same prompt."""
+        return f"{self.image_stem(row)}{f'_{sample}' if sample else ''}.png"
 
     def __repr__(self) -> str:
         return f"<benchmark {self.name}: {', '.join(self.configs)}>"

@@ -114,12 +114,11 @@ class MT2IE(Benchmark):
 
         return paper_tables(aggregate, label)
 
-    def image_path(self, row: dict[str, Any], sample: int = 0) -> str:
+    def image_stem(self, row: dict[str, Any]) -> str:
         """Seed prompts under ``seed_prompts/<id>.png``; run rows under ``<run_id>/<iteration>.png``."""
-        suffix = f"_{sample}" if sample else ""
         if "run_id" in row:
-            return f"{row['run_id']}/{row['iteration']}{suffix}.png"
-        return f"seed_prompts/{self.row_id(row)}{suffix}.png"
+            return f"{row['run_id']}/{row['iteration']}"
+        return f"seed_prompts/{self.row_id(row)}"
 
 
 BENCHMARK = MT2IE()

@@ -107,11 +107,10 @@ class PrismBench(Benchmark):
         return datasets.Features({"id": s, "prompt": s, "track": s, "language": s,
                                   "index": datasets.Value("int32"), "subset": s, "extra": s})
 
-    def image_path(self, row: dict[str, Any], sample: int = 0) -> str:
-        """``<language>/<track>/<index>.png``: each language folder is laid out as the official
+    def image_stem(self, row: dict[str, Any]) -> str:
+        """``<language>/<track>/<index>``: each language folder is laid out as the official
         ``images/`` folder (``images/<track>/{0..99}.png``), so point the official code at ``<out>/en``."""
-        suffix = f"_{sample}" if sample else ""
-        return f"{row['language']}/{row['track']}/{row['index']}{suffix}.png"
+        return f"{row['language']}/{row['track']}/{row['index']}"
 
     # the package's modules do the work: the reader, one image's score, the aggregate, the paper's tables
     read_release = staticmethod(release.read_release)

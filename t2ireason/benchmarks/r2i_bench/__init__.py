@@ -139,11 +139,9 @@ class R2IBench(Benchmark):
         row["id"] = f"{row['category']}/{row['subcategory']}/{row['source_id']}"
         return row
 
-    def image_path(self, row: dict[str, Any], sample: int = 0) -> str:
-        """``<category>/<subcategory>/<source_id>.png`` (``..._<sample>.png`` for further samples):
-        the folders of the release, one image per prompt id."""
-        suffix = f"_{sample}" if sample else ""
-        return f"{row['category']}/{row['subcategory']}/{row['source_id']}{suffix}.png"
+    def image_stem(self, row: dict[str, Any]) -> str:
+        """``<category>/<subcategory>/<source_id>``: the folders of the release, one image per prompt id."""
+        return f"{row['category']}/{row['subcategory']}/{row['source_id']}"
 
     def read_release(self, source: str | Path, **options: Any) -> Release:
         """Read ``data/prompts`` and ``data/evaluation`` of a checkout (or of its ``data`` folder), nothing

@@ -99,14 +99,13 @@ class T2IReasonBench(Benchmark):
         """``<dimension>-<name>`` (``idiom-0001``): ids restart at 1 in every dimension."""
         return f"{row['dimension']}-{image_stem(row)}"
 
-    def image_path(self, row: dict[str, Any], sample: int = 0) -> str:
-        """The official layout: ``<dimension>/0001.png`` (``0001_<sample>.png`` for further samples).
+    def image_stem(self, row: dict[str, Any]) -> str:
+        """The official layout: ``<dimension>/0001`` (``0001.png``, ``0001_<sample>.png``).
         Raises :class:`~t2ireason.files.UnsafePath` for a row whose name would leave its folder."""
-        suffix = f"_{sample}" if sample else ""
-        path = PurePosixPath(str(row["dimension"]), f"{image_stem(row)}{suffix}.png")
+        path = PurePosixPath(str(row["dimension"]), image_stem(row))
         inside(IMAGES_ROOT, *path.parts)
         if len(path.parts) != 2:
-            raise ValueError(f"row {self.row_id(row)!r}: its image path {str(path)!r} is not <dimension>/<name>.png")
+            raise ValueError(f"row {self.row_id(row)!r}: its image path {f'{path}.png'!r} is not <dimension>/<name>.png")
         return str(path)
 
     def pipeline_prompts(self, rows: Sequence[dict[str, Any]]) -> dict[str, str]:

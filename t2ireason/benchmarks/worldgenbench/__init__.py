@@ -88,9 +88,8 @@ class WorldGenBench(Benchmark):
     def row_id(self, row: dict[str, Any]) -> str:
         return f"{row['domain']}-{row['id']}"
 
-    def image_path(self, row: dict[str, Any], sample: int = 0) -> str:
-        suffix = f"_{sample}" if sample else ""
-        return f"{row['domain']}/{row['id']}{suffix}.png"
+    def image_stem(self, row: dict[str, Any]) -> str:
+        return f"{row['domain']}/{row['id']}"
 
     # the package's modules do the work: the reader, one image's score, the aggregate, the paper's tables
     read_release = staticmethod(release.read_release)
