@@ -23,6 +23,7 @@ from ..base import Benchmark, given_path, one_of, paired, step_options
 from .levels import FROM_CRITERIA, question_levels, score_levels
 from .protocol import (
     REASK_PROMPT,
+    REPLY_JSON,
     TEMPLATE_KINDS,
     ScoreCollector,
     question_keys,
@@ -41,7 +42,7 @@ _TABLE13 = {"alignment": "TA", "reasoning": "RA", "quality": "IQ"}
 #: the paper's per-dimension weight ranges (section 3), used by the criteria pipeline
 WEIGHT_RANGES = {"reasoning": (7.0, 10.0), "alignment": (4.0, 6.0), "quality": (1.0, 3.0)}
 _SCORE_OPTIONS = {"max_reasks", "missing", "allowed_scores", "structured_output", "template", "subcategories",
-                  "round_scores", "dimensions"}
+                  "round_scores", "dimensions", "reply_json"}
 _AGGREGATE_OPTIONS = {"scale", "confidence", "n_resamples", "seed", "round_scores"}
 _MISSING = ("fail", "answered")
 _DIMENSION_SOURCES = ("release", "inferred")
@@ -83,7 +84,11 @@ def score(bench: Benchmark, rows: Sequence[dict[str, Any]], images: Sequence[Any
     decimals (the official script rounds to 2). Instances without questions, or with a
     question whose weight is not a number, are unscorable: no score, no judge call,
     ``context["unscorable"] = True``. An image that cannot be read fails alone, with the
-    reason. ``structured_output`` (default False: the official code sends the plain template)
+    reason. ``reply_json``: which JSON of a reply holds the answers, ``"last"`` (the default with the
+    paper template: the last fenced block or JSON value, repaired if broken) or ``"first"`` (the
+    default with the official template: the authors' reading, their first ```` ```json ```` block
+    read strictly, :func:`~.protocol.answer_json`). Each question keeps the first valid score a
+    reply gives it; a later reply's other or invalid value for it is not read. ``structured_output`` (default False: the official code sends the plain template)
     also sends :func:`reply_schema`, so judges that enforce schemas answer with exactly the JSON
     the template asks for. Options of :func:`aggregate` are accepted and ignored.
     """
@@ -93,6 +98,7 @@ def score(bench: Benchmark, rows: Sequence[dict[str, Any]], images: Sequence[Any
     allowed = options.get("allowed_scores", FROM_CRITERIA)
     score_levels([], allowed)  # a wrong value is an error before anything is asked
     template = options.get("template", "paper")
+    reply_json = options.get("reply_json", "first" if template == "official" else "last")
     decimals = options.get("round_scores")
     wanted = options.get("subcategories")
     wanted = None if wanted is None else set(wanted)
@@ -100,6 +106,7 @@ def score(bench: Benchmark, rows: Sequence[dict[str, Any]], images: Sequence[Any
     one_of("missing", missing, _MISSING)
     one_of("dimensions", dimensions, _DIMENSION_SOURCES)
     one_of("template", template, TEMPLATE_KINDS)
+    one_of("reply_json", reply_json, REPLY_JSON)
     paired(rows, images)
 
     results, asks, todo = [], [], []
@@ -142,7 +149,7 @@ def score(bench: Benchmark, rows: Sequence[dict[str, Any]], images: Sequence[Any
         schema = reply_schema(keys, levels) if options.get("structured_output") else None
         parts = (text, img) if template == "official" else (img, text)  # the authors send the text first
         request = ChatRequest.simple(*parts, metadata={"id": result.id}, json_schema=schema)
-        asks.append((result, keys, request, ScoreCollector(keys, levels)))
+        asks.append((result, keys, request, ScoreCollector(keys, levels, reply_json)))
 
     parsed = ask_structured(judge, [a[2] for a in asks], [a[3] for a in asks], max_reasks=max_reasks,
                             reask_prompt=REASK_PROMPT, progress=progress)
@@ -151,7 +158,7 @@ def score(bench: Benchmark, rows: Sequence[dict[str, Any]], images: Sequence[Any
         result.reasks = outcome.reasks
         for q, k in zip(result.questions, keys):
             q.id, q.score = k, collector.scores.get(k)
-        unanswered = [k for k in keys if k not in collector.scores]
+        unanswered = collector.unanswered
         if outcome.ok:
             result.score = _weighted(result.questions)
         elif collector.scores and missing == "answered" and not outcome.transient:

@@ -144,7 +144,8 @@ class T2IReasonBench(Benchmark):
         apart); ``weights`` (per dimension ``{"reason": w1, "detail": w2, "quality": w3}`` overriding
         the paper's); ``template`` ``"paper"`` (default: Figure 14 with the group as a JSON object of
         renumbered pairs and readable rubrics, :func:`group_prompt`) or ``"official"`` (the authors'
-        scripts' text byte for byte, the group printed as they print it, :func:`official_group_text`);
+        scripts' text byte for byte, the group printed as they print it, :func:`official_group_text`, and
+        the describe turn's reply taken as they take it, an empty one too, never asked again);
         ``reply_json`` ``"last"`` (default: the last JSON object of a reply, a corrected answer after a
         draft) or ``"first"`` (the official scripts' reading); ``max_reasks`` (default 2) for replies
         that do not parse or hold the wrong number of scores; ``structured_output`` (default False: the
