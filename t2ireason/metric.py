@@ -179,6 +179,24 @@ class JudgeMixin:
         return judge_record(self.judge)
 
 
+def _fitted(schema: dict[str, Any], row: dict[str, Any], scored: set[str] | None, prefix: str = "") -> dict[str, Any]:
+    """``row`` with the fields of ``schema`` only; where ``scored`` is given, a field outside it that the
+    row leaves out is None (in the records of a list too: ``questions.note``)."""
+    fitted = {}
+    for key, feature in schema.items():
+        path = prefix + key
+        if key in row:
+            value, inner = row[key], getattr(feature, "feature", feature[0] if isinstance(feature, list) else None)
+            if isinstance(inner, dict) and isinstance(value, list):
+                value = [_fitted(inner, v, scored, path + ".") if isinstance(v, dict) else v for v in value]
+            elif isinstance(feature, dict) and isinstance(value, dict):
+                value = _fitted(feature, value, scored, path + ".")
+            fitted[key] = value
+        elif scored is not None and path not in scored:
+            fitted[key] = None
+    return fitted
+
+
 class ImageMetric(evaluate.Metric):
     """An evaluate module whose predictions are images (PIL images or paths).
 
@@ -220,14 +238,20 @@ class ImageMetric(evaluate.Metric):
         self._check_inputs(predictions, references)
         return super().add_batch(predictions=predictions, references=self._known_fields(references), **kwargs)
 
+    #: the row fields the scorer reads (dotted into lists of records); the schema's others may be left out
+    #: of a row, and are null then (None: every field is required)
+    scored_fields: tuple[str, ...] | None = None
+
     def _known_fields(self, references):
         """Rows reduced to the fields of the row schema: a dataset with extra columns
-        (a user's own annotations, a run's scores) is taken as it is."""
+        (a user's own annotations, a run's scores) is taken as it is, and a field the scorer
+        does not read (:attr:`scored_fields`) may be left out of a row: it is null."""
         options = self.features if isinstance(self.features, list) else [self.features]
         schema = options[0]["references"]
         if references is None or not isinstance(schema, dict):
             return references
-        return [{k: v for k, v in r.items() if k in schema} if isinstance(r, dict) else r for r in references]
+        optional = None if self.scored_fields is None else set(self.scored_fields)
+        return [_fitted(schema, r, optional) if isinstance(r, dict) else r for r in references]
 
     def _arrow_round_trip(self, references) -> list:
         """The references encoded to their Arrow type and read back, in memory: what
@@ -268,6 +292,7 @@ class JudgedMetric(JudgeMixin, ImageMetric):
                  cache: str | bool = True, progress: bool = True, **kwargs: Any):
         # evaluate's __init__ calls _info(), so everything _info needs is set first.
         self.bench = get_benchmark(self.benchmark_name)
+        self.scored_fields = self.bench.scored_fields
         setting = judge_setting(self.bench, preset, judge, judge_kwargs)  # shared with `t2ireason evaluate`
         self.preset_name = setting.preset
         self.preset = dict(getattr(self.bench, "presets", {}).get(self.preset_name, {}))
@@ -293,7 +318,8 @@ class JudgedMetric(JudgeMixin, ImageMetric):
         )
 
     def _check_inputs(self, predictions, references) -> None:
-        required = self.required_fields or tuple(self.row_features)
+        required = self.required_fields or tuple(dict.fromkeys(f.split(".")[0] for f in self.scored_fields or ())) \
+            or tuple(self.row_features)
         check_inputs(predictions, references, required, self.bench.name)
 
     def _enforce_nested_string_type(self, schema, obj):

@@ -32,7 +32,7 @@ from .protocol import (
 )
 from .release import ordered
 
-__all__ = ["CATEGORY_TITLES", "WEIGHT_RANGES", "aggregate", "infer_dimension", "paper_tables", "score"]
+__all__ = ["CATEGORY_TITLES", "SCORED_FIELDS", "WEIGHT_RANGES", "aggregate", "infer_dimension", "paper_tables", "score"]
 
 #: column names of Table 3
 CATEGORY_TITLES = {"commonsense": "Commonsense", "compositional": "Compositional", "concept_mixing": "Con.Mix.",
@@ -46,7 +46,12 @@ _SCORE_OPTIONS = {"max_reasks", "missing", "allowed_scores", "structured_output"
 _AGGREGATE_OPTIONS = {"scale", "confidence", "n_resamples", "seed", "round_scores"}
 _MISSING = ("fail", "answered")
 _DIMENSION_SOURCES = ("release", "inferred")
-_ROW_FIELDS = ("id", "prompt", "category", "subcategory", "questions")
+#: what scoring reads of a row (R2IBench.scored_fields); a question's id may be absent (asked by position),
+#: and a question without a weight makes its instance unscorable
+SCORED_FIELDS = ("id", "prompt", "category", "subcategory", "questions", "questions.question",
+                 "questions.criterion")
+_ROW_FIELDS = tuple(f for f in SCORED_FIELDS if "." not in f)
+_QUESTION_FIELDS = tuple(f.split(".", 1)[1] for f in SCORED_FIELDS if f.startswith("questions."))
 
 
 def infer_dimension(weight: Any) -> str | None:
@@ -186,7 +191,7 @@ def _check_row(row: Any, i: int) -> None:
     if missing:
         raise ValueError(f"rows[{i}] lacks field(s) {missing}: is it an R2I-Bench row?")
     for j, q in enumerate(row["questions"] or []):
-        lacking = [f for f in ("question", "criterion") if not isinstance(q, dict) or f not in q]
+        lacking = [f for f in _QUESTION_FIELDS if not isinstance(q, dict) or q.get(f) is None]
         if lacking:
             raise ValueError(f"rows[{i}] ({row['id']}): question {j} lacks {lacking}")
 

@@ -99,6 +99,14 @@ class T2IReasonBench(Benchmark):
         """``<dimension>-<name>`` (``idiom-0001``): ids restart at 1 in every dimension."""
         return f"{row['dimension']}-{image_stem(row)}"
 
+    def id_forms(self, row: dict[str, Any]) -> tuple[str, ...]:
+        """The row id ``idiom-0001``, and as users name the row otherwise: its image ``idiom/0001.png``
+        (``idiom/0001``), its name ``0001`` and the release's id ``1`` (the last two are the same in
+        every dimension: they name one row among the rows of one dimension)."""
+        stem = image_stem(row)
+        forms = [self.row_id(row), f"{row['dimension']}/{stem}.png", f"{row['dimension']}/{stem}", stem]
+        return tuple(forms + ([str(row["id"])] if row.get("id") is not None else []))
+
     def image_path(self, row: dict[str, Any], sample: int = 0) -> str:
         """The official layout: ``<dimension>/0001.png`` (``0001_<sample>.png`` for further samples).
         Raises :class:`~t2ireason.files.UnsafePath` for a row whose name would leave its folder."""
