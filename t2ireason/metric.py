@@ -179,20 +179,19 @@ class JudgeMixin:
         return judge_record(self.judge)
 
 
-def _fitted(schema: dict[str, Any], row: dict[str, Any], scored: set[str] | None, prefix: str = "") -> dict[str, Any]:
-    """``row`` with the fields of ``schema`` only; where ``scored`` is given, a field outside it that the
-    row leaves out is None (in the records of a list too: ``questions.note``)."""
+def _fitted(schema: dict[str, Any], row: dict[str, Any], fill: bool) -> dict[str, Any]:
+    """``row`` with the fields of ``schema`` only; with ``fill``, a field the row leaves out is None
+    (in the records of a list too: ``questions.note``)."""
     fitted = {}
     for key, feature in schema.items():
-        path = prefix + key
         if key in row:
             value, inner = row[key], getattr(feature, "feature", feature[0] if isinstance(feature, list) else None)
             if isinstance(inner, dict) and isinstance(value, list):
-                value = [_fitted(inner, v, scored, path + ".") if isinstance(v, dict) else v for v in value]
+                value = [_fitted(inner, v, fill) if isinstance(v, dict) else v for v in value]
             elif isinstance(feature, dict) and isinstance(value, dict):
-                value = _fitted(feature, value, scored, path + ".")
+                value = _fitted(feature, value, fill)
             fitted[key] = value
-        elif scored is not None and path not in scored:
+        elif fill:
             fitted[key] = None
     return fitted
 
@@ -238,20 +237,19 @@ class ImageMetric(evaluate.Metric):
         self._check_inputs(predictions, references)
         return super().add_batch(predictions=predictions, references=self._known_fields(references), **kwargs)
 
-    #: the row fields the scorer reads (dotted into lists of records); the schema's others may be left out
-    #: of a row, and are null then (None: every field is required)
+    #: the row fields the scorer reads, and checks (dotted into lists of records): the schema's others may be
+    #: left out of a row, and are null then (None: every field is required)
     scored_fields: tuple[str, ...] | None = None
 
     def _known_fields(self, references):
         """Rows reduced to the fields of the row schema: a dataset with extra columns
-        (a user's own annotations, a run's scores) is taken as it is, and a field the scorer
-        does not read (:attr:`scored_fields`) may be left out of a row: it is null."""
+        (a user's own annotations, a run's scores) is taken as it is; where the scorer says what
+        it reads (:attr:`scored_fields`, checked by the scorer), a field a row leaves out is null."""
         options = self.features if isinstance(self.features, list) else [self.features]
         schema = options[0]["references"]
         if references is None or not isinstance(schema, dict):
             return references
-        optional = None if self.scored_fields is None else set(self.scored_fields)
-        return [_fitted(schema, r, optional) if isinstance(r, dict) else r for r in references]
+        return [_fitted(schema, r, self.scored_fields is not None) if isinstance(r, dict) else r for r in references]
 
     def _arrow_round_trip(self, references) -> list:
         """The references encoded to their Arrow type and read back, in memory: what
@@ -264,8 +262,9 @@ class ImageMetric(evaluate.Metric):
                 self._enforce_nested_string_type(feature["references"], references[0])
             table = pa.Table.from_pydict(feature.encode_batch({"references": list(references)}),
                                          schema=feature.arrow_schema)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, AttributeError) as e:
-            raise ValueError(f"references don't match the expected format {feature['references']}: {e}") from None
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, AttributeError, KeyError) as e:
+            what = f"a record lacks the field {e}" if isinstance(e, KeyError) else e
+            raise ValueError(f"references don't match the expected format {feature['references']}: {what}") from None
         return feature.decode_batch(table.to_pydict())["references"]
 
 
