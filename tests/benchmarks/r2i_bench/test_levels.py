@@ -41,7 +41,7 @@ def test_criterion_levels_are_read_as_the_real_criteria_write_them(criterion, le
 # was read as a level (the real rows are checked in tests/test_real_release.py)
 @pytest.mark.parametrize("criterion, levels", [
     ("1: error <2% of the width0.5: error 2%-10%0: error >10% or missing", [0, 0.5, 1]),  # glued: after % too
-    ("1.0: points at (≈(-1.5,2))0.5: right way, length >20% off0: wrong way", [0, 0.5, 1]),
+    ("1.0: points at (≈(-1.5,2))0.5: right way, length >20%0: wrong way", [0, 0.5, 1]),
     ("- Right (1 point)- Wrong place (0.5 points, e.g., shifted)- None (0 points)", [0, 0.5, 1]),
     ("Scoring (reverse scale, subtract from 1): -1 (score 0) → rotten. -0.5 (score 0.5) → spots. 0 (score 1) → fresh.",
      [0, 0.5, 1]),
