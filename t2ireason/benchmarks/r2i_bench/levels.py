@@ -5,7 +5,6 @@ they cannot be read, and how levels are said to a judge, put in a JSON schema an
 from __future__ import annotations
 
 import functools
-import math
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -102,7 +101,9 @@ def levels_text(levels: Levels | None) -> str:
 
 
 def in_levels(value: float, levels: Levels) -> bool:
-    return any(lo - 1e-9 <= value <= hi + 1e-9 or math.isclose(value, lo) for lo, hi in levels)
+    """Whether ``value`` is one of the levels (a score read by the parser is already snapped to a level's
+    ends within rounding: ``parsing.snapped``)."""
+    return any(lo <= value <= hi for lo, hi in levels)
 
 
 def level_schema(levels: Levels | None) -> dict[str, Any]:
