@@ -203,6 +203,10 @@ class ImageMetric(evaluate.Metric):
     a wrong input fails at once with a message naming it, not deep in scoring.
     """
 
+    #: the row fields the scorer reads, and checks (dotted into lists of records): the schema's others may be
+    #: left out of a row, and are null then (None: every field is required)
+    scored_fields: tuple[str, ...] | None = None
+
     def _check_inputs(self, predictions, references) -> None:
         """Default: references are prompts (plain values), one per image."""
         check_inputs(predictions, references, None, "")
@@ -236,10 +240,6 @@ class ImageMetric(evaluate.Metric):
         """Add a batch of images and references, checked before evaluate stores them."""
         self._check_inputs(predictions, references)
         return super().add_batch(predictions=predictions, references=self._known_fields(references), **kwargs)
-
-    #: the row fields the scorer reads, and checks (dotted into lists of records): the schema's others may be
-    #: left out of a row, and are null then (None: every field is required)
-    scored_fields: tuple[str, ...] | None = None
 
     def _known_fields(self, references):
         """Rows reduced to the fields of the row schema: a dataset with extra columns
@@ -317,8 +317,8 @@ class JudgedMetric(JudgeMixin, ImageMetric):
         )
 
     def _check_inputs(self, predictions, references) -> None:
-        required = self.required_fields or tuple(dict.fromkeys(f.split(".")[0] for f in self.scored_fields or ())) \
-            or tuple(self.row_features)
+        scored = tuple(dict.fromkeys(f.split(".")[0] for f in self.scored_fields or ()))  # the row's own fields
+        required = self.required_fields or scored or tuple(self.row_features)
         check_inputs(predictions, references, required, self.bench.name)
 
     def _enforce_nested_string_type(self, schema, obj):

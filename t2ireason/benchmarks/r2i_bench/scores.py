@@ -91,11 +91,12 @@ def score(bench: Benchmark, rows: Sequence[dict[str, Any]], images: Sequence[Any
     ``context["unscorable"] = True``. An image that cannot be read fails alone, with the
     reason. ``reply_json``: which JSON of a reply holds the answers, ``"last"`` (the default with the
     paper template: the last fenced block or JSON value, repaired if broken) or ``"first"`` (the
-    default with the official template: the authors' reading, their first ```` ```json ```` block
-    read strictly, :func:`~.protocol.answer_json`). Each question keeps the first valid score a
-    reply gives it; a later reply's other or invalid value for it is not read. ``structured_output`` (default False: the official code sends the plain template)
-    also sends :func:`reply_schema`, so judges that enforce schemas answer with exactly the JSON
-    the template asks for. Options of :func:`aggregate` are accepted and ignored.
+    default with the official template: the authors' reading, their first fenced json block read
+    strictly, :func:`~.protocol.answer_json`). Each question keeps the first valid score a reply
+    gives it; a later reply's other or invalid value for it is not read. ``structured_output``
+    (default False: the official code sends the plain template) also sends :func:`reply_schema`, so
+    judges that enforce schemas answer with exactly the JSON the template asks for. Options of
+    :func:`aggregate` are accepted and ignored.
     """
     step_options(options, _SCORE_OPTIONS, _SCORE_OPTIONS | _AGGREGATE_OPTIONS)
     max_reasks = options.get("max_reasks", 2)
