@@ -198,7 +198,7 @@ def answer_json(text: str, reply_json: str = "last") -> dict[str, Any]:
     try:
         value = json.loads(body)
     except (ValueError, RecursionError) as e:
-        where = "the reply (it has no ```json block)" if block is None else "its first ```json block"
+        where = "the reply (no ```json block closed in it)" if block is None else "its first ```json block"
         raise ReplyParseError(f"{where} is not valid JSON ({e})") from None
     if not isinstance(value, dict):
         raise ReplyParseError(f"the JSON of the reply is a {type(value).__name__}, not an object of question ids")

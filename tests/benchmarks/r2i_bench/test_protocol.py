@@ -203,7 +203,7 @@ def test_the_official_template_reads_the_first_json_block_as_the_authors_do(rows
     assert bare.score == round((10 + 2) / 16, 2) and bare.reasks == 0
     judge = ScriptedJudge(['My scores: {"1": 1, "2": 0.5, "3": 0}', '```json\n{"1": 1, "2": 0.5, "3": 0}\n```'])
     [prose] = BENCH.score([row], images(1), judge, **official)
-    assert prose.reasks == 1 and "it has no ```json block) is not valid JSON" in judge.requests[1].messages[-1].text
+    assert prose.reasks == 1 and "no ```json block closed in it) is not valid JSON" in judge.requests[1].messages[-1].text
     with pytest.raises(ValueError, match="reply_json must be one of last, first, got 'middle'"):
         BENCH.score([row], images(1), ScriptedJudge([reply]), reply_json="middle")
 
@@ -216,7 +216,7 @@ def test_a_reply_cut_inside_its_json_is_never_scored_under_the_official_preset(r
     judge = ScriptedJudge([cut] * 3)
     [result] = BENCH.score([row], images(1), judge, **BENCH.presets["official"]["options"])
     assert result.score is None and [q.score for q in result.questions] == [None, None, None]
-    assert len(judge.requests) == 3 and "the reply (it has no ```json block) is not valid JSON" in result.failure
+    assert len(judge.requests) == 3 and "the reply (no ```json block closed in it) is not valid JSON" in result.failure
     assert result.context["unanswered"] == ["1", "2", "3"]  # a failure, not a score on part of the questions
 
 
