@@ -13,6 +13,7 @@ import math
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from . import __version__
 
@@ -74,8 +75,10 @@ def _add_data_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", type=_positive_int, default=None, help="use only the first N prompts (quick runs)")
 
 
-def _load_prompt_overrides(path: str | None) -> dict[str, str] | None:
-    """Rewritten prompts (decoupled baselines): a JSONL/Parquet file or dataset folder with id and prompt columns."""
+def _load_prompt_overrides(path: str | None) -> dict[Any, str] | None:
+    """Rewritten prompts (decoupled baselines): a JSONL/JSON/Parquet file or dataset folder with an id column and
+    a rewritten_prompt (``t2ireason rewrite``), reason_prompt (T2I-ReasonBench's pipeline_prompts/) or prompt
+    column; the ids in any form the benchmark takes for its rows (plan_jobs joins them)."""
     if not path:
         return None
     import datasets
@@ -86,14 +89,19 @@ def _load_prompt_overrides(path: str | None) -> dict[str, str] | None:
         ds = datasets.load_dataset(kind, data_files=str(p), split="train")
     else:
         ds = datasets.load_from_disk(str(p)) if (p / "dataset_info.json").exists() else datasets.load_dataset(str(p), split="train")
-    column = next((c for c in ("rewritten_prompt", "prompt") if c in ds.column_names), None)
+    column = next((c for c in ("rewritten_prompt", "reason_prompt", "prompt") if c in ds.column_names), None)
     if "id" not in ds.column_names or column is None:
-        raise SystemExit(f"error: {path} needs an 'id' column and a 'rewritten_prompt' or 'prompt' column; it has {ds.column_names}")
+        raise SystemExit(f"error: {path} needs an 'id' column and a 'rewritten_prompt', 'reason_prompt' or 'prompt' "
+                         f"column; it has {ds.column_names}")
     missing = [str(i) for i, t in zip(ds["id"], ds[column]) if not t]
     if missing:  # never fall back to the original prompt in silence
         raise SystemExit(f"error: {len(missing)} rows of {path} have no rewritten prompt (ids {missing[:5]}...); "
                          "run the rewriting again (cached replies are reused) or drop them")
-    return {str(i): str(t) for i, t in zip(ds["id"], ds[column])}
+    prompts: dict[Any, str] = {}
+    for i, text in zip(ds["id"], ds[column]):
+        if prompts.setdefault(i, str(text)) != str(text):
+            raise SystemExit(f"error: {path} gives id {i!r} two different prompts: one row each, please")
+    return prompts
 
 
 def add_generate_args(p: argparse.ArgumentParser) -> None:

@@ -109,17 +109,21 @@ def image_seed(benchmark: str, prompt_id: str, sample: int, base_seed: int = 0) 
 
 
 def plan_jobs(benchmark: Benchmark | str, rows: Sequence[dict[str, Any]], *, images_per_prompt: int = 1,
-              base_seed: int = 0, prompts: dict[str, str] | None = None) -> list[Job]:
-    """Every image of a run, in a fixed order. ``prompts`` replaces a row's prompt by id
-    (the rewritten prompts of the decoupled baselines)."""
+              base_seed: int = 0, prompts: dict[Any, str] | None = None) -> list[Job]:
+    """Every image of a run, in a fixed order. ``prompts`` replaces each row's prompt (the rewritten
+    prompts of the decoupled baselines), by any id the benchmark takes for the row
+    (:meth:`~t2ireason.benchmarks.base.Benchmark.id_forms`); a row without one is an error, never
+    drawn from its original prompt in silence."""
     bench = get_benchmark(benchmark) if isinstance(benchmark, str) else benchmark
+    if prompts:
+        prompts = _rewritten(bench, rows, prompts)
     jobs, seen = [], set()
     for row in rows:
         pid = bench.row_id(row)
         if pid in seen:
             raise ValueError(f"duplicate prompt id {pid!r} in the rows of {bench.name}")
         seen.add(pid)
-        prompt = prompts.get(pid, bench.prompt(row)) if prompts else bench.prompt(row)
+        prompt = prompts[pid] if prompts else bench.prompt(row)
         if not isinstance(prompt, str) or not prompt.strip():
             raise ValueError(f"row {pid!r} of {bench.name} has no prompt")
         for s in range(images_per_prompt):
@@ -129,6 +133,17 @@ def plan_jobs(benchmark: Benchmark | str, rows: Sequence[dict[str, Any]], *, ima
     if len(set(files)) != len(files):
         raise ValueError(f"{bench.name}: two images map to the same file; check image_path")
     return jobs
+
+
+def _rewritten(bench: Benchmark, rows: Sequence[dict[str, Any]], prompts: dict[Any, str]) -> dict[str, str]:
+    """``prompts`` by the row id of each of ``rows``; every row must have one."""
+    joined = bench.row_ids(rows).join(prompts, "rewritten prompts")
+    lacking = [bench.row_id(r) for r in rows if bench.row_id(r) not in joined]
+    if lacking:
+        shown = ", ".join(lacking[:3]) + (", ..." if len(lacking) > 3 else "")
+        raise ValueError(f"{len(lacking)} of {len(rows)} rows of {bench.name} have no rewritten prompt ({shown}); "
+                         f"the prompts given name rows such as {next(iter(prompts))!r}")
+    return joined
 
 
 def is_readable_image(path: str | os.PathLike) -> bool:

@@ -179,12 +179,33 @@ class JudgeMixin:
         return judge_record(self.judge)
 
 
+def _fitted(schema: dict[str, Any], row: dict[str, Any], fill: bool) -> dict[str, Any]:
+    """``row`` with the fields of ``schema`` only; with ``fill``, a field the row leaves out is None
+    (in the records of a list too: ``questions.note``)."""
+    fitted = {}
+    for key, feature in schema.items():
+        if key in row:
+            value, inner = row[key], getattr(feature, "feature", feature[0] if isinstance(feature, list) else None)
+            if isinstance(inner, dict) and isinstance(value, list):
+                value = [_fitted(inner, v, fill) if isinstance(v, dict) else v for v in value]
+            elif isinstance(feature, dict) and isinstance(value, dict):
+                value = _fitted(feature, value, fill)
+            fitted[key] = value
+        elif fill:
+            fitted[key] = None
+    return fitted
+
+
 class ImageMetric(evaluate.Metric):
     """An evaluate module whose predictions are images (PIL images or paths).
 
     Every batch is checked before evaluate stores it (:meth:`_check_inputs`), so
     a wrong input fails at once with a message naming it, not deep in scoring.
     """
+
+    #: the row fields the scorer reads, and checks (dotted into lists of records): the schema's others may be
+    #: left out of a row, and are null then (None: every field is required)
+    scored_fields: tuple[str, ...] | None = None
 
     def _check_inputs(self, predictions, references) -> None:
         """Default: references are prompts (plain values), one per image."""
@@ -222,12 +243,13 @@ class ImageMetric(evaluate.Metric):
 
     def _known_fields(self, references):
         """Rows reduced to the fields of the row schema: a dataset with extra columns
-        (a user's own annotations, a run's scores) is taken as it is."""
+        (a user's own annotations, a run's scores) is taken as it is; where the scorer says what
+        it reads (:attr:`scored_fields`, checked by the scorer), a field a row leaves out is null."""
         options = self.features if isinstance(self.features, list) else [self.features]
         schema = options[0]["references"]
         if references is None or not isinstance(schema, dict):
             return references
-        return [{k: v for k, v in r.items() if k in schema} if isinstance(r, dict) else r for r in references]
+        return [_fitted(schema, r, self.scored_fields is not None) if isinstance(r, dict) else r for r in references]
 
     def _arrow_round_trip(self, references) -> list:
         """The references encoded to their Arrow type and read back, in memory: what
@@ -240,8 +262,9 @@ class ImageMetric(evaluate.Metric):
                 self._enforce_nested_string_type(feature["references"], references[0])
             table = pa.Table.from_pydict(feature.encode_batch({"references": list(references)}),
                                          schema=feature.arrow_schema)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, AttributeError) as e:
-            raise ValueError(f"references don't match the expected format {feature['references']}: {e}") from None
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, AttributeError, KeyError) as e:
+            what = f"a record lacks the field {e}" if isinstance(e, KeyError) else e
+            raise ValueError(f"references don't match the expected format {feature['references']}: {what}") from None
         return feature.decode_batch(table.to_pydict())["references"]
 
 
@@ -268,6 +291,7 @@ class JudgedMetric(JudgeMixin, ImageMetric):
                  cache: str | bool = True, progress: bool = True, **kwargs: Any):
         # evaluate's __init__ calls _info(), so everything _info needs is set first.
         self.bench = get_benchmark(self.benchmark_name)
+        self.scored_fields = self.bench.scored_fields
         setting = judge_setting(self.bench, preset, judge, judge_kwargs)  # shared with `t2ireason evaluate`
         self.preset_name = setting.preset
         self.preset = dict(getattr(self.bench, "presets", {}).get(self.preset_name, {}))
@@ -293,7 +317,8 @@ class JudgedMetric(JudgeMixin, ImageMetric):
         )
 
     def _check_inputs(self, predictions, references) -> None:
-        required = self.required_fields or tuple(self.row_features)
+        scored = tuple(dict.fromkeys(f.split(".")[0] for f in self.scored_fields or ()))  # the row's own fields
+        required = self.required_fields or scored or tuple(self.row_features)
         check_inputs(predictions, references, required, self.bench.name)
 
     def _enforce_nested_string_type(self, schema, obj):

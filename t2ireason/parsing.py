@@ -16,7 +16,7 @@ import math
 import re
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -34,6 +34,7 @@ __all__ = [
     "MAX_REPAIR_BRACKETS",
     "MAX_SCAN_BRACKETS",
     "as_score",
+    "snapped",
     "score_list",
     "Parsed",
     "ask_structured",
@@ -328,14 +329,19 @@ def extract_json(text: str, *, expect: type | tuple[type, ...] = (dict, list),
 def as_score(value: Any, *, allowed: Sequence[float] | None = None, lo: float | None = None,
              hi: float | None = None, name: str = "score") -> float:
     """A number from a judge's answer (a number or a numeric string), checked against
-    an allowed set or a closed range. A value within floating-point rounding of an allowed one
-    (``math.isclose``: ``0.9999999999`` for 1) is that allowed value, so no caller truncates it."""
+    an allowed set or a closed range. A value within floating-point rounding of an allowed one or
+    of a bound (:func:`snapped`: ``0.9999999999`` for 1) is that value, so no caller truncates it.
+    A percentage (``"8%"``) is read only on a 0-to-100 scale (``hi=100``): on any other it is not
+    a score (8% of what?) and is refused, so the judge is asked again."""
     if isinstance(value, bool):
         raise ReplyParseError(f"{name} is a boolean ({value}), not a number")
     if isinstance(value, str):
-        s = value.strip().rstrip("%")
+        s = value.strip()
+        if s.endswith("%") and hi != 100:
+            raise ReplyParseError(f"{name} {value!r} is a percentage, not a score on this scale"
+                                  + (f" ({_scale(allowed, lo, hi)})" if allowed is not None or hi is not None else ""))
         try:
-            value = float(s)
+            value = float(s.removesuffix("%"))
         except ValueError:
             raise ReplyParseError(f"{name} {value!r} is not a number") from None
     if not isinstance(value, (int, float)):
@@ -344,15 +350,30 @@ def as_score(value: Any, *, allowed: Sequence[float] | None = None, lo: float | 
     if not math.isfinite(value):
         raise ReplyParseError(f"{name} is not a finite number ({value})")
     if allowed is not None:
-        match = next((a for a in allowed if math.isclose(value, a)), None)
+        match = snapped(value, allowed)
         if match is None:
             raise ReplyParseError(f"{name} {value:g} is not one of {', '.join(f'{a:g}' for a in allowed)}")
-        value = float(match)
+        value = match
+    value = snapped(value, [b for b in (lo, hi) if b is not None], value)
     if lo is not None and value < lo:
         raise ReplyParseError(f"{name} {value:g} is below the minimum {lo:g}")
     if hi is not None and value > hi:
         raise ReplyParseError(f"{name} {value:g} is above the maximum {hi:g}")
     return value
+
+
+def snapped(value: float, levels: Iterable[float], default: Any = None) -> Any:
+    """The one of ``levels`` that ``value`` is within floating-point rounding of (``math.isclose``:
+    ``0.9999999999`` is 1, ``0.5000000001`` is 0.5), as a float; ``default`` when none is. Every
+    parser of scores snaps with it, so that a score the official two-decimal rounding reads is
+    the level the judge meant (0.37 from 0.9999999999 instead of 0.38 from 1)."""
+    return next((float(a) for a in levels if math.isclose(value, a)), default)
+
+
+def _scale(allowed: Sequence[float] | None, lo: float | None, hi: float | None) -> str:
+    if allowed is not None:
+        return "one of " + ", ".join(f"{a:g}" for a in allowed)
+    return f"{lo:g} to {hi:g}" if lo is not None else f"at most {hi:g}"
 
 
 def _float(value: int | float) -> float:

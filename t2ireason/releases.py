@@ -151,8 +151,15 @@ def contained(root: Path) -> Iterator[tuple[Path, list[Anomaly]]]:
                     (view / rel).mkdir()
                 else:
                     (view / rel).symlink_to(path.resolve())
-        yield view, [Anomaly("outside_link", rel, None, "a symbolic link leading out of the release folder: not read, "
-                             "whatever its name") for rel in leaving]
+        try:
+            yield view, [Anomaly("outside_link", rel, None, "a symbolic link leading out of the release folder: not "
+                                 "read, whatever its name") for rel in leaving]
+        except ReleaseError as e:  # a reader that found too little in the view: say which folder, and why
+            shown = ", ".join(leaving[:5]) + (f" and {len(leaving) - 5} more" if len(leaving) > 5 else "")
+            e.args = (f"{str(e).replace(str(view), str(root))} (its link(s) leading out of the release folder are "
+                      f"never read: {shown}; copy what they lead to into it, or give --source the folder where the "
+                      "release really is)",)
+            raise
     finally:
         shutil.rmtree(view, ignore_errors=True)
 

@@ -258,7 +258,7 @@ class Run:
         self.update(record)
         return out
 
-    def generate(self, config: Any, *, prompts: dict[str, str] | None = None, progress: bool = True,
+    def generate(self, config: Any, *, prompts: dict[Any, str] | None = None, progress: bool = True,
                  pipeline: Any = None, lock_timeout: float = LOCK_TIMEOUT) -> dict[str, int]:
         """Generate the run's images into ``<run>/images`` (resuming: finished images are kept).
 

@@ -1,5 +1,6 @@
 """Generation: per-image seeds, sharding over two CPU processes, resuming after a kill, the manifest."""
 
+import json
 import os
 import shutil
 import signal
@@ -48,6 +49,47 @@ def test_seeds_depend_on_the_image_not_the_run():
     assert plan_jobs(BENCH, rows, base_seed=1)[0].seed != jobs[0].seed
     # official layout: <dimension>/0001.png
     assert all(j.file.endswith(".png") for j in jobs)
+
+
+def test_rewritten_prompts_are_joined_by_any_id_a_t2i_row_goes_by():
+    """Issue 34.7: T2I-ReasonBench ids come in three forms, the row id (idiom-0001, results, manifests,
+    rewrites), the release's id (1, the dataset's id column, pipeline_prompts/) and the image (idiom/0001.png):
+    each is taken for the one row id, and a row left without its rewritten prompt is an error, never drawn
+    from its original prompt in silence."""
+    from t2ireason.benchmarks import get_benchmark
+
+    bench = get_benchmark(BENCH)
+    rows = load_rows(BENCH)
+    idiom = [r for r in rows if r["dimension"] == "idiom"]
+    for name in (lambda r: r["id"], lambda r: str(r["id"]), lambda r: f"idiom/{r['name']}.png",
+                 lambda r: bench.row_id(r)):
+        jobs = plan_jobs(BENCH, idiom, prompts={name(r): f"explicit {r['name']}" for r in idiom})
+        assert [(j.prompt_id, j.prompt) for j in jobs] == [(bench.row_id(r), f"explicit {r['name']}") for r in idiom]
+    ids = bench.row_ids(rows)
+    assert ids.get("idiom/0002.png") == ids.get("idiom-0002") == "idiom-0002" and ids.get("idiom-0999") is None
+    with pytest.raises(ValueError, match=r"t2i-reasonbench id 1 names 4 rows \(entity-0001, idiom-0001, "
+                                         r"scientific-0001, textual-0001\): name each by its row id"):
+        plan_jobs(BENCH, rows, prompts={r["id"]: "x" for r in rows})
+    with pytest.raises(ValueError, match=r"3 of 4 rows of t2i-reasonbench have no rewritten prompt \(idiom-0002, "
+                                         r"idiom-0003, idiom-0004\); the prompts given name rows such as 'idiom/0001.png'"):
+        plan_jobs(BENCH, idiom, prompts={"idiom/0001.png": "x", "textual-0002": "y"})
+    with pytest.raises(ValueError, match="give row idiom-0001 two different values, under 1 and 'idiom-0001'"):
+        plan_jobs(BENCH, idiom, prompts={**{r["id"]: "x" for r in idiom}, "idiom-0001": "y"})
+
+
+def test_the_release_pipeline_prompts_are_drawn_with_generate_prompts(tmp_path):
+    """The authors' pipeline_prompts/<dimension>_pipeline_prompts.json ({"id": 1, "reason": [...],
+    "reason_prompt": ...}) is a --prompts file for the rows of its dimension."""
+    from t2ireason.cli import _load_prompt_overrides
+
+    idiom = [r for r in load_rows(BENCH) if r["dimension"] == "idiom"]
+    records = [{"id": r["id"], "reason": ["why"], "reason_prompt": f"explicit {r['id']}"} for r in idiom]
+    (tmp_path / "idiom_pipeline_prompts.json").write_text(json.dumps(records))
+    prompts = _load_prompt_overrides(str(tmp_path / "idiom_pipeline_prompts.json"))
+    assert [j.prompt for j in plan_jobs(BENCH, idiom, prompts=prompts)] == [f"explicit {r['id']}" for r in idiom]
+    (tmp_path / "twice.jsonl").write_text('{"id": 1, "prompt": "a"}\n{"id": 1, "prompt": "b"}\n')
+    with pytest.raises(SystemExit, match="gives id 1 two different prompts"):
+        _load_prompt_overrides(str(tmp_path / "twice.jsonl"))
 
 
 def test_plan_refuses_duplicates_and_takes_rewritten_prompts():

@@ -16,6 +16,7 @@ from t2ireason.parsing import (
     ask_structured,
     extract_json,
     score_list,
+    snapped,
 )
 
 # -- extract_json on the shapes judges really produce --------------------------------------------
@@ -121,6 +122,30 @@ def test_as_score_refuses_with_a_reason(value, kw, message):
 def test_as_score_names_the_field():
     with pytest.raises(ReplyParseError, match="^realism 12 is above"):
         as_score(12, hi=10, name="realism")
+
+
+@pytest.mark.parametrize("value, kw, scale", [
+    ("1%", {"lo": 0, "hi": 1}, "0 to 1"),            # R2I-Bench: not 1, nor 0.01
+    ("8%", {"lo": 0, "hi": 10}, "0 to 10"),          # PRISM-Bench: not 8, nor 0.8
+    ("1%", {"allowed": (0, 0.5, 1)}, "one of 0, 0.5, 1"),  # T2I-ReasonBench
+    (" 50 % ", {"allowed": (0, 1)}, "one of 0, 1"),
+])
+def test_a_percentage_is_no_score_off_a_0_to_100_scale(value, kw, scale):
+    """As found (issue 35.3): "1%" was read as 1 and "8%" as 8 by every paper preset's parser."""
+    with pytest.raises(ReplyParseError, match=rf"is a percentage, not a score on this scale \({scale}\)"):
+        as_score(value, **kw)
+    with pytest.raises(ReplyParseError, match="score 2 .* is a percentage"):
+        score_list([1, value], 2, **kw)
+    assert as_score("85%", lo=0, hi=100) == 85.0  # on a 0-100 scale it is one
+
+
+def test_a_score_within_rounding_of_a_level_or_a_bound_is_that_value():
+    """One snapping function for every parser (issue 35.10): 0.9999999999 is 1, never a truncated 0.99..."""
+    assert snapped(0.9999999999, (0, 0.5, 1)) == 1.0 and snapped(0.5000000001, (0.25, 0.5)) == 0.5
+    assert snapped(0.7, (0, 0.5, 1)) is None and snapped(0.7, (0, 1), 0.7) == 0.7
+    assert as_score(1.0000000001, lo=0, hi=1) == 1.0  # was "above the maximum 1"
+    assert as_score(0.9999999999, lo=0, hi=1) == 1.0 and as_score(9.9999999999, lo=0, hi=10) == 10.0
+    assert as_score(0.4999999999, lo=0, hi=1) == 0.4999999999  # snapped to a bound only, never to another value
 
 
 def test_score_list():

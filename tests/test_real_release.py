@@ -207,6 +207,37 @@ def test_the_real_criteria_levels_are_read(r2i_built):
     assert sum(1 for a in report.anomalies if a["kind"] == "unreadable_levels") > 10
 
 
+#: issue 34.14: four criteria of the release whose text defines a level the reader lost, and that level
+MISREAD_LEVELS = [("mathematical/spatial_reasoning/63", "2", 0.0), ("mathematical/vector_matrix_visualization/100", "4", 0.0),
+                  ("mathematical/number_theory/84", "2", 0.5), ("commonsense/color/5", "4", 1.0)]
+
+
+@needs_r2i
+@pytest.mark.parametrize("instance, question, level", MISREAD_LEVELS)
+def test_the_criteria_that_lost_a_level_are_read_and_scored_on_it(r2i_built, instance, question, level):
+    """A level glued to the text before it ("...width0.5: ...", "...>20%0: ..."), "(0.5 points, e.g., ...)",
+    a reverse scale's "0 (score 1) → ...": each criterion defines 0, 0.5 and 1, and an answer of the lost
+    level is scored, not re-asked."""
+    _, _, rows = r2i_built
+    row = next(r for r in rows if r["id"] == instance)
+    criterion = next(q["criterion"] for q in row["questions"] if q["id"] == question)
+    assert r2i.criterion_levels(criterion) == ((0.0, 0.0), (0.5, 0.5), (1.0, 1.0))
+    keys = r2i.question_keys(row["questions"])
+    answers = {k: (level if k == question else r2i.question_levels(q)[0][-1][1]) for k, q in zip(keys, row["questions"])}
+    judge = ScriptedJudge([f"Analysis.\n```json\n{json.dumps(answers)}\n```"])
+    [result] = R2I.score([row], [IMAGE], judge)
+    assert result.failure is None and result.reasks == 0
+    assert next(q.score for q in result.questions if q.id == question) == level
+
+
+@needs_r2i
+def test_a_scale_header_is_not_read_as_a_level(r2i_built):
+    """commonsense/color/41's five criteria open with "Scoring (0-1):": not a range level accepting any score."""
+    _, _, rows = r2i_built
+    row = next(r for r in rows if r["id"] == "commonsense/color/41")
+    assert [r2i.criterion_levels(q["criterion"]) for q in row["questions"]] == [r2i.DEFAULT_LEVELS] * 5
+
+
 def _r2i_reply(rows_by_id, choose):
     """Each question of the request's instance answered with one of its own levels (``choose`` picks)."""
 

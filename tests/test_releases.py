@@ -333,6 +333,28 @@ def test_benchmarks_without_an_official_release(tmp_path):
         build.build_dataset("mt2ie", None, tmp_path / "out")
 
 
+@pytest.mark.parametrize("bench, links", [
+    (R2I, ["data/evaluation", "data/prompts"]),
+    (get_benchmark("t2i-reasonbench"), ["deepseek_evaluation_qs", "pipeline_prompts", "prompts"]),
+])
+def test_a_release_made_of_outside_links_names_them_not_a_temporary_folder(tmp_path, bench, links):
+    """Issue 35.10: a release folder whose files are all links leading out of it failed naming the temporary
+    view the readers see (/tmp/t2ireason-release-view-...): the error names the folder given and the links."""
+    outside = tmp_path / "outside"
+    shutil.copytree(bench.sample_path(), outside)
+    release = tmp_path / "release"
+    for link in links:
+        (release / link).parent.mkdir(parents=True, exist_ok=True)
+        (release / link).symlink_to(outside / link, target_is_directory=True)
+    with pytest.raises(ReleaseError) as info:
+        build.build_dataset(bench, release, tmp_path / "out", license="other")
+    message = str(info.value)
+    assert message.startswith(str(release)) or f" {release}" in message, message
+    assert "t2ireason-release-view" not in message and str(outside) not in message
+    assert f"its link(s) leading out of the release folder are never read: {', '.join(links)}" in message
+    assert not (tmp_path / "out").exists()
+
+
 def test_links_leading_out_of_the_release_are_never_read(tmp_path):
     """As found: a release's symlinks were followed out of its folder: an outside file was built into the
     dataset and /etc/passwd's text reached build_report.json (quarantined raw), listed for upload. Now

@@ -28,15 +28,18 @@ _CITATION = """\
 _KWARGS_DESCRIPTION = """
 Args:
     predictions: the generated images (PIL images or file paths), one per row.
-    references: R2I-Bench rows, as load_dataset gives them (id, prompt, category, subcategory,
-        questions with id, question, criterion, weight...).
+    references: R2I-Bench rows, as load_dataset gives them, or only what scoring reads (id, prompt,
+        category, subcategory, questions with question, criterion, weight and their id); other fields null.
     missing (compute option): "fail" (paper preset: an instance with questions left unanswered after
         the re-asks has no score) or "answered" (official preset: weighted mean of the answered ones).
     template (compute option): "paper" (the appendix A.4 text, after the image) or "official" (the
         authors' own prompt and question layout, before the image).
     subcategories (compute option): "<category>/<subcategory>" names to judge (default all; the
         official preset: the 28 of the authors' instance.py); round_scores: decimals (official: 2).
-    max_reasks (compute option): follow-ups naming missing or invalid answers (default 2).
+    max_reasks (compute option): follow-ups naming missing or invalid answers (default 2); each question
+        keeps the first valid score a reply gives it.
+    reply_json (compute option): "last" (the paper template's default: the last JSON of a reply, repaired
+        if broken) or "first" (the official template's: the authors' first ```json block, read strictly).
     allowed_scores (compute option): the scores a question may get (default "criteria": each its own
         criterion's levels; a tuple for all; None: any number in [0, 1]).
     dimensions (compute option): "release" or "inferred" (paper preset: Table 13's dimensions from the

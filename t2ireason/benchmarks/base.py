@@ -243,6 +243,10 @@ class Benchmark(ABC):
     default_preset: str = "paper"
     #: per-field explanations for dataset cards
     field_docs: dict[str, str] = {}
+    #: the row fields its scoring reads, a field of a list's records dotted (``questions.criterion``): a
+    #: row given to its metric must hold them, and may leave the others out (null, as a dataset's empty
+    #: cell); None: every field of the row schema is required
+    scored_fields: tuple[str, ...] | None = None
 
     def score(self, rows: Sequence[dict[str, Any]], images: Sequence[Any], judge: Any, *,
               progress: bool | str = False, **options: Any) -> list[ImageResult]:
@@ -265,6 +269,16 @@ class Benchmark(ABC):
     def row_id(self, row: dict[str, Any]) -> str:
         """A benchmark-wide unique id of a row."""
         return str(row["id"])
+
+    def id_forms(self, row: dict[str, Any]) -> tuple[str, ...]:
+        """The ways a user may name ``row`` (its :meth:`row_id` first), each taken for that one id by
+        :meth:`row_ids`; by default the row id alone."""
+        return (self.row_id(row),)
+
+    def row_ids(self, rows: Sequence[dict[str, Any]]) -> RowIds:
+        """The one id of each of ``rows`` from any of its :meth:`id_forms`, to join records that name the
+        rows their own way (rewritten prompts, descriptions) to them."""
+        return RowIds(self, rows)
 
     def prompt(self, row: dict[str, Any]) -> str:
         """The prompt a generator draws."""
@@ -325,3 +339,46 @@ def one_of(name: str, value: Any, choices: Collection[Any]) -> Any:
     if value not in choices:
         raise ValueError(f"{name} must be one of {', '.join(map(str, choices))}, got {value!r}")
     return value
+
+
+def _id_text(given: Any) -> str:
+    """An id as text: ``1``, ``1.0`` (a number column read as floats) and ``" 1 "`` are ``"1"``."""
+    if isinstance(given, float) and given.is_integer():
+        given = int(given)
+    return str(given).strip()
+
+
+class RowIds:
+    """The rows' one id (:meth:`Benchmark.row_id`) from an id written in any of the rows'
+    :meth:`Benchmark.id_forms` (T2I-ReasonBench: ``idiom-0001``, ``idiom/0001.png`` or the release's
+    ``1``). A form that names several of the rows (``1`` over two dimensions) is refused, naming them."""
+
+    def __init__(self, bench: Benchmark, rows: Sequence[dict[str, Any]]):
+        self.bench = bench
+        self.ids = [bench.row_id(r) for r in rows]
+        self._by_form: dict[str, set[str]] = {}
+        for row, rid in zip(rows, self.ids):
+            for form in bench.id_forms(row):
+                self._by_form.setdefault(_id_text(form), set()).add(rid)
+
+    def get(self, given: Any) -> str | None:
+        """The row id ``given`` names, None when it names none of the rows."""
+        found = self._by_form.get(_id_text(given), set())
+        if len(found) > 1:
+            shown = ", ".join(sorted(found)[:4]) + (", ..." if len(found) > 4 else "")
+            raise ValueError(f"{self.bench.name} id {given!r} names {len(found)} rows ({shown}): name each by its "
+                             f"row id ({self.ids[0]}), or use the rows of one config")
+        return next(iter(found), None)
+
+    def join(self, values: dict[Any, Any], what: str) -> dict[str, Any]:
+        """``values`` (by ids as given) by row id: ids that name none of the rows are left out (they may be
+        other configs' rows); two ids of one row with different values are refused."""
+        joined: dict[str, tuple[Any, Any]] = {}
+        for given, value in values.items():
+            rid = self.get(given)
+            if rid is None:
+                continue
+            if rid in joined and joined[rid][1] != value:
+                raise ValueError(f"the {what} give row {rid} two different values, under {joined[rid][0]!r} and {given!r}")
+            joined[rid] = (given, value)
+        return {rid: value for rid, (_, value) in joined.items()}

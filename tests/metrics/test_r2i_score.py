@@ -112,6 +112,30 @@ def test_presets_and_judge_loading():
         evaluate.load(METRIC, preset="fast", judge=ScriptedJudge([]))
 
 
+def test_a_row_needs_only_what_scoring_reads(rows):
+    """Issue 34.10: a row without the bookkeeping fields (source_id, reference_caption, the raw cells, a
+    question's note, dimension, extra, even its id) was refused; a row of what scoring reads is scored, the
+    same as the whole row, through compute and add_batch alike (what a metric Space calls)."""
+    row = rows[0]
+    bare = {k: row[k] for k in ("id", "prompt", "category", "subcategory")}
+    bare["questions"] = [{k: q[k] for k in ("question", "criterion", "weight")} for q in row["questions"]]
+    image = Image.new("RGB", (8, 8))
+    m = load(answer_all(default=0.5))
+    whole = m.compute(predictions=[image], references=[row])
+    out = m.compute(predictions=[image], references=[bare])
+    assert out["scores"] == whole["scores"] == [0.5] and out["num_failed"] == 0
+    assert out["per_image"][0]["id"] == row["id"] and [q["weight"] for q in out["per_image"][0]["questions"]] == [
+        q["weight"] for q in row["questions"]]
+    m.add_batch(predictions=[image], references=[bare])
+    assert m.compute()["scores"] == [0.5]
+    for field in ("prompt", "category"):  # what scoring reads is still required, by name
+        with pytest.raises(ValueError, match=rf"lacks field\(s\) \['{field}'\]: is it a r2i-bench row"):
+            m.compute(predictions=[image], references=[{k: v for k, v in bare.items() if k != field}])
+    no_criterion = dict(bare, questions=[{"question": "Is it?", "weight": 1.0}])
+    with pytest.raises(ValueError, match=r"question 0 lacks \['criterion'\]"):
+        m.compute(predictions=[image], references=[no_criterion])
+
+
 def test_wrong_inputs_give_clear_errors(rows):
     m = load(ScriptedJudge([]))
     image = Image.new("RGB", (8, 8))

@@ -106,6 +106,7 @@ class R2IBench(Benchmark):
         "extra": "The prompt's cells in columns the layout does not know, as a JSON object (null: none).",
     }
     presets = PRESETS
+    scored_fields = scores.SCORED_FIELDS
 
     @property
     def features(self) -> datasets.Features:

@@ -5,7 +5,6 @@ they cannot be read, and how levels are said to a judge, put in a JSON schema an
 from __future__ import annotations
 
 import functools
-import math
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -35,16 +34,20 @@ _UNIT = r"(?:\s*(?:points?|pts?|分))"
 #: what opens a level's description: ":", "=", an arrow, " |", a dash before a word (never "2:3", "=2", "17-step")
 _OPENS = r"(?::(?!\d)|=(?!\s*\d)|[→➔](?=\s)|->|\s\||[–—](?!\s*\d)|-(?=\s+\D))"
 #: the ways the real criteria write a level, e.g. "1.0: ...", "0.5 (Partially Correct) – ...", "0.7-0.9: ...",
-#: "**1.0** → ...", "{'0.5': '...'}", "Score 0.5 if ...", "0.5 if ...", "(0.5 points)", "Full (1): ...", "[0.4] ..."
+#: "**1.0** → ...", "{'0.5': '...'}", "Score 0.5 if ...", "0.5 if ...", "(0.5 points)", "(0.5 points, e.g. ...)",
+#: "Full (1): ...", "[0.4] ...", a reverse scale's "0 (score 1) → ..." (the level is the score in parentheses),
+#: and a level glued to the text before it ("...of image width0.5: ...", "...>10%0: ...")
 _LEVEL = re.compile(
-    r"(?:^|(?<=[\s.;,|'\"\[{()\]:*>])|(?-i:(?<=[a-z])))" + _level_number("a") + _UNIT + "?"
-    + r"[\s'\"*]*(?:\([^()]{1,40}\)[\s'\"*]*)?" + _OPENS
+    r"(?:^|(?<=[\s.;,|'\"\[{()\]:*>%])|(?-i:(?<=[a-z])))" + _level_number("a") + _UNIT + "?"
+    + r"[\s'\"*]*(?:\((?:\s*score\s+(?P<score>" + _NUMBER + r")\s*|[^()]{1,40})\)[\s'\"*]*)?" + _OPENS
     + r"|\bscore['\"]?\s*(?:of|is|:|=)?\s*" + _level_number("b") + r"(?!\s*(?:-|–|—|to)\s*\d)"
     + r"|(?:^|(?<=[\s,;(]))" + _level_number("c") + _UNIT + r"?\s+if\b"
-    + r"|\(" + _level_number("d") + _UNIT + r"\)"
+    + r"|\(" + _level_number("d") + _UNIT + r"[),;]"
     + r"|\(" + _level_number("e") + r"\)\s*" + _OPENS
     + r"|\[" + _level_number("f") + r"\]",
     re.IGNORECASE)
+#: a range from 0 to 1 beside other levels is the scale's header ("Scoring (0-1): - 0: ... - 1: ..."), not a level
+_WHOLE_SCALE = (0.0, 1.0)
 
 
 @functools.lru_cache(maxsize=65536)  # the same criterion is read at build, on every scoring and in reports
@@ -61,10 +64,15 @@ def criterion_levels(criterion: str) -> Levels | None:
     the judge's 0-to-1 answer cannot follow the text."""
     found = set()
     for m in _LEVEL.finditer(criterion):
+        if m["score"] is not None:  # "0 (score 1) → ...": a reverse scale's value, then the level it scores
+            found.add((float(m["score"]),) * 2)
+            continue
         tag = next(t for t in "abcdef" if m["lo" + t] is not None)
         lo = float(m["lo" + tag])
         hi = float(m["hi" + tag]) if m["hi" + tag] else lo
         found.add((min(lo, hi), max(lo, hi)))
+    if len(found) > 2:
+        found.discard(_WHOLE_SCALE)
     if len(found) < 2 or any(hi > 1 for _, hi in found):
         return None
     return tuple(sorted(found))
@@ -93,7 +101,9 @@ def levels_text(levels: Levels | None) -> str:
 
 
 def in_levels(value: float, levels: Levels) -> bool:
-    return any(lo - 1e-9 <= value <= hi + 1e-9 or math.isclose(value, lo) for lo, hi in levels)
+    """Whether ``value`` is one of the levels (a score read by the parser is already snapped to a level's
+    ends within rounding: ``parsing.snapped``)."""
+    return any(lo <= value <= hi for lo, hi in levels)
 
 
 def level_schema(levels: Levels | None) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from ..base import Benchmark, given_path, one_of, paired, step_options
 from .levels import FROM_CRITERIA, question_levels, score_levels
 from .protocol import (
     REASK_PROMPT,
+    REPLY_JSON,
     TEMPLATE_KINDS,
     ScoreCollector,
     question_keys,
@@ -31,7 +32,7 @@ from .protocol import (
 )
 from .release import ordered
 
-__all__ = ["CATEGORY_TITLES", "WEIGHT_RANGES", "aggregate", "infer_dimension", "paper_tables", "score"]
+__all__ = ["CATEGORY_TITLES", "SCORED_FIELDS", "WEIGHT_RANGES", "aggregate", "infer_dimension", "paper_tables", "score"]
 
 #: column names of Table 3
 CATEGORY_TITLES = {"commonsense": "Commonsense", "compositional": "Compositional", "concept_mixing": "Con.Mix.",
@@ -41,11 +42,16 @@ _TABLE13 = {"alignment": "TA", "reasoning": "RA", "quality": "IQ"}
 #: the paper's per-dimension weight ranges (section 3), used by the criteria pipeline
 WEIGHT_RANGES = {"reasoning": (7.0, 10.0), "alignment": (4.0, 6.0), "quality": (1.0, 3.0)}
 _SCORE_OPTIONS = {"max_reasks", "missing", "allowed_scores", "structured_output", "template", "subcategories",
-                  "round_scores", "dimensions"}
+                  "round_scores", "dimensions", "reply_json"}
 _AGGREGATE_OPTIONS = {"scale", "confidence", "n_resamples", "seed", "round_scores"}
 _MISSING = ("fail", "answered")
 _DIMENSION_SOURCES = ("release", "inferred")
-_ROW_FIELDS = ("id", "prompt", "category", "subcategory", "questions")
+#: what scoring reads of a row (R2IBench.scored_fields); a question's id may be absent (asked by position),
+#: and a question without a weight makes its instance unscorable
+SCORED_FIELDS = ("id", "prompt", "category", "subcategory", "questions", "questions.question",
+                 "questions.criterion")
+_ROW_FIELDS = tuple(f for f in SCORED_FIELDS if "." not in f)
+_QUESTION_FIELDS = tuple(f.split(".", 1)[1] for f in SCORED_FIELDS if f.startswith("questions."))
 
 
 def infer_dimension(weight: Any) -> str | None:
@@ -83,9 +89,14 @@ def score(bench: Benchmark, rows: Sequence[dict[str, Any]], images: Sequence[Any
     decimals (the official script rounds to 2). Instances without questions, or with a
     question whose weight is not a number, are unscorable: no score, no judge call,
     ``context["unscorable"] = True``. An image that cannot be read fails alone, with the
-    reason. ``structured_output`` (default False: the official code sends the plain template)
-    also sends :func:`reply_schema`, so judges that enforce schemas answer with exactly the JSON
-    the template asks for. Options of :func:`aggregate` are accepted and ignored.
+    reason. ``reply_json``: which JSON of a reply holds the answers, ``"last"`` (the default with the
+    paper template: the last fenced block or JSON value, repaired if broken) or ``"first"`` (the
+    default with the official template: the authors' reading, their first fenced json block read
+    strictly, :func:`~.protocol.answer_json`). Each question keeps the first valid score a reply
+    gives it; a later reply's other or invalid value for it is not read. ``structured_output``
+    (default False: the official code sends the plain template) also sends :func:`reply_schema`, so
+    judges that enforce schemas answer with exactly the JSON the template asks for. Options of
+    :func:`aggregate` are accepted and ignored.
     """
     step_options(options, _SCORE_OPTIONS, _SCORE_OPTIONS | _AGGREGATE_OPTIONS)
     max_reasks = options.get("max_reasks", 2)
@@ -93,6 +104,7 @@ def score(bench: Benchmark, rows: Sequence[dict[str, Any]], images: Sequence[Any
     allowed = options.get("allowed_scores", FROM_CRITERIA)
     score_levels([], allowed)  # a wrong value is an error before anything is asked
     template = options.get("template", "paper")
+    reply_json = options.get("reply_json", "first" if template == "official" else "last")
     decimals = options.get("round_scores")
     wanted = options.get("subcategories")
     wanted = None if wanted is None else set(wanted)
@@ -100,6 +112,7 @@ def score(bench: Benchmark, rows: Sequence[dict[str, Any]], images: Sequence[Any
     one_of("missing", missing, _MISSING)
     one_of("dimensions", dimensions, _DIMENSION_SOURCES)
     one_of("template", template, TEMPLATE_KINDS)
+    one_of("reply_json", reply_json, REPLY_JSON)
     paired(rows, images)
 
     results, asks, todo = [], [], []
@@ -142,7 +155,7 @@ def score(bench: Benchmark, rows: Sequence[dict[str, Any]], images: Sequence[Any
         schema = reply_schema(keys, levels) if options.get("structured_output") else None
         parts = (text, img) if template == "official" else (img, text)  # the authors send the text first
         request = ChatRequest.simple(*parts, metadata={"id": result.id}, json_schema=schema)
-        asks.append((result, keys, request, ScoreCollector(keys, levels)))
+        asks.append((result, keys, request, ScoreCollector(keys, levels, reply_json)))
 
     parsed = ask_structured(judge, [a[2] for a in asks], [a[3] for a in asks], max_reasks=max_reasks,
                             reask_prompt=REASK_PROMPT, progress=progress)
@@ -151,7 +164,7 @@ def score(bench: Benchmark, rows: Sequence[dict[str, Any]], images: Sequence[Any
         result.reasks = outcome.reasks
         for q, k in zip(result.questions, keys):
             q.id, q.score = k, collector.scores.get(k)
-        unanswered = [k for k in keys if k not in collector.scores]
+        unanswered = collector.unanswered
         if outcome.ok:
             result.score = _weighted(result.questions)
         elif collector.scores and missing == "answered" and not outcome.transient:
@@ -179,7 +192,7 @@ def _check_row(row: Any, i: int) -> None:
     if missing:
         raise ValueError(f"rows[{i}] lacks field(s) {missing}: is it an R2I-Bench row?")
     for j, q in enumerate(row["questions"] or []):
-        lacking = [f for f in ("question", "criterion") if not isinstance(q, dict) or f not in q]
+        lacking = [f for f in _QUESTION_FIELDS if not isinstance(q, dict) or q.get(f) is None]
         if lacking:
             raise ValueError(f"rows[{i}] ({row['id']}): question {j} lacks {lacking}")
 

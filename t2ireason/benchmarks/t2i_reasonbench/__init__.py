@@ -99,6 +99,14 @@ class T2IReasonBench(Benchmark):
         """``<dimension>-<name>`` (``idiom-0001``): ids restart at 1 in every dimension."""
         return f"{row['dimension']}-{image_stem(row)}"
 
+    def id_forms(self, row: dict[str, Any]) -> tuple[str, ...]:
+        """The row id ``idiom-0001``, and as users name the row otherwise: its image ``idiom/0001.png``
+        (``idiom/0001``), its name ``0001`` and the release's id ``1`` (the last two are the same in
+        every dimension: they name one row among the rows of one dimension)."""
+        stem = image_stem(row)
+        forms = [self.row_id(row), f"{row['dimension']}/{stem}.png", f"{row['dimension']}/{stem}", stem]
+        return tuple(forms + ([str(row["id"])] if row.get("id") is not None else []))
+
     def image_stem(self, row: dict[str, Any]) -> str:
         """The official layout: ``<dimension>/0001`` (``0001.png``, ``0001_<sample>.png``).
         Raises :class:`~t2ireason.files.UnsafePath` for a row whose name would leave its folder."""
@@ -143,7 +151,8 @@ class T2IReasonBench(Benchmark):
         apart); ``weights`` (per dimension ``{"reason": w1, "detail": w2, "quality": w3}`` overriding
         the paper's); ``template`` ``"paper"`` (default: Figure 14 with the group as a JSON object of
         renumbered pairs and readable rubrics, :func:`group_prompt`) or ``"official"`` (the authors'
-        scripts' text byte for byte, the group printed as they print it, :func:`official_group_text`);
+        scripts' text byte for byte, the group printed as they print it, :func:`official_group_text`, and
+        the describe turn's reply taken as they take it, an empty one too, never asked again);
         ``reply_json`` ``"last"`` (default: the last JSON object of a reply, a corrected answer after a
         draft) or ``"first"`` (the official scripts' reading); ``max_reasks`` (default 2) for replies
         that do not parse or hold the wrong number of scores; ``structured_output`` (default False: the

@@ -75,7 +75,9 @@ def score(bench: Benchmark, rows: Sequence[dict[str, Any]], images: Sequence[Any
                 continue
             results[i].image = results[i].image or img.source
             asks.append((i, ChatRequest.simple(img, render(TEMPLATES, "describe"), metadata={"id": results[i].id})))
-        described = ask_structured(judge, [r for _, r in asks], _description, max_reasks=opts["max_reasks"],
+        # the scripts go on with whatever the describe turn gave, an empty text too; the paper's template asks again
+        describe = _as_described if opts["template"] == "official" else _description
+        described = ask_structured(judge, [r for _, r in asks], describe, max_reasks=opts["max_reasks"],
                                    progress=f"{label}: describe" if progress else False)
         for (i, request), outcome in zip(asks, described):
             results[i].replies.extend(outcome.texts)
@@ -239,8 +241,7 @@ def parse_group_reply(text: str, n: int, *, first: bool = False) -> tuple[list[f
     value = _first_object(text) if first else extract_json(text, expect=dict)
     if "score" not in value:
         raise ReplyParseError('the JSON has no "score" list')
-    scores = score_list(value["score"], n, allowed=ALLOWED_SCORES)
-    scores = [min(ALLOWED_SCORES, key=lambda a: abs(a - s)) for s in scores]  # exactly 0, 0.5 or 1
+    scores = score_list(value["score"], n, allowed=ALLOWED_SCORES)  # snapped: exactly 0, 0.5 or 1
     return scores, _reasons(value.get("reason"), n)
 
 
@@ -252,6 +253,12 @@ def _description(text: str) -> str:
     """The describe turn's reply, kept as the judge wrote it (it is the next turns' history)."""
     if not text.strip():
         raise ReplyParseError("the description is empty")
+    return text
+
+
+def _as_described(text: str) -> str:
+    """The describe turn's reply as the authors' scripts take it: whatever it is, an empty text too
+    (``out1`` becomes the assistant turn of every group turn, unchecked)."""
     return text
 
 

@@ -37,6 +37,20 @@ def test_criterion_levels_are_read_as_the_real_criteria_write_them(criterion, le
     assert r2i.criterion_levels(criterion) == expected
 
 
+# issue 34.14: the shapes of four real criteria whose defined levels were lost, and the scale's header that
+# was read as a level (the real rows are checked in tests/test_real_release.py)
+@pytest.mark.parametrize("criterion, levels", [
+    ("1: error <2% of the width0.5: error 2%-10%0: error >10% or missing", [0, 0.5, 1]),  # glued: after % too
+    ("1.0: points at (≈(-1.5,2))0.5: right way, length >20%0: wrong way", [0, 0.5, 1]),
+    ("- Right (1 point)- Wrong place (0.5 points, e.g., shifted)- None (0 points)", [0, 0.5, 1]),
+    ("Scoring (reverse scale, subtract from 1): -1 (score 0) → rotten. -0.5 (score 0.5) → spots. 0 (score 1) → fresh.",
+     [0, 0.5, 1]),
+    ("Scoring (0-1):- 0: none.- 0.5: some.- 1: all.", [0, 0.5, 1]),  # "(0-1)" is the scale, not a level
+])
+def test_levels_glued_to_their_text_or_written_as_the_score_in_parentheses(criterion, levels):
+    assert r2i.criterion_levels(criterion) == tuple((float(v), float(v)) for v in levels)
+
+
 @pytest.mark.parametrize("criterion", [
     "Tests geometric reasoning. The rotation must be precise.",            # no levels
     "5: Angle error <2° | 4: Error 2-5° | 3: Error 5-10° | 1: Completely wrong",  # a points scale

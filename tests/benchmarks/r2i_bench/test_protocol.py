@@ -138,3 +138,103 @@ def test_the_official_request_carries_only_model_and_temperature(rows):
     [received] = server.requests
     assert set(received.body) == {"model", "temperature", "messages"}
     assert (received.body["model"], received.body["temperature"]) == ("gpt-4o", 0.1)
+
+
+# -- re-asks: the first valid answer of each question (issue 35.4) ------------------------------------------
+
+
+def test_every_question_answered_across_the_reasks_is_scored_whatever_a_later_reply_says(rows):
+    """As found: an instance whose every question got a valid score across its re-asks failed when a later
+    reply carried an invalid value (or another one) for a question already answered, naming no question."""
+    row = rows["logical/disjunctive/41"]  # weights 10, 4, 2
+    judge = ScriptedJudge([answer({"1": 1, "2": 7, "3": 1}), answer({"1": 7, "2": 0.5, "3": 0})])
+    [result] = BENCH.score([row], images(1), judge)
+    assert result.failure is None and result.reasks == 1 and len(judge.requests) == 2
+    assert [q.score for q in result.questions] == [1.0, 0.5, 1.0]  # question 3 keeps its first answer, 1
+    assert result.score == pytest.approx((10 + 2 + 2) / 16)
+
+
+def test_a_failure_names_the_questions_still_without_a_valid_score(rows):
+    row = rows["logical/disjunctive/41"]
+    replies = [answer({"1": 1, "2": 7, "3": 1}), answer({"1": 7, "2": "x"}), answer({"2": 2, "3": 9})]
+    [result] = BENCH.score([row], images(1), ScriptedJudge(replies))
+    assert result.score is None and result.context["unanswered"] == ["2"]
+    assert result.failure.startswith("question(s) 2 unanswered after 2 re-ask(s): unparsable reply: no valid score "
+                                     "for question(s) 2; question 2 2 is above the maximum 1")
+    assert "question 1" not in result.failure and "question 3" not in result.failure  # answered: not read again
+    [partial] = BENCH.score([row], images(1), ScriptedJudge(replies), missing="answered")
+    assert partial.score == pytest.approx((10 + 2) / 12) and partial.context["unanswered"] == ["2"]
+
+
+def test_a_score_within_rounding_of_a_level_is_that_level(rows):
+    """Issue 35.10: 0.9999999999 is 1, as in T2I-ReasonBench and WorldGenBench (parsing.snapped): the
+    official two-decimal rounding then gives the same cell as the exact 1 (0.38, not 0.37)."""
+    weights = [8.0, 9.0, 7.0, 5.0, 3.0]
+    row = dict(rows["logical/disjunctive/41"], questions=[
+        {"id": str(i), "question": f"Is part {i} right?", "criterion": "1: right. 0.5: partly. 0: wrong.",
+         "weight": w} for i, w in enumerate(weights, 1)])
+    official = BENCH.presets["official"]["options"]
+    scores = {}
+    for one in (1, 0.9999999999, 1.0000000001):
+        [result] = BENCH.score([row], images(1), ScriptedJudge([answer({"1": 0, "2": 0, "3": one, "4": one,
+                                                                        "5": 0})]), **official)
+        assert [q.score for q in result.questions] == [0, 0, 1, 1, 0] and result.failure is None
+        scores[one] = result.score
+    assert scores == {1: 0.38, 0.9999999999: 0.38, 1.0000000001: 0.38}  # round(12 / 32, 2)
+    quarters = dict(row, questions=[dict(q, criterion="1: all. 0.75: most. 0.25: few. 0: none.") for q in row["questions"]])
+    [result] = BENCH.score([quarters], images(1), ScriptedJudge([answer(dict.fromkeys("12345", 0.7499999999))]))
+    assert [q.score for q in result.questions] == [0.75] * 5
+
+
+# -- the official template read as the authors' evaluation.py reads replies (issue 34.15) -------------------
+
+
+def test_the_official_template_reads_the_first_json_block_as_the_authors_do(rows):
+    """evaluation.py: ``re.search(r'```json\\n(.*?)\\n```')``, the FIRST block; the paper template reads the last."""
+    row = rows["logical/disjunctive/41"]
+    reply = ('Draft:\n```json\n{"1": 0, "2": 0, "3": 0}\n```\nCorrected:\n```json\n{"1": 1, "2": 1, "3": 1}\n```')
+    official = BENCH.presets["official"]["options"]
+    [first] = BENCH.score([row], images(1), ScriptedJudge([reply]), **official)
+    [last] = BENCH.score([row], images(1), ScriptedJudge([reply]), **BENCH.presets["paper"]["options"])
+    [chosen] = BENCH.score([row], images(1), ScriptedJudge([reply]), **official, reply_json="last")
+    assert (first.score, last.score, chosen.score) == (0.0, 1.0, 1.0)
+    # no ```json block: the whole reply must be JSON (control characters removed), as theirs
+    [bare] = BENCH.score([row], images(1), ScriptedJudge(['{"1": 1,\n\t"2": 0.5, "3": 0}']), **official)
+    assert bare.score == round((10 + 2) / 16, 2) and bare.reasks == 0
+    judge = ScriptedJudge(['My scores: {"1": 1, "2": 0.5, "3": 0}', '```json\n{"1": 1, "2": 0.5, "3": 0}\n```'])
+    [prose] = BENCH.score([row], images(1), judge, **official)
+    assert prose.reasks == 1 and "no ```json block closed in it) is not valid JSON" in judge.requests[1].messages[-1].text
+    with pytest.raises(ValueError, match="reply_json must be one of last, first, got 'middle'"):
+        BENCH.score([row], images(1), ScriptedJudge([reply]), reply_json="middle")
+
+
+def test_a_reply_cut_inside_its_json_is_never_scored_under_the_official_preset(rows):
+    """A reply whose JSON stops half way with ``finish_reason`` "stop": the authors' ``json.loads`` fails and
+    their script skips the instance; the official preset neither repairs it nor scores part of its questions."""
+    row = rows["logical/disjunctive/41"]
+    cut = 'Analysis.\n```json\n{\n    "1": 1,\n    "2": 0.'
+    judge = ScriptedJudge([cut] * 3)
+    [result] = BENCH.score([row], images(1), judge, **BENCH.presets["official"]["options"])
+    assert result.score is None and [q.score for q in result.questions] == [None, None, None]
+    assert len(judge.requests) == 3 and "the reply (no ```json block closed in it) is not valid JSON" in result.failure
+    assert result.context["unanswered"] == ["1", "2", "3"]  # a failure, not a score on part of the questions
+
+
+@pytest.mark.parametrize("preset, tries", [("official", 3), ("paper", 7)])
+def test_the_official_preset_tries_a_request_as_often_as_the_authors_client(rows, preset, tries):
+    """instance.py calls ``OpenAI(api_key=...)``: the openai package's 2 retries, 3 tries in all; the
+    project's default is 6 retries."""
+    from t2ireason.judges import load_judge
+    from t2ireason.testing_http import Fail, serve
+
+    kwargs = {**BENCH.presets[preset]["judge_kwargs"], "check": False, "on_unavailable": "record",
+              "backoff_base": 0.001, "backoff_max": 0.002}
+    with serve(Fail(500), models=["gpt-4o"]) as server:
+        judge = load_judge(f"openai:gpt-4o@{server.base_url}", **kwargs)
+        try:
+            [result] = BENCH.score([rows["logical/disjunctive/41"]], images(1), judge,
+                                   **BENCH.presets[preset]["options"])
+        finally:
+            judge.close()
+    assert len(server.requests) == tries
+    assert result.score is None and result.retryable and "500" in result.failure

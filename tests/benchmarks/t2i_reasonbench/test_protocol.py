@@ -220,3 +220,19 @@ def test_the_official_preset_composites_transparent_pixels_on_white_as_qwen_vl_u
     assert official.size == (84, 56) and paper.size == (40, 30)
     assert official.image.getpixel((5, 28)) == (255, 255, 255) and official.image.getpixel((80, 28)) == (250, 0, 0)
     assert paper.image.getpixel((5, 15)) == (250, 0, 0)  # as it is: PIL's conversion drops the alpha
+
+
+@pytest.mark.parametrize("description", ["", "  \n"])
+def test_an_empty_description_goes_on_under_the_official_template(release, description):
+    """Issue 34.16: the scripts take whatever the describe turn gives (``out1``, unchecked) as the assistant
+    turn of every group turn, an empty text too, and score the groups; the paper's template asks again."""
+    rows, images = _one_row(release)  # reason: 3 questions, quality: 1
+    groups = ['{"reason": ["a", "b", "c"], "score": [1, 0.5, 0]}', '{"reason": ["q"], "score": [1]}']
+    judge = ScriptedJudge([description, *groups])
+    (result,) = BENCH.score(rows, images, judge, **BENCH.presets["official"]["options"])
+    assert result.failure is None and result.reasks == 0 and len(judge.requests) == 3
+    assert all(r.messages[1].text == description for r in judge.requests[1:])  # the empty turn, as sent
+    assert result.context["description"] == description and result.score == pytest.approx(0.5)
+    paper = ScriptedJudge([description] * 3)
+    (result,) = BENCH.score(rows, images, paper)
+    assert result.score is None and "the description is empty" in result.failure and len(paper.requests) == 3
