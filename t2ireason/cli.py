@@ -272,22 +272,23 @@ def _preflight(args: argparse.Namespace, setting, folder: str) -> None:
     :func:`t2ireason.judges.preflight_spec`) and the response cache is opened, unless this run's
     evaluation is already finished (a re-run contacts no server)."""
     from .judges import preflight_spec
-    from .runs import RUN_FILE, evaluation_name
+    from .runs import RUN_FILE, Run, evaluation_name
 
+    name = args.name or evaluation_name(setting.judge, args.preset)
+    Run(folder, {}).evaluation_dir(name)  # a name that leaves the run: said before the judge is contacted
     manifest = Path(folder) / RUN_FILE
     if manifest.is_file():
         try:
             evaluations = json.loads(manifest.read_text(encoding="utf-8")).get("evaluations") or {}
         except (OSError, ValueError, AttributeError):
             evaluations = {}
-        name = args.name or evaluation_name(setting.judge, args.preset)
         if (evaluations.get(name) or {}).get("finished"):
             return
-    preflight_spec(setting.loadable, setting.judge_kwargs, structured=True)
     if args.cache:
         from .judges.cache import ResponseCache, default_cache_path
 
         ResponseCache(default_cache_path() if args.cache is True else args.cache).check()
+    preflight_spec(setting.loadable, setting.judge_kwargs, structured=True)
 
 
 def _evaluate(run, args: argparse.Namespace) -> dict:
@@ -355,9 +356,13 @@ def run_evaluate(args: argparse.Namespace) -> int:
     if args.benchmark:
         setting = _check_scoring(args, args.benchmark)
         images = Path(args.images or Path(args.run) / "images")
-        if not (Path(args.run) / "run.json").is_file() and not images.is_dir():
-            raise ValueError(f"no images to score in {images}: generate them first (`t2ireason run`, which also "
-                             f"scores them, or `t2ireason generate --out {images}`), or give --images <folder>")
+        if not (Path(args.run) / "run.json").is_file():  # a new run: its images and rows, before the judge is asked
+            from .data import check_data
+
+            if not images.is_dir():
+                raise ValueError(f"no images to score in {images}: generate them first (`t2ireason run`, which also "
+                                 f"scores them, or `t2ireason generate --out {images}`), or give --images <folder>")
+            check_data(args.benchmark, args.data, args.configs, revision=args.data_revision)
     elif not (Path(args.run) / "run.json").is_file():
         _open_or_create(args)  # says what is missing
     else:

@@ -253,10 +253,11 @@ def test_a_full_disk_is_one_line_naming_the_file_and_freeing_space_lets_it_finis
             reply = _reply(request)
             return reply if not _is_image_request(request) else Answer(" " * 50_000 + reply.text)
 
-        filler = disk / "filler"
-        with serve(long_reply, models=["test"]) as server:  # greedy: the replies go to the cache too
+        filler = disk / "filler"  # (greedy sampling: the replies go to the cache too)
+        with serve(long_reply, models=["test"]) as server:
             argv = ["evaluate", "--run", str(run.path), "--judge", f"openai:test@{server.base_url}", "--options",
-                    STRUCTURED, "--name", "s", "--no-progress", "--chunk-size", "2", "--cache", str(cache)]
+                    STRUCTURED, "--judge-kwargs", '{"sampling": {"temperature": 0}}', "--name", "s", "--no-progress",
+                    "--chunk-size", "2", "--cache", str(cache)]
             free = os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize
             filler.write_bytes(b"\0" * max(0, free - 120_000))  # about 120 KB left
             proc = subprocess.run([sys.executable, "-m", "t2ireason.cli", *argv], env=_env(OPENAI_API_KEY="k"),

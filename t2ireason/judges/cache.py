@@ -147,9 +147,8 @@ class CacheError(JudgeError):
     """The response cache cannot be opened or written: the message names the file and why."""
 
 
-#: the write-ahead log's share of the size limit: past it, the log is checkpointed into the file and emptied
-_WAL_SHARE = 0.1
-_MIN_WAL_BYTES = 256 * 1024
+#: the write-ahead log's bound: a tenth of the size limit (within these), past which it is emptied into the file
+_WAL_SHARE, _WAL_BOUNDS = 0.1, (64 * 1024, 64 * 1024**2)
 
 
 class ResponseCache:
@@ -158,9 +157,10 @@ class ResponseCache:
 
     With a size limit, the write-ahead log (``<file>-wal``) is bounded too: SQLite's own
     checkpoints cannot empty it while other processes keep reading and writing (with four
-    writers it grew to 40 times the limit), so once it holds more than a tenth of the limit a
-    writer checkpoints it into the file and truncates it, waiting for the others' short
-    transactions; the file and its log together stay near the limit."""
+    writers and a 2 MB limit it grew to 70 MB), so once it holds more than a tenth of the limit
+    a writer checkpoints it into the file and truncates it (``wal_checkpoint(TRUNCATE)``,
+    waiting for the others' short transactions); the file and its log together stay near the
+    limit (with four writers, under 1.5 times it)."""
 
     def __init__(self, path: str | os.PathLike, *, timeout: float = 60.0, max_size: int | str | None = None):
         self.path = Path(path).expanduser()
@@ -168,7 +168,8 @@ class ResponseCache:
         #: the file's size limit in bytes (None: no limit); least recently used rows go first
         self.max_size = parse_size(max_size)
         #: the write-ahead log's bound in bytes (None: SQLite's own checkpoints only)
-        self.max_wal = None if self.max_size is None else max(_MIN_WAL_BYTES, int(self.max_size * _WAL_SHARE))
+        self.max_wal = None if self.max_size is None else min(max(int(self.max_size * _WAL_SHARE), _WAL_BOUNDS[0]),
+                                                              _WAL_BOUNDS[1])
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._pid: int | None = None
@@ -222,9 +223,8 @@ class ResponseCache:
         conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")  # durable across process crashes in WAL mode
-        if self.max_wal is not None:  # SQLite's own checkpoints within the bound, and the log cut back to it
-            page = conn.execute("PRAGMA page_size").fetchone()[0]
-            conn.execute(f"PRAGMA wal_autocheckpoint = {max(1, self.max_wal // page // 2)}")
+        if self.max_wal is not None:  # checkpoints by _bound_wal only: SQLite's own would make its TRUNCATE busy
+            conn.execute("PRAGMA wal_autocheckpoint = 0")
             conn.execute(f"PRAGMA journal_size_limit = {self.max_wal}")
         conn.executescript(_SCHEMA)
         if "used" not in {row[1] for row in conn.execute("PRAGMA table_info(replies)")}:  # a cache of before
