@@ -121,39 +121,48 @@ def test_a_refused_key_mid_run_then_a_fixed_key_asks_only_what_is_missing(tmp_pa
     assert not (run.evaluation_dir("s") / "replies.jsonl").exists()  # a finished evaluation needs no journal
 
 
-def test_a_kill_9_mid_evaluation_then_resume_asks_only_the_unanswered(tmp_path):
-    run = _run_with_images(tmp_path / "run", limit=8)
-    scorable = _scorable(run)
+def _interrupted(run: Run, answered: int, stop) -> tuple[subprocess.Popen, str, list[str], list[str], subprocess.CompletedProcess]:
+    """`t2ireason evaluate` in its own process against a judge that answers the first ``answered`` image
+    requests and then hangs; once their replies are in the run's journal, ``stop(proc)``; then the same
+    command again, with the judge answering. Returns the stopped process and its stderr, the image requests
+    asked before and after, and the resumed command."""
     hang = {"on": True}
-    image_requests: list = []
+    asked: list[str] = []
 
     def behaviour(request):
         if not _is_image_request(request):
             return _reply(request)
-        image_requests.append(request.text)
-        if hang["on"] and len(image_requests) > 4:
-            return Hang(600)  # the fifth is in flight when the process is killed
-        return _reply(request)
+        asked.append(request.text)
+        return Hang(600) if hang["on"] and len(asked) > answered else _reply(request)
 
     with serve(behaviour, models=["gpt-4o"]) as server:
         argv = [sys.executable, "-m", "t2ireason.cli", *_evaluate_argv(run, server, "--no-cache")]
-        proc = subprocess.Popen(argv, env=_env(OPENAI_API_KEY="k"), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(argv, env=_env(OPENAI_API_KEY="k"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
         try:
-            _wait_for(lambda: len(image_requests) > 4 or proc.poll() is not None, "the fifth image request")
-            _wait_for(lambda: _journal_lines(run) >= 4 or proc.poll() is not None, "four replies in the journal",
-                      timeout=30)
+            _wait_for(lambda: len(asked) > answered or proc.poll() is not None, "the request left hanging")
+            _wait_for(lambda: _journal_lines(run) >= answered or proc.poll() is not None,
+                      f"{answered} replies in the journal", timeout=30)
+            stop(proc)
+            err = proc.communicate(timeout=120)[1]
         finally:
-            proc.kill()  # kill -9: no clean-up of any kind
-            proc.communicate(timeout=60)
-        assert proc.returncode == -signal.SIGKILL
-        first = list(image_requests)
-        image_requests.clear()
+            if proc.poll() is None:
+                proc.kill()
+        first = list(asked)
+        asked.clear()
         hang["on"] = False
-        done = subprocess.run(argv, env=_env(OPENAI_API_KEY="k"), capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    assert len(first) == 5 and first[4] in image_requests  # the one in flight is asked again...
-    assert set(image_requests).isdisjoint(first[:4])  # ...the four answered before it never
-    assert len(image_requests) == len(set(image_requests)) == scorable - 4
+        resumed = subprocess.run(argv, env=_env(OPENAI_API_KEY="k"), capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    return proc, err, first, asked, resumed
+
+
+def test_a_kill_9_mid_evaluation_then_resume_asks_only_the_unanswered(tmp_path):
+    run = _run_with_images(tmp_path / "run", limit=8)
+    proc, _, first, again, _ = _interrupted(run, 4, lambda p: p.kill())  # kill -9: no clean-up of any kind
+    assert proc.returncode == -signal.SIGKILL
+    assert len(first) == 5 and first[4] in again  # the one in flight is asked again...
+    assert set(again).isdisjoint(first[:4])  # ...the four answered before it never
+    assert len(again) == len(set(again)) == _scorable(run) - 4
     assert Run.open(run.path).scores("s")["aggregate"]["r2i_score"] == pytest.approx(100.0)
 
 
@@ -162,38 +171,19 @@ def test_a_kill_9_mid_evaluation_then_resume_asks_only_the_unanswered(tmp_path):
 def test_sigterm_stops_cleanly_says_how_to_resume_and_exits_143(tmp_path):
     """As found: SIGTERM (how Slurm and Kubernetes pre-empt a job) killed at once, saying nothing."""
     run = _run_with_images(tmp_path / "run", limit=6)
-    slow = {"on": True}
-    image_requests: list = []
+    seen = {}
 
-    def behaviour(request):
-        if not _is_image_request(request):
-            return _reply(request)
-        image_requests.append(request.text)
-        return Hang(600) if slow["on"] and len(image_requests) > 2 else _reply(request)
+    def terminate(proc):
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=120)
+        seen["finished"] = Run.open(run.path).manifest["evaluations"]["s"]["finished"]
 
-    with serve(behaviour, models=["gpt-4o"]) as server:
-        argv = [sys.executable, "-m", "t2ireason.cli", *_evaluate_argv(run, server, "--no-cache")]
-        proc = subprocess.Popen(argv, env=_env(OPENAI_API_KEY="k"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True)
-        try:
-            _wait_for(lambda: len(image_requests) > 2 or proc.poll() is not None, "the third image request")
-            _wait_for(lambda: _journal_lines(run) >= 2 or proc.poll() is not None, "two replies in the journal",
-                      timeout=30)
-            proc.send_signal(signal.SIGTERM)
-            out, err = proc.communicate(timeout=120)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-        assert proc.returncode == 143, err
-        lines = [x for x in err.splitlines() if x.strip()]
-        assert lines == ["terminated (SIGTERM): finished work is kept; run the same command again to resume"], err
-        assert Run.open(run.path).manifest["evaluations"]["s"]["finished"] is None
-        first = list(image_requests)
-        image_requests.clear()
-        slow["on"] = False
-        done = subprocess.run(argv, env=_env(OPENAI_API_KEY="k"), capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    assert set(image_requests).isdisjoint(first[:2])  # the two replies received before are not bought again
+    proc, err, first, again, _ = _interrupted(run, 2, terminate)
+    assert proc.returncode == 143, err
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert lines == ["terminated (SIGTERM): finished work is kept; run the same command again to resume"], err
+    assert seen["finished"] is None  # not finished, and said so
+    assert set(again).isdisjoint(first[:2])  # the two replies received before are not bought again
     final = Run.open(run.path)
     assert final.manifest["evaluations"]["s"]["finished"] and final.scores("s")["num_images"] == 6
 
