@@ -50,11 +50,16 @@ _umask_lock = threading.Lock()
 
 
 def _umask() -> int:
-    """The process's umask (read by setting it: the most private value meanwhile, never a wider one)."""
-    with _umask_lock:
-        mask = os.umask(0o077)
-        os.umask(mask)
-    return mask
+    """The process's umask: read from Linux's /proc, else by setting it (the most private value
+    meanwhile, so a file another thread makes then is never more open than asked)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            return int(next(line for line in f if line.startswith("Umask:")).split()[1], 8)
+    except (OSError, StopIteration, ValueError):
+        with _umask_lock:
+            mask = os.umask(0o077)
+            os.umask(mask)
+        return mask
 
 
 def inside(root: str | os.PathLike, *parts: str | os.PathLike) -> Path:

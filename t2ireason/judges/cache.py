@@ -15,7 +15,8 @@ What makes two requests "the same" (the key, a SHA-256):
 - for answer probabilities: identity, image digest, question and answer.
 
 Only deterministic requests are cached by default (greedy, or a fixed seed):
-a sampled reply is one draw, and replaying it would hide the sampling.
+a sampled reply is one draw, and replaying it would hide the sampling (a run
+keeps its own sampled replies for its resume: :mod:`t2ireason.judges.journal`).
 Replies with ``error`` set are never stored. Each reply is committed as soon as
 the wrapped judge produces it, so an interrupted run keeps its finished work,
 and several processes can share one cache file (WAL journal, busy time-outs,
@@ -29,7 +30,9 @@ The file is kept under a size limit (``max_size``, default :data:`DEFAULT_MAX_SI
 ``$T2IREASON_CACHE_MAX_SIZE`` such as ``500MB``; ``0`` for none): as a reward in a training loop
 every step asks about new images, so without a limit the file would only grow. Past the
 limit, the least recently used replies are deleted (SQLite reuses their pages, so the file
-stays near the limit); an evicted reply is simply asked again when next needed.
+stays near the limit), and the write-ahead log is kept to a tenth of it; an evicted reply is
+simply asked again when next needed. A file that cannot serve (damaged, its disk full) is a
+:class:`CacheError`: one line naming it and the way out, never sqlite3's traceback.
 """
 
 from __future__ import annotations
