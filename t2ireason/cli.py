@@ -10,8 +10,11 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import signal
 import sys
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -270,22 +273,28 @@ def _check_scoring(args: argparse.Namespace, benchmark: str):
     return setting
 
 
-def _preflight(args: argparse.Namespace, setting) -> None:
-    """Before any image is generated or scored, the judge is asked what scoring will ask (its key, its
-    endpoint, an image with a JSON schema: :func:`t2ireason.judges.preflight_spec`), unless this run's
+def _preflight(args: argparse.Namespace, setting, folder: str) -> None:
+    """Before any image is generated or scored and before the run folder is made, the judge is asked
+    what scoring will ask (its key, its endpoint, an image with a JSON schema:
+    :func:`t2ireason.judges.preflight_spec`) and the response cache is opened, unless this run's
     evaluation is already finished (a re-run contacts no server)."""
     from .judges import preflight_spec
-    from .runs import RUN_FILE, evaluation_name
+    from .runs import RUN_FILE, Run, evaluation_name
 
-    manifest = Path(args.out) / RUN_FILE
+    name = args.name or evaluation_name(setting.judge, args.preset)
+    Run(folder, {}).evaluation_dir(name)  # a name that leaves the run: said before the judge is contacted
+    manifest = Path(folder) / RUN_FILE
     if manifest.is_file():
         try:
             evaluations = json.loads(manifest.read_text(encoding="utf-8")).get("evaluations") or {}
         except (OSError, ValueError, AttributeError):
             evaluations = {}
-        name = args.name or evaluation_name(setting.judge, args.preset)
         if (evaluations.get(name) or {}).get("finished"):
             return
+    if args.cache:
+        from .judges.cache import ResponseCache, default_cache_path
+
+        ResponseCache(default_cache_path() if args.cache is True else args.cache).check()
     preflight_spec(setting.loadable, setting.judge_kwargs, structured=True)
 
 
@@ -298,7 +307,7 @@ def _evaluate(run, args: argparse.Namespace) -> dict:
     scores = run.evaluate(args.judge, preset=args.preset, judge_kwargs=args.judge_kwargs or None,
                           options=args.options, name=args.name, cache=args.cache, chunk_size=args.chunk_size,
                           progress=not args.no_progress, retry_failed=args.retry_failed,
-                          lock_timeout=args.lock_timeout)
+                          lock_timeout=args.lock_timeout, preflight=False)  # asked before the run was made
     judge = scores["judge"]
     failed, transient = scores["num_failed"], scores.get("num_retryable", 0)
     said = f"{failed} failed"
@@ -307,6 +316,8 @@ def _evaluate(run, args: argparse.Namespace) -> dict:
                  "when it is back")
     if scores.get("retried"):
         said += f"; {scores['retried']} failed images scored again"
+    if scores.get("reused"):
+        said += f"; {scores['reused']} replies received before reused, not asked again"
     print(f"{scores['num_images']} images scored by {judge['backend']}:{judge.get('model_name') or judge['model']} "
           f"({said}; {scores['num_reasks']} re-asks) -> {run.evaluation_dir(scores['evaluation']) / 'scores.json'}")
     return scores
@@ -350,17 +361,22 @@ def _open_or_create(args: argparse.Namespace):
 
 def run_evaluate(args: argparse.Namespace) -> int:
     if args.benchmark:
-        _check_scoring(args, args.benchmark)
+        setting = _check_scoring(args, args.benchmark)
         images = Path(args.images or Path(args.run) / "images")
-        if not (Path(args.run) / "run.json").is_file() and not images.is_dir():
-            raise ValueError(f"no images to score in {images}: generate them first (`t2ireason run`, which also "
-                             f"scores them, or `t2ireason generate --out {images}`), or give --images <folder>")
+        if not (Path(args.run) / "run.json").is_file():  # a new run: its images and rows, before the judge is asked
+            from .data import check_data
+
+            if not images.is_dir():
+                raise ValueError(f"no images to score in {images}: generate them first (`t2ireason run`, which also "
+                                 f"scores them, or `t2ireason generate --out {images}`), or give --images <folder>")
+            check_data(args.benchmark, args.data, args.configs, revision=args.data_revision)
     elif not (Path(args.run) / "run.json").is_file():
         _open_or_create(args)  # says what is missing
     else:
         from .runs import Run
 
-        _check_scoring(args, Run.open(args.run).manifest["benchmark"])
+        setting = _check_scoring(args, Run.open(args.run).manifest["benchmark"])
+    _preflight(args, setting, args.run)  # a missing key or a judge that cannot score: nothing made
     run = _open_or_create(args)
     if args.images:
         run.use_images(args.images)
@@ -479,7 +495,7 @@ def run_run(args: argparse.Namespace) -> int:
         from .data import check_data
 
         check_data(args.benchmark, args.data, args.configs, revision=args.data_revision)
-    _preflight(args, setting)  # nothing generated for a judge that cannot score
+    _preflight(args, setting, args.out)  # nothing generated for a judge that cannot score
     data = Path(args.out) / "data" if args.source else args.data  # built into the run folder
     run = Run.create(args.out, args.benchmark, data=data, configs=args.configs, limit=args.limit, name=args.run_name,
                      revision=args.data_revision)
@@ -581,6 +597,28 @@ def user_error_text(e: BaseException) -> str | None:
     return " ".join(str(message).split())
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, how Slurm and Kubernetes stop a job: handled as Ctrl-C is (finished work kept)."""
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
+    raise Terminated
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM raised as :class:`Terminated` in the main thread while a command runs."""
+    if threading.current_thread() is not threading.main_thread():  # signal handlers live in the main thread
+        yield
+        return
+    before = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv:  # as git does: the commands, rather than an error about the missing one
@@ -594,10 +632,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
     _, run, _ = COMMANDS[args.command]
     try:
-        return run(args)
-    except KeyboardInterrupt:
-        print("interrupted: finished work is kept; run the same command again to resume", file=sys.stderr)
-        return 130
+        with _sigterm_as_interrupt():
+            return run(args)
+    except KeyboardInterrupt as e:
+        said = "terminated (SIGTERM)" if isinstance(e, Terminated) else "interrupted"
+        print(f"{said}: finished work is kept; run the same command again to resume", file=sys.stderr)
+        return 128 + signal.SIGTERM if isinstance(e, Terminated) else 130
     except Exception as e:
         text = user_error_text(e)
         if text is None:

@@ -101,6 +101,10 @@ def export_results(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLi
 
     if not license:
         raise RunError("pass the license of the images and judgements (an SPDX id such as cc-by-4.0)")
+    if repo_id is not None:
+        from .publish import check_repo_id
+
+        check_repo_id(repo_id)  # it goes into the card: refused before anything is written
     out = Path(out)
     features = _results_features()
     planned: list[tuple[str, Path, list[dict[str, Any]]]] = []

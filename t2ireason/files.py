@@ -1,25 +1,65 @@
-"""Writing files so that a crash never leaves half of one where a whole one is expected."""
+"""Writing files so that a crash never leaves half of one where a whole one is expected.
+
+Files and folders are made with the modes the process's umask allows (``0666 & ~umask``,
+``0777 & ~umask``), as ``open`` and ``mkdir`` make them: a team sharing a file system reads
+each other's runs. A write the disk cannot take (full, over quota, past a size limit) is a
+:class:`WriteFailed` naming the file, and leaves nothing half-written.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
+import logging
 import math
 import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
-__all__ = ["atomic_file", "atomic_folder", "atomic_write_text", "atomic_write_json", "json_text", "jsonable", "inside",
-           "UnsafePath", "remove_partial_files", "printable", "missing_folder"]
+__all__ = ["atomic_file", "atomic_folder", "atomic_write_text", "atomic_write_json", "append_whole", "read_records",
+           "WriteFailed", "json_text", "jsonable", "inside", "UnsafePath", "remove_partial_files", "printable",
+           "missing_folder"]
+
+logger = logging.getLogger(__name__)
+
+#: what a disk that cannot take more data says (full, over quota, past the process's file size limit)
+_NO_ROOM = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 
 
 class UnsafePath(ValueError):
     """A path made from data (an id, a name) would leave the folder it belongs in."""
+
+
+class WriteFailed(OSError):
+    """A file could not be written (a full disk...): the message names it and says what was kept."""
+
+    def __init__(self, path: str | os.PathLike, error: OSError, kept: str):
+        room = " (free space on its disk, then run the same command again)" if error.errno in _NO_ROOM else ""
+        super().__init__(f"cannot write {path}: {error.strerror or error}{room}; {kept}")
+        self.errno, self.path = error.errno, Path(path)  # (no filename: str() stays the message above)
+
+
+_umask_lock = threading.Lock()
+
+
+def _umask() -> int:
+    """The process's umask: read from Linux's /proc, else by setting it (the most private value
+    meanwhile, so a file another thread makes then is never more open than asked)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            return int(next(line for line in f if line.startswith("Umask:")).split()[1], 8)
+    except (OSError, StopIteration, ValueError):
+        with _umask_lock:
+            mask = os.umask(0o077)
+            os.umask(mask)
+        return mask
 
 
 def inside(root: str | os.PathLike, *parts: str | os.PathLike) -> Path:
@@ -47,13 +87,16 @@ def atomic_file(path: str | os.PathLike, *, suffix: str = ".part") -> Iterator[B
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=suffix)
     try:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp's file is private (0600); the file replacing path is not
         with os.fdopen(fd, "wb") as f:
             yield f
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)  # atomic on POSIX
-    except BaseException:
+    except BaseException as e:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(e, OSError) and e.errno in _NO_ROOM and not isinstance(e, WriteFailed):
+            raise WriteFailed(path, e, "the file is as it was before") from e
         raise
 
 
@@ -66,6 +109,7 @@ def atomic_folder(path: str | os.PathLike) -> Iterator[Path]:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
     try:
+        tmp.chmod(0o777 & ~_umask())  # mkdtemp's folder is private (0700); the folder replacing path is not
         yield tmp
         if path.exists():
             shutil.rmtree(path)
@@ -96,6 +140,74 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
 def atomic_write_json(path: str | os.PathLike, value: Any) -> None:
     """``value`` as standard JSON (see :func:`jsonable`: no NaN), written whole or not at all."""
     atomic_write_text(path, json_text(jsonable(value), indent=2) + "\n")
+
+
+def append_whole(path: str | os.PathLike, lines: Iterable[str], *, sync: bool = False) -> None:
+    """Append ``lines`` (each ending with a newline) to ``path``, all of them or none: one
+    ``O_APPEND`` write of them together, the file cut back to its former length when the disk
+    takes only part of it (a :class:`WriteFailed` naming the file), or when the process is
+    interrupted mid-way. ``sync``: on disk (fsync) before returning. One writer at a time."""
+    data = "".join(lines).encode("utf-8")
+    if not data:
+        return
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)  # the umask applies
+    try:
+        start = os.fstat(fd).st_size
+        try:
+            written = 0
+            while written < len(data):  # a short write, then the error that says why
+                written += os.write(fd, data[written:])
+            if sync:
+                os.fsync(fd)
+        except BaseException as e:
+            os.ftruncate(fd, start)  # no torn line left behind
+            if isinstance(e, OSError):
+                raise WriteFailed(path, e, "what it held before is kept") from e
+            raise
+    finally:
+        os.close(fd)
+
+
+def read_records(path: str | os.PathLike, *, repair: bool = False) -> list[dict[str, Any]]:
+    """The JSON records of a file written by :func:`append_whole`, one a line ([] when there is
+    no file). A torn last line (a crash mid-write under an older version, a power cut) is left
+    out and said in a warning; with ``repair`` (the file's writer, before appending) it is also
+    cut off the file, so the next record starts on a line of its own. A line before it that is not
+    a JSON object is a :class:`ValueError` naming the file and line: nothing after it is dropped
+    in silence."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    *lines, tail = data.split(b"\n")  # tail: what follows the last newline (b"" in a file written whole)
+    records = [_record(path, number, line) for number, line in enumerate(lines, 1)]
+    if tail:
+        try:
+            record = _record(path, len(lines) + 1, tail)
+        except ValueError:
+            logger.warning("%s ends with a torn line (%d bytes: a write cut short by a crash); it is left out%s",
+                           path, len(tail), ", and cut off the file" if repair else "")
+            if repair:
+                with open(path, "r+b") as f:
+                    f.truncate(len(data) - len(tail))
+        else:  # whole, but for its newline
+            records.append(record)
+            if repair:
+                append_whole(path, ["\n"])
+    return records
+
+
+def _record(path: Path, number: int, line: bytes) -> dict[str, Any]:
+    try:
+        record = json.loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        record = e
+    if not isinstance(record, dict):
+        why = f" ({record})" if isinstance(record, Exception) else ""
+        raise ValueError(f"{path}, line {number}, is not a JSON record{why}: the file was changed by something "
+                         "else; correct or delete that line (what it recorded is then done again)")
+    return record
 
 
 #: a lone UTF-16 surrogate: Python text may hold one (a judge's JSON reply escapes it as ``\ud800``),

@@ -15,10 +15,22 @@ from typing import Any
 
 from .build import BuildError
 
-__all__ = ["publish", "folder_files", "add_push_args", "run_push"]
+__all__ = ["publish", "folder_files", "check_repo_id", "add_push_args", "run_push"]
 
 #: never uploaded: hidden files and folders (caches, editor files)
 _IGNORE = [".*", "*/.*"]
+
+
+def check_repo_id(repo_id: str, where: str = "repo_id") -> None:
+    """A Hub repository id as the Hub takes it (``namespace/name``: letters, digits, ``-``, ``_``,
+    ``.``), checked before anything is written or sent: a ValueError naming it, else None."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as e:
+        raise ValueError(f"{where}: {repo_id!r} is not a Hub repository id (namespace/name, e.g. my-org/r2i-results): "
+                         f"{str(e).split(':')[0]}") from None
 
 
 def folder_files(folder: str | os.PathLike) -> list[str]:
@@ -59,6 +71,7 @@ def publish(folder: str | os.PathLike, repo_id: str, *, token: str | None = None
     ``dry_run`` nothing is sent and the result lists what would be uploaded.
     """
     folder = Path(folder)
+    check_repo_id(repo_id)
     _check_folder(folder)
     plan = {"repo_id": repo_id, "repo_type": "dataset", "folder": str(folder), "files": folder_files(folder),
             "dry_run": dry_run}

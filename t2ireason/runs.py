@@ -13,17 +13,22 @@ without regenerating, and compared with other runs::
       data/                             the built dataset, when the run was built from a release
       images/                           the images in the benchmark's official layout + metadata.parquet
       evaluations/<name>/results.jsonl  one scored image per line, appended as scoring goes
+      evaluations/<name>/replies.jsonl  every judge reply received, as it arrives (until the evaluation is finished)
       evaluations/<name>/scores.json    the paper's aggregate, counts, the judge
       report/                           tables.md, .csv, .tex, plots/ (PNG, PDF), report.html
                                         (:func:`t2ireason.report.writer.write_report`)
       .locks/                           file locks: one writer per evaluation, and of run.json
 
-Nothing finished is ever recomputed: images already on disk are skipped, a
-scored image is written to ``results.jsonl`` before the next chunk starts,
-and every judge reply sits in the response cache as soon as it arrives. An
-evaluation has one writer at a time (a second process waits, then stops with
-a clear error), and ``run.json`` is only ever changed read-modify-write under
-its lock, so evaluations made by several processes are all recorded. Every
+Nothing finished is ever recomputed or paid for twice: images already on disk are
+skipped, a scored image is written to ``results.jsonl`` before the next chunk starts,
+and every judge reply is in the evaluation's reply journal as soon as it arrives,
+whatever its sampling (:mod:`t2ireason.judges.journal`; the response cache keeps only
+deterministic replies, for every run), so a resume after a refused key, a crash or
+SIGTERM asks only what was never answered. Records are appended whole or not at all
+(:func:`t2ireason.files.append_whole`: a full disk is an error naming the file, never
+a torn line). An evaluation has one writer at a time (a second process waits, then
+stops with a clear error), and ``run.json`` is only ever changed read-modify-write
+under its lock, so evaluations made by several processes are all recorded. Every
 path made from data (an image's id, an evaluation's name) is checked to stay
 inside its folder (:func:`t2ireason.files.inside`).
 
@@ -47,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .benchmarks import get_benchmark
-from .files import atomic_file, atomic_write_json, inside, json_text, jsonable
+from .files import append_whole, atomic_file, atomic_write_json, inside, json_text, jsonable, read_records
 from .progress import progress_bar
 from .redaction import redacted
 
@@ -60,6 +65,7 @@ __all__ = ["Run", "RunError", "RUN_FILE", "evaluation_name", "finished_evaluatio
 RUN_FILE = "run.json"
 ROWS_FILE = "rows.parquet"
 RESULTS_FILE = "results.jsonl"
+REPLIES_FILE = "replies.jsonl"
 SCORES_FILE = "scores.json"
 LOCKS = ".locks"
 #: seconds a second process waits for an evaluation (or a generation) another one is running
@@ -354,7 +360,7 @@ class Run:
     def evaluate(self, judge: Any = None, *, preset: str | None = None, judge_kwargs: dict | None = None,
                  options: dict[str, Any] | None = None, name: str | None = None, cache: str | bool = True,
                  chunk_size: int = 32, progress: bool = True, retry_failed: bool = False,
-                 lock_timeout: float = LOCK_TIMEOUT) -> dict[str, Any]:
+                 lock_timeout: float = LOCK_TIMEOUT, preflight: bool = True) -> dict[str, Any]:
         """Score the run's images with the benchmark's judge and write ``scores.json``.
 
         ``judge`` is a spec string or a judge object (default: the preset's); ``options`` reach the
@@ -369,10 +375,14 @@ class Run:
 
         One process at a time scores an evaluation: another waits ``lock_timeout`` seconds, then
         stops with a RunError. A :class:`~t2ireason.judges.JudgeUnavailable` during scoring ends
-        the evaluation with the cause; the chunks finished before it are kept.
+        the evaluation with the cause; the chunks finished before it are kept, and every reply
+        received is in the evaluation's reply journal, so the resume asks only the others.
+        ``preflight``: ask an HTTP judge one probe before scoring (the command line asks it
+        before creating the run, and passes False).
 
         Returns the scores (as ``scores.json``) with ``retried``: how many failed images were
-        scored again.
+        scored again, and ``reused``: how many replies received before an interruption were
+        taken from the journal rather than asked again.
         """
         from .scoring import check_setting, judge_setting
 
@@ -391,10 +401,11 @@ class Run:
                 "beside it")
         with self._lock(f"evaluation-{name}", lock_timeout, busy):
             return self._evaluate(name, setting, settings, cache=cache, chunk_size=chunk_size, progress=progress,
-                                  retry_failed=retry_failed)
+                                  retry_failed=retry_failed, preflight=preflight)
 
     def _evaluate(self, name: str, setting: Any, settings: dict[str, Any], *, cache: str | bool, chunk_size: int,
-                  progress: bool, retry_failed: bool) -> dict[str, Any]:
+                  progress: bool, retry_failed: bool, preflight: bool) -> dict[str, Any]:
+        from .judges.journal import JournaledJudge, ReplyJournal
         from .results import ImageResult
         from .scoring import judge_record, report_preset_settings
 
@@ -413,7 +424,7 @@ class Run:
         if not todo and recorded and recorded.get("finished") and scores_file.is_file():
             scores = json.loads(scores_file.read_text(encoding="utf-8"))
             if scores.get("num_images") == len(items):  # nothing new since it was written
-                return {**scores, "retried": 0}
+                return {**scores, "retried": 0, "reused": 0}
 
         judge = None
         info = (recorded or {}).get("judge")
@@ -422,7 +433,7 @@ class Run:
 
             report_preset_settings(setting)
             judge = load_judge(setting.loadable, cache=cache, **setting.judge_kwargs)
-            if todo:  # one probe (an image with a JSON schema), rather than every image's request failing
+            if todo and preflight:  # one probe (an image with a JSON schema), rather than every image's request failing
                 try:
                     preflight_spec(setting.loadable, setting.judge_kwargs, judge=judge, structured=True)
                 except Exception:
@@ -435,9 +446,11 @@ class Run:
             entry.update(settings=settings, judge=info, started=entry.get("started") or _now(), finished=None)
 
         self.update(start)
+        journal = ReplyJournal(folder / REPLIES_FILE)  # the replies received before an interruption
+        journaled = JournaledJudge(judge, journal) if todo else None
         try:
-            if todo:
-                self._score(name, judge, setting.options, todo, total=len(items), done=done,
+            if journaled is not None:
+                self._score(name, journaled, setting.options, todo, total=len(items), done=done,
                             chunk_size=chunk_size, progress=progress)
                 lines += len(todo)
         finally:
@@ -464,10 +477,11 @@ class Run:
         }
         folder.mkdir(parents=True, exist_ok=True)
         atomic_write_json(scores_file, scores)
+        journal.delete()  # every reply it held is in results.jsonl now
         self.update(lambda m: m["evaluations"][name].update(
             finished=_now(), judge=info, num_images=scores["num_images"], num_failed=scores["num_failed"],
             num_retryable=scores["num_retryable"]))
-        return {**jsonable(scores), "retried": retried}
+        return {**jsonable(scores), "retried": retried, "reused": journaled.reused if journaled else 0}
 
     def _judge_info(self, info: dict[str, Any], recorded: dict[str, Any] | None) -> dict[str, Any]:
         """The judge's record, with ``model_sha256`` for a local model folder: read once per
@@ -482,30 +496,29 @@ class Run:
 
     def _score(self, name: str, judge: Any, options: dict[str, Any], todo: list, *, total: int,
                done: dict[str, dict[str, Any]], chunk_size: int, progress: bool) -> None:
-        """Score ``todo`` chunk by chunk, each chunk on disk before the next starts."""
+        """Score ``todo`` chunk by chunk, each chunk on disk (whole) before the next starts."""
         from .judges import JudgeUnavailable
+        from .judges.cache import CacheError
 
         folder = self.evaluation_dir(name)
         folder.mkdir(parents=True, exist_ok=True)
         bench = self.bench
         with progress_bar(total, progress, desc=f"scoring ({name})", unit="img") as bar:
             bar.update(total - len(todo))
-            with open(folder / RESULTS_FILE, "a", encoding="utf-8") as out:
-                for start in range(0, len(todo), chunk_size):
-                    chunk = todo[start: start + chunk_size]
-                    try:
-                        results = bench.score([row for _, row, _ in chunk], [str(p) for _, _, p in chunk], judge,
-                                              progress=False, **options)
-                    except JudgeUnavailable as e:
-                        kept = sum(1 for key in done if not _retryable(done[key]))
-                        raise type(e)(f"{e} (evaluation {name!r} of {self.path}: {kept} of {total} images "
-                                               "scored and kept; run the same command again to go on)") from e
-                    for (key, _, _), result in zip(chunk, results):
-                        done[key] = jsonable(result.to_dict())
-                        out.write(json_text({"key": key, **done[key]}) + "\n")
-                    out.flush()
-                    os.fsync(out.fileno())  # finished work is on disk before the next chunk starts
-                    bar.update(len(chunk))
+            for start in range(0, len(todo), chunk_size):
+                chunk = todo[start: start + chunk_size]
+                try:
+                    results = bench.score([row for _, row, _ in chunk], [str(p) for _, _, p in chunk], judge,
+                                          progress=False, **options)
+                except (JudgeUnavailable, CacheError) as e:
+                    kept = sum(1 for key in done if not _retryable(done[key]))
+                    raise type(e)(f"{e} (evaluation {name!r} of {self.path}: {kept} of {total} images "
+                                  "scored and kept; run the same command again to go on)") from e
+                records = [jsonable(result.to_dict()) for result in results]
+                append_whole(folder / RESULTS_FILE, [json_text({"key": key, **r}) + "\n"
+                                                     for (key, _, _), r in zip(chunk, records)], sync=True)
+                done.update((key, r) for (key, _, _), r in zip(chunk, records))  # once on disk
+                bar.update(len(chunk))
 
     def scores(self, name: str) -> dict[str, Any]:
         file = self.evaluation_dir(name) / SCORES_FILE
@@ -519,7 +532,7 @@ class Run:
         """The evaluation's scored images, in row order, with image paths made absolute."""
         from .results import ImageResult
 
-        done, _ = _read_results(self.evaluation_dir(name) / RESULTS_FILE)
+        done, _ = _read_results(self.evaluation_dir(name) / RESULTS_FILE, repair=False)
         order = [key for key, _, _ in self.image_items()]
         out = []
         for key in order:
@@ -594,26 +607,15 @@ def _decoded(features: Any, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def _read_results(path: Path) -> tuple[dict[str, dict[str, Any]], int]:
+def _read_results(path: Path, repair: bool = True) -> tuple[dict[str, dict[str, Any]], int]:
     """Scored images by key (the last line of a key wins: a retried image), and the number of
-    lines. A torn last line (a crash mid-write) is dropped and cut off the file."""
-    done: dict[str, dict[str, Any]] = {}
-    if not path.is_file():
-        return done, 0
-    good = lines = 0
-    with open(path, "rb") as f:
-        for line in f:
-            try:
-                record = json.loads(line)
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                break
-            done[record.pop("key")] = record
-            good += len(line)
-            lines += 1
-    if good < path.stat().st_size:
-        with open(path, "r+b") as f:
-            f.truncate(good)
-    return done, lines
+    lines. A torn last line (a crash mid-write under an older version) is left out and said;
+    ``repair`` (the evaluation's writer) also cuts it off the file."""
+    try:
+        records = read_records(path, repair=repair)
+    except ValueError as e:
+        raise RunError(str(e)) from None
+    return {record.pop("key"): record for record in records}, len(records)
 
 
 def _rewrite_results(path: Path, records: list[tuple[str, dict[str, Any]]]) -> None:

@@ -144,12 +144,12 @@ def preflight(judge: Any, *, structured: bool = True, probabilities: bool = Fals
     log-probabilities). An HTTP judge checks its endpoint first (reachable, key taken, model
     served). Raises :class:`JudgeError` or :class:`JudgeUnavailable` naming what is missing; a
     cached judge is asked through its wrapped judge, so the probes are neither served from nor
-    stored in the cache."""
+    stored in the cache (or a run's reply journal)."""
     from PIL import Image
 
-    from .cache import CachedJudge
+    from .stored import StoredJudge
 
-    inner = judge.judge if isinstance(judge, CachedJudge) else judge
+    inner = judge.innermost() if isinstance(judge, StoredJudge) else judge
     image = Image.new("RGB", (32, 32), (128, 128, 128))
     question = ((image, "Is this image gray?") if images else ("Is grass green?",))
     request = ChatRequest.simple(*question[:-1], question[-1] + ' Reply in JSON: {"ok": true} or {"ok": false}.',

@@ -15,7 +15,8 @@ What makes two requests "the same" (the key, a SHA-256):
 - for answer probabilities: identity, image digest, question and answer.
 
 Only deterministic requests are cached by default (greedy, or a fixed seed):
-a sampled reply is one draw, and replaying it would hide the sampling.
+a sampled reply is one draw, and replaying it would hide the sampling (a run
+keeps its own sampled replies for its resume: :mod:`t2ireason.judges.journal`).
 Replies with ``error`` set are never stored. Each reply is committed as soon as
 the wrapped judge produces it, so an interrupted run keeps its finished work,
 and several processes can share one cache file (WAL journal, busy time-outs,
@@ -29,13 +30,15 @@ The file is kept under a size limit (``max_size``, default :data:`DEFAULT_MAX_SI
 ``$T2IREASON_CACHE_MAX_SIZE`` such as ``500MB``; ``0`` for none): as a reward in a training loop
 every step asks about new images, so without a limit the file would only grow. Past the
 limit, the least recently used replies are deleted (SQLite reuses their pages, so the file
-stays near the limit); an evicted reply is simply asked again when next needed.
+stays near the limit), and the write-ahead log is kept to a tenth of it; an evicted reply is
+simply asked again when next needed. A file that cannot serve (damaged, its disk full) is a
+:class:`CacheError`: one line naming it and the way out, never sqlite3's traceback.
 """
 
 from __future__ import annotations
 
-import hashlib
-import inspect
+import errno
+import functools
 import json
 import math
 import os
@@ -49,10 +52,9 @@ from typing import Any
 
 from tenacity import retry, retry_if_exception, stop_after_delay, wait_random_exponential
 
-from ..files import json_text
 from ..progress import progress_bar
-from ..redaction import SECRET_NAME
-from .base import AnswerQuery, ChatRequest, Judge, JudgeError, Reply, Sampling
+from .base import AnswerQuery, ChatRequest, JudgeError, Reply
+from .stored import StoredJudge, accepts, canonical, request_key
 
 __all__ = ["CachedJudge", "ResponseCache", "CacheError", "default_cache_path", "default_max_size", "parse_size",
            "CACHE_MODES", "DEFAULT_MAX_SIZE"]
@@ -78,10 +80,6 @@ CREATE INDEX IF NOT EXISTS replies_model ON replies (model);
 DEFAULT_MAX_SIZE = 2 * 1024**3
 _UNITS = {"": 1, "b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "tb": 1000**4,
           "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4}
-
-# identity() must never hold credentials; drop anything that looks like one all the same.
-_SECRET_NAME = SECRET_NAME
-
 
 def default_cache_path() -> Path:
     """Where the cache lives unless told otherwise.
@@ -122,11 +120,6 @@ def default_max_size() -> int | None:
     return DEFAULT_MAX_SIZE if env is None else parse_size(env, "T2IREASON_CACHE_MAX_SIZE")
 
 
-def _canonical(obj: Any) -> str:
-    # json_text: a lone surrogate in a reply or a request stays escaped, so SQLite and the key's UTF-8 take it
-    return json_text(obj, sort_keys=True, separators=(",", ":"))
-
-
 def _is_busy(exc: BaseException) -> bool:
     msg = str(exc).lower()
     return isinstance(exc, sqlite3.OperationalError) and ("locked" in msg or "busy" in msg)
@@ -138,19 +131,48 @@ _retry_busy = retry(retry=retry_if_exception(_is_busy), wait=wait_random_exponen
                     stop=stop_after_delay(120), reraise=True)
 
 
+def _guarded(method: Callable) -> Callable:
+    """A ResponseCache operation, retried while the database is busy; any other fault of the
+    file (damaged, its disk full) a :class:`CacheError` naming it and the way out."""
+    retried = _retry_busy(method)
+
+    @functools.wraps(method)
+    def call(self: ResponseCache, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return retried(self, *args, **kwargs)
+        except (OSError, sqlite3.Error) as e:
+            raise CacheError(self._unusable(e)) from None
+
+    return call
+
+
 class CacheError(JudgeError):
     """The response cache cannot be opened or written: the message names the file and why."""
 
 
+#: the write-ahead log's bound: a tenth of the size limit (within these), past which it is emptied into the file
+_WAL_SHARE, _WAL_BOUNDS = 0.1, (64 * 1024, 64 * 1024**2)
+
+
 class ResponseCache:
     """The SQLite store behind :class:`CachedJudge`: keyed JSON rows, safe across
-    threads and processes. One connection per process (re-opened after a fork)."""
+    threads and processes. One connection per process (re-opened after a fork).
+
+    With a size limit, the write-ahead log (``<file>-wal``) is bounded too: SQLite's own
+    checkpoints cannot empty it while other processes keep reading and writing (with four
+    writers and a 2 MB limit it grew to 70 MB), so once it holds more than a tenth of the limit
+    a writer checkpoints it into the file and truncates it (``wal_checkpoint(TRUNCATE)``,
+    waiting for the others' short transactions); the file and its log together stay near the
+    limit (with four writers, under 1.5 times it)."""
 
     def __init__(self, path: str | os.PathLike, *, timeout: float = 60.0, max_size: int | str | None = None):
         self.path = Path(path).expanduser()
         self.timeout = timeout
         #: the file's size limit in bytes (None: no limit); least recently used rows go first
         self.max_size = parse_size(max_size)
+        #: the write-ahead log's bound in bytes (None: SQLite's own checkpoints only)
+        self.max_wal = None if self.max_size is None else min(max(int(self.max_size * _WAL_SHARE), _WAL_BOUNDS[0]),
+                                                              _WAL_BOUNDS[1])
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._pid: int | None = None
@@ -169,19 +191,31 @@ class ResponseCache:
         return self._conn
 
     def _unusable(self, exc: BaseException) -> str:
+        """The one line saying why the file cannot be used, and what to do."""
+        text = str(exc).lower()
+        way = "pass --cache with a file path that can be created or written, or --no-cache"
         in_file = next((p for p in self.path.parents if p.is_file()), None)
         if in_file is not None:
             why = f"{in_file} is a file, not a folder"
         elif self.path.is_dir():
             why = "it is a folder (name a file in it, e.g. judge_cache.sqlite)"
-        elif isinstance(exc, sqlite3.DatabaseError) and "not a database" in str(exc):
+        elif isinstance(exc, sqlite3.DatabaseError) and "malformed" in text:  # flipped pages, a truncated file
+            why = f"it is damaged ({exc})"
+            way = "move or delete it (a new one is made; the replies it held are asked again), or pass --no-cache"
+        elif isinstance(exc, sqlite3.DatabaseError) and "not a database" in text:
             why = "it is a file that is not an SQLite database"
+        elif "disk is full" in text or isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            why = f"its disk is full ({exc.strerror if isinstance(exc, OSError) else exc})"
+            way = ("free space there (or give the cache a smaller size limit, T2IREASON_CACHE_MAX_SIZE), "
+                   "pass --cache with a file on another disk, or --no-cache")
         elif isinstance(exc, OSError):
             why = f"{exc.strerror or exc} ({exc.filename or self.path.parent})"
+        elif self._conn is not None:  # it worked until now
+            why = str(exc)
+            way = "check its disk, or pass --no-cache"
         else:
             why = f"{exc} (a folder that cannot be written?)"
-        return (f"the response cache {self.path} cannot be used: {why}; pass --cache with a file path that can be "
-                "created or written, or --no-cache")
+        return f"the response cache {self.path} cannot be used: {why}; {way}"
 
     def check(self) -> None:
         """Open (or create) the file now: a :class:`CacheError` here, before any judging, rather than later."""
@@ -192,17 +226,20 @@ class ResponseCache:
         conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")  # durable across process crashes in WAL mode
+        if self.max_wal is not None:  # checkpoints by _bound_wal only: SQLite's own would make its TRUNCATE busy
+            conn.execute("PRAGMA wal_autocheckpoint = 0")
+            conn.execute(f"PRAGMA journal_size_limit = {self.max_wal}")
         conn.executescript(_SCHEMA)
         if "used" not in {row[1] for row in conn.execute("PRAGMA table_info(replies)")}:  # a cache of before
             conn.execute("ALTER TABLE replies ADD COLUMN used REAL")
         conn.execute("CREATE INDEX IF NOT EXISTS replies_used ON replies (used)")
 
-    @_retry_busy
+    @_guarded
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         with self._lock:
             return self._connect().execute(sql, params).fetchall()
 
-    @_retry_busy
+    @_guarded
     def _write(self, rows: list[tuple]) -> None:
         with self._lock:
             conn = self._connect()
@@ -212,9 +249,23 @@ class ResponseCache:
                 if self.max_size is not None:
                     self._evict(conn)
             except BaseException:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:  # (SQLite may have rolled back already, on a full disk)
+                    conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
+            self._bound_wal(conn)
+
+    def _bound_wal(self, conn: sqlite3.Connection) -> None:
+        """Past its bound, the write-ahead log checkpointed into the file and truncated (waiting,
+        through the busy handler, for the other processes' transactions to end)."""
+        if self.max_wal is None:
+            return
+        try:
+            size = os.stat(f"{self.path}-wal").st_size
+        except FileNotFoundError:
+            return
+        if size > self.max_wal:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()  # busy: the next write tries again
 
     def _evict(self, conn: sqlite3.Connection) -> None:
         """Past ``max_size``, delete the least recently used rows until the data takes at most 90%
@@ -248,7 +299,7 @@ class ResponseCache:
             self._touch(list(found))
         return found
 
-    @_retry_busy
+    @_guarded
     def _touch(self, keys: list[str]) -> None:
         now = time.time()
         with self._lock:
@@ -260,8 +311,8 @@ class ResponseCache:
     def put_many(self, entries: Iterable[tuple[str, str, dict, dict, dict]]) -> int:
         """Store ``(key, kind, identity, request, value)`` entries in one transaction."""
         now = time.time()
-        rows = [(key, kind, ident.get("backend"), ident.get("model"), _canonical(ident),
-                 _canonical(request), _canonical(value), now, now)
+        rows = [(key, kind, ident.get("backend"), ident.get("model"), canonical(ident),
+                 canonical(request), canonical(value), now, now)
                 for key, kind, ident, request, value in entries]
         if rows:
             self._write(rows)
@@ -277,14 +328,14 @@ class ResponseCache:
             params.append(model)
         if judge is not None:
             where.append("judge = ?")
-            params.append(_canonical(judge))
+            params.append(canonical(judge))
         if older_than is not None:
             where.append("created < ?")
             params.append(time.time() - older_than)
         sql = "DELETE FROM replies" + (" WHERE " + " AND ".join(where) if where else "")
         return self._delete(sql, params)
 
-    @_retry_busy
+    @_guarded
     def _delete(self, sql: str, params: Sequence[Any]) -> int:
         with self._lock:
             return self._connect().execute(sql, params).rowcount
@@ -305,7 +356,7 @@ class ResponseCache:
             self._conn = None
 
 
-class CachedJudge(Judge):
+class CachedJudge(StoredJudge):
     """``judge`` with its answers kept in an SQLite file at ``path``.
 
     ``mode``: ``"use"`` answers from the cache when it can and stores new
@@ -323,9 +374,7 @@ class CachedJudge(Judge):
                  cache_nondeterministic: bool = False, max_size: int | str | None = "default"):
         if mode not in CACHE_MODES:
             raise ValueError(f"cache mode must be one of {', '.join(CACHE_MODES)}, got {mode!r}")
-        if not (hasattr(judge, "chat") and hasattr(judge, "identity")):
-            raise TypeError(f"CachedJudge wraps a judge (chat() and identity()), got {type(judge).__name__}")
-        self.judge = judge
+        super().__init__(judge)
         self.mode = mode
         self.cache_nondeterministic = cache_nondeterministic
         self.store = ResponseCache(default_cache_path() if path is None else path,
@@ -333,46 +382,11 @@ class CachedJudge(Judge):
         if mode != "off":
             self.store.check()
         self.hits = self.misses = self.bypassed = self.stored = 0
-        self._accepts_on_reply = _accepts(judge.chat, "on_reply")
-        self._accepts_on_batch = _accepts(getattr(judge, "answer_probability", None), "on_batch")
-
-    # -- the wrapped judge's description --------------------------------------
-
-    @property
-    def backend(self) -> str:
-        return getattr(self.judge, "backend", "custom")
-
-    @property
-    def model(self) -> str:
-        return getattr(self.judge, "model", "unknown")
-
-    @property
-    def revision(self) -> str | None:
-        return getattr(self.judge, "revision", None)
-
-    @property
-    def default_sampling(self) -> Sampling:
-        return getattr(self.judge, "default_sampling", Sampling())
-
-    @property
-    def batch_size(self) -> int:
-        return getattr(self.judge, "batch_size", 8)
-
-    @property
-    def max_pixels(self) -> int | None:
-        return getattr(self.judge, "max_pixels", None)
+        self._accepts_on_batch = accepts(getattr(judge, "answer_probability", None), "on_batch")
 
     @property
     def path(self) -> Path:
         return self.store.path
-
-    def identity(self) -> dict[str, Any]:
-        """The wrapped judge's identity (caching does not change answers), secrets dropped."""
-        return {k: v for k, v in self.judge.identity().items() if not _SECRET_NAME.fullmatch(str(k))}
-
-    def resolve_sampling(self, request: ChatRequest) -> Sampling:
-        resolve = getattr(self.judge, "resolve_sampling", None)
-        return resolve(request) if resolve else request.sampling or self.default_sampling
 
     def stats(self) -> dict[str, Any]:
         return {"hits": self.hits, "misses": self.misses, "bypassed": self.bypassed,
@@ -384,9 +398,7 @@ class CachedJudge(Judge):
 
     def close(self) -> None:
         self.store.close()
-        close = getattr(self.judge, "close", None)
-        if close:
-            close()
+        super().close()
 
     def __repr__(self) -> str:
         return f"CachedJudge({self.judge!r}, {str(self.path)!r}, mode={self.mode!r})"
@@ -399,65 +411,37 @@ class CachedJudge(Judge):
         if self.mode == "off" or not (sampling.deterministic or self.cache_nondeterministic):
             return None
         fingerprint = request.fingerprint(sampling)
-        return _digest("chat", self.identity(), fingerprint), fingerprint
+        return request_key("chat", self.identity(), fingerprint), fingerprint
 
     def answer_key(self, query: AnswerQuery) -> tuple[str, dict] | None:
         if self.mode == "off":
             return None
         fingerprint = {"image": query.image.digest, "question": query.question, "answer": query.answer}
-        return _digest("answer_probability", self.identity(), fingerprint), fingerprint
+        return request_key("answer_probability", self.identity(), fingerprint), fingerprint
 
     # -- answering ------------------------------------------------------------
 
-    def chat(self, requests: Sequence[ChatRequest], *, progress: bool | str = False,
-             on_reply: Callable[[int, Reply], None] | None = None) -> list[Reply]:
-        """Like :meth:`Judge.chat`; cached replies come back with ``cached=True``.
-        ``on_reply`` is called for hits first, then for each new reply as it arrives."""
-        requests = list(requests)
+    def _stored(self, requests: list[ChatRequest]) -> list[Reply | None]:
+        """Cached replies come back with ``cached=True``."""
         keys = [self.chat_key(r) for r in requests]
         found = self.store.get_many(k[0] for k in keys if k) if self.mode == "use" else {}
-        replies: list[Reply | None] = [None] * len(requests)
-        todo: list[int] = []
-        ident = self.identity()
+        replies: list[Reply | None] = []
+        for k in keys:
+            hit = k is not None and k[0] in found
+            replies.append(Reply.from_dict({**found[k[0]], "cached": True}) if hit else None)
+            self.hits += hit
+            self.misses += not hit and k is not None
+            self.bypassed += k is None
+        return replies
 
-        with progress_bar(len(requests), progress, desc=f"judge {self.model}") as bar:
-            for i, k in enumerate(keys):
-                if k and k[0] in found:
-                    replies[i] = Reply.from_dict({**found[k[0]], "cached": True})
-                    self.hits += 1
-                    if on_reply is not None:
-                        on_reply(i, replies[i])
-                else:
-                    todo.append(i)
-                    self.misses += k is not None
-                    self.bypassed += k is None
-            bar.update(len(requests) - len(todo))
-            bar.set_postfix(hits=self.hits, misses=self.misses)
+    def _keep(self, request: ChatRequest, reply: Reply) -> None:
+        key = self.chat_key(request)
+        if key is not None and reply.error is None:
+            value = {**reply.to_dict(), "cached": False}
+            self.stored += self.store.put_many([(key[0], "chat", self.identity(), key[1], value)])
 
-            def keep(j: int, reply: Reply) -> None:
-                """Store one new reply right away (crash safety) and pass it on."""
-                i = todo[j]
-                replies[i] = reply
-                if keys[i] and reply.error is None:
-                    key, fingerprint = keys[i]
-                    value = {**reply.to_dict(), "cached": False}
-                    self.stored += self.store.put_many([(key, "chat", ident, fingerprint, value)])
-                if on_reply is not None:
-                    on_reply(i, reply)
-                bar.update(1)
-
-            pending = [requests[i] for i in todo]
-            if pending and self._accepts_on_reply:
-                result = self.judge.chat(pending, on_reply=keep)
-                for j, reply in enumerate(result):  # a judge that took on_reply but did not call it
-                    if replies[todo[j]] is None:
-                        keep(j, reply)
-            elif pending:  # a judge without on_reply: chunks of its batch size, each stored before the next
-                for start in range(0, len(pending), self.batch_size):
-                    chunk = self.judge.chat(pending[start : start + self.batch_size])
-                    for j, reply in enumerate(chunk, start):
-                        keep(j, reply)
-        return replies  # type: ignore[return-value]  # every slot is filled above
+    def _counts(self) -> dict[str, int]:
+        return {"hits": self.hits, "misses": self.misses}
 
     def answer_probability(self, queries: Sequence[AnswerQuery], *, progress: bool | str = False) -> list[float]:
         """Like :meth:`Judge.answer_probability`, cached per (image, question, answer)."""
@@ -501,20 +485,3 @@ class CachedJudge(Judge):
                     keep(start, self.judge.answer_probability(pending[start : start + self.batch_size]))
         return out  # type: ignore[return-value]
 
-    def _chat_batch(self, requests: list[ChatRequest]) -> list[Reply]:
-        return self.chat(requests)
-
-    def _answer_logprobs(self, queries: list[AnswerQuery]) -> list[float]:
-        return [math.log(p) if p > 0 else float("-inf") for p in self.answer_probability(queries)]
-
-
-def _digest(kind: str, identity: dict, fingerprint: dict) -> str:
-    return hashlib.sha256(_canonical({"kind": kind, "judge": identity, "request": fingerprint}).encode()).hexdigest()
-
-
-def _accepts(fn: Callable, name: str) -> bool:
-    try:
-        params = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):
-        return False
-    return any(p.name == name or p.kind is p.VAR_KEYWORD for p in params)

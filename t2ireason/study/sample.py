@@ -99,20 +99,13 @@ def judge_results(run: Any, evaluation: str) -> dict[str, Any]:
     """The evaluation's scored images by image key, read from its ``results.jsonl`` as the run reads it
     (the last line of a key wins) without touching the file, and whether or not every image of the run
     is still there (one gone is one item left out, not the whole study)."""
+    from ..files import read_records
     from ..results import ImageResult
     from ..runs import RESULTS_FILE
 
     run.scores(evaluation)  # finished, or a clear error
-    out = {}
-    with open(run.evaluation_dir(evaluation) / RESULTS_FILE, encoding="utf-8") as f:
-        for line in f:
-            try:
-                record = json.loads(line)
-            except ValueError:  # a torn last line (a crash mid-write): not a result
-                break
-            key = record.pop("key")
-            out[key] = ImageResult.from_dict(record)
-    return out
+    records = read_records(run.evaluation_dir(evaluation) / RESULTS_FILE)  # a torn last line left out, and said
+    return {record.pop("key"): ImageResult.from_dict(record) for record in records}
 
 
 def _evaluation_for_questions(runs: Sequence[Any], evaluation: str | None) -> str:

@@ -523,3 +523,146 @@ def test_real_http_judge_behind_the_cache(tmp_path):
         assert server.requests[0].headers.get("authorization") == f"Bearer {SECRET}"  # the key was used
     for f in tmp_path.glob("c.sqlite*"):
         assert SECRET.encode() not in f.read_bytes()
+
+
+# -- issue 35: the write-ahead log within the limit, faults of the file as one line -----------------------
+
+WAL_WRITER = textwrap.dedent("""
+    import json, os, sys, time
+    from pathlib import Path
+    from t2ireason.judges import ChatRequest
+    from t2ireason.judges.cache import CachedJudge
+    from t2ireason.judges.scripted import ScriptedJudge
+
+    path, name, n, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
+    while not go.exists():  # every writer starts at the same moment
+        time.sleep(0.005)
+    judge = CachedJudge(ScriptedJudge(lambda r: "x" * 3000 + r.messages[-1].text, batch_size=1), path, max_size="2MB")
+    peak = 0
+    for i in range(n):  # one reply at a time, as an HTTP judge's replies arrive
+        judge.chat([ChatRequest.simple(f"{name}-{i}")])
+        peak = max(peak, sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p)))
+    print(peak)
+""")
+
+
+@pytest.mark.slow
+def test_the_write_ahead_log_stays_near_the_size_limit_with_four_writers(tmp_path):
+    """As found: with four writers and a 2 MB limit, the file stayed at 2 MB but its WAL reached 82-228 MB (here,
+    30 MB): SQLite's checkpoints cannot empty it while the others keep reading and writing."""
+    path, go, script = tmp_path / "c.sqlite", tmp_path / "go", tmp_path / "writer.py"
+    script.write_text(WAL_WRITER)
+    procs = [subprocess.Popen([sys.executable, str(script), str(path), f"w{k}", "500", str(go)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for k in range(4)]
+    go.touch()
+    peaks = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=280)
+        assert proc.returncode == 0, err
+        peaks.append(int(out))
+    limit = 2_000_000
+    assert max(peaks) < 2 * limit, peaks  # 6 MB written: the file and its log together stay near the limit
+    assert not (tmp_path / "c.sqlite-wal").exists() and page_bytes(path) <= limit  # (the last to close empties it)
+
+
+def _damage(path: Path) -> None:
+    """Flip the pages after the header, as a bad disk or a stray writer would; an open connection elsewhere
+    sees it at its next read (the log is emptied and the file changed first, so its page cache is dropped)."""
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.execute("UPDATE replies SET used = used")
+    conn.close()
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    size = path.stat().st_size
+    with open(path, "r+b") as f:
+        f.seek(4096)
+        f.write(bytes(range(256)) * ((size - 4096) // 256))
+
+
+def test_a_cache_damaged_mid_run_is_one_line_and_keeps_finished_work(tmp_path, capsys, monkeypatch):
+    """As found: flipped pages mid-run ended in sqlite3's traceback (`database disk image is malformed`)."""
+    from t2ireason import cli
+    from t2ireason.runs import Run
+    from t2ireason.testing_http import Answer, serve
+
+    run = Run.create(tmp_path / "run", "r2i-bench", limit=8)
+    for i, row in enumerate(run.rows()):
+        image = run.images_dir / run.bench.image_path(row)
+        image.parent.mkdir(parents=True, exist_ok=True)
+        img(i).save(image)
+    cache = tmp_path / "cache.sqlite"
+    asked = []
+
+    def behaviour(request):
+        schema = request.body.get("response_format", {}).get("json_schema", {}).get("schema", {})
+        if request.image_urls and "ok" not in schema.get("properties", {}):
+            asked.append(request.text)
+            if len(asked) == 3:  # the third image's reply comes back to a damaged cache
+                _damage(cache)
+        return Answer(json.dumps({k: 1 for k in schema.get("properties", {"ok": 1})}))
+
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    with serve(behaviour, models=["tiny"]) as server:
+        argv = ["evaluate", "--run", str(run.path), "--judge", f"openai:tiny@{server.base_url}", "--options",
+                '{"structured_output": true}', "--judge-kwargs", '{"max_concurrency": 1, "sampling": {"temperature": 0}}',
+                "--chunk-size", "1",
+                "--name", "s", "--no-progress"]
+        assert cli.main([*argv, "--cache", str(cache)]) == 2
+        err = capsys.readouterr().err
+        lines = [x for x in err.splitlines() if x.strip()]
+        assert len(lines) == 1 and "Traceback" not in err, err
+        assert lines[0].startswith(f"error: the response cache {cache} cannot be used: it is damaged (database disk "
+                                   "image is malformed); move or delete it") and "--no-cache" in lines[0], lines
+        kept = (run.evaluation_dir("s") / "results.jsonl").read_text().splitlines()
+        assert "2 of 8 images scored and kept" in lines[0] and len(kept) == 2  # finished work kept
+        first = list(asked)
+        asked.clear()
+        assert cli.main([*argv, "--no-cache"]) == 0  # the way out the line names
+    assert set(asked).isdisjoint(first)  # the reply the damaged cache could not take was kept in the journal
+    assert Run.open(run.path).scores("s")["num_images"] == 8
+
+
+def test_a_full_disk_under_the_cache_is_one_line(tmp_path, monkeypatch):
+    """As found: `database or disk is full` ended in a traceback. SQLite's own full-disk error, made by
+    forbidding the file to grow (``max_page_count``) rather than filling a disk."""
+    from t2ireason.judges.cache import CacheError
+
+    real_setup = ResponseCache._setup
+
+    def no_room(self, conn):
+        real_setup(self, conn)
+        conn.execute(f"PRAGMA max_page_count = {conn.execute('PRAGMA page_count').fetchone()[0]}")
+
+    path = tmp_path / "c.sqlite"
+    judge = CachedJudge(echo_judge(), path)
+    judge.chat(reqs(1))
+    judge.close()
+    monkeypatch.setattr(ResponseCache, "_setup", no_room)
+    judge = CachedJudge(echo_judge(), path)
+    seen = []
+    with pytest.raises(CacheError) as caught:
+        judge.chat([ChatRequest.simple(img(i), "x" * 5000 + str(i)) for i in range(20)],
+                   on_reply=lambda i, r: seen.append(i))
+    said = str(caught.value)
+    assert said.startswith(f"the response cache {path} cannot be used: its disk is full (database or disk is full); "
+                           "free space there") and said.endswith("or --no-cache") and "\n" not in said
+    assert seen  # the reply the cache could not take was passed on first: the caller kept it
+
+
+def test_a_truncated_cache_file_is_said_to_be_damaged(tmp_path):
+    """As found: a truncated file was blamed on "a folder that cannot be written?"."""
+    from t2ireason.judges.cache import CacheError
+
+    path = tmp_path / "c.sqlite"
+    judge = CachedJudge(ScriptedJudge(lambda r: "x" * 3000), path)
+    judge.chat(reqs(60))
+    judge.close()
+    with open(path, "r+b") as f:
+        f.truncate(path.stat().st_size // 2)
+    with pytest.raises(CacheError) as caught:
+        CachedJudge(echo_judge(), path).chat(reqs(60))
+    said = str(caught.value)
+    assert "it is damaged (database disk image is malformed); move or delete it" in said, said
+    assert "folder" not in said
