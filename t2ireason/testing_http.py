@@ -65,7 +65,9 @@ class Answer:
     ``top_logprobs`` gives, per generated token, the alternatives (token ->
     logprob); the generated token is the most likely one. When the request asks
     for logprobs and none are given here, the whole text is one token of logprob 0,
-    unless ``no_logprobs`` (a server that ignores the request for them).
+    unless ``no_logprobs`` (a server that ignores the request for them). ``no_alternatives``:
+    each token with its own log-probability but an empty ``top_logprobs`` list (a server that
+    lists no alternatives).
     """
 
     text: str = "ok"
@@ -73,6 +75,7 @@ class Answer:
     finish_reason: str = "stop"
     delay: float = 0.0
     no_logprobs: bool = False
+    no_alternatives: bool = False
 
 
 @dataclass(frozen=True)
@@ -396,7 +399,7 @@ def _completion(req: ReceivedRequest, answer: Answer) -> dict[str, Any]:
             token, logprob = ranked[0]
             content.append({"token": token, "logprob": logprob, "bytes": list(token.encode()),
                             "top_logprobs": [{"token": t, "logprob": lp, "bytes": list(t.encode())}
-                                             for t, lp in ranked[:k]]})
+                                             for t, lp in ranked[:0 if answer.no_alternatives else k]]})
         choice["logprobs"] = {"content": content}
     prompt_tokens = sum(len(t.split()) for m in req.messages for t in _texts(m.get("content")))
     completion_tokens = max(1, len(answer.text.split()))

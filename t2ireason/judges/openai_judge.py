@@ -153,6 +153,18 @@ def answer_logprob(top: dict[str, float], answer: str) -> float:
     return -math.inf
 
 
+def _candidates(reply: Reply, answer: str) -> dict[str, float] | None:
+    """The first token's alternatives to read ``answer``'s log-probability from: its top log-probabilities,
+    or, when the server lists none (an empty ``top_logprobs``), the generated token alone if it is the
+    answer; None when nothing says how likely the answer is (never read as probability 0)."""
+    if not reply.logprobs:
+        return None
+    first = reply.logprobs[0]
+    if first.top:
+        return first.top
+    return {first.token: first.logprob} if first.token.strip() == answer.strip() else None
+
+
 @functools.lru_cache(maxsize=64)
 def _sampling_dict(sampling: Sampling) -> dict[str, Any]:
     return sampling.to_dict()
@@ -384,13 +396,16 @@ class OpenAIJudge(Judge):
                              f"{self.transport.where} failed; first: {first}{what}")
         out = []
         for q, r in zip(queries, replies):
-            if not r.logprobs:
+            top = _candidates(r, q.answer)
+            if top is None:
+                given = (f"only its generated token {r.logprobs[0].token!r} with an empty top_logprobs list"
+                         if r.logprobs else "without the log-probabilities it asked for")
                 raise JudgeError(
-                    f"the server at {self.transport.where} answered {self.model}'s one-token request without the "
-                    f"log-probabilities it asked for ({asked}): it ignores those fields, so no answer probability "
+                    f"the server at {self.transport.where} answered {self.model}'s one-token request {given} "
+                    f"({asked}): it ignores those fields, so no answer probability "
                     "can be read through it (vLLM and OpenAI's API return them; a server that does not needs an "
                     "option to enable them, or use the hf backend)")
-            out.append(answer_logprob(r.logprobs[0].top, q.answer))
+            out.append(answer_logprob(top, q.answer))
         return out
 
     def close(self) -> None:
