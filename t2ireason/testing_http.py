@@ -23,7 +23,8 @@ largest number it was handling at once (``server.max_in_flight``; both counts
 are also served at ``GET /v1/_stats`` for a client in another process).
 ``models`` names the served models: ``GET /v1/models`` lists them and a request
 for another gets a 404, as from vLLM; ``None`` (the default) answers any model
-name, as a single-model server does, and lists ``test-model``. ``list_models=False``
+name, as a single-model server does, and lists ``test-model`` (``unknown_model_status=400``: another
+model's request gets a 400, as from some proxies). ``list_models=False``
 makes ``GET /v1/models`` a 404, as on servers without it, and a status (``500``) that
 status with a plain-text body, as ``transformers serve`` answers when its Hub cache
 folder does not exist; ``server.model_requests`` counts its calls::
@@ -190,9 +191,10 @@ class ChatServer:
     """The server; use :func:`serve` (or ``with ChatServer(behaviour) as server``)."""
 
     def __init__(self, behaviour: Behaviour = Answer(), *, models: Sequence[str] | None = None,
-                 list_models: bool | int = True, record: bool = True):
+                 list_models: bool | int = True, record: bool = True, unknown_model_status: int = 404):
         self.behaviour = behaviour
         self.models = None if models is None else list(models)
+        self.unknown_model_status = unknown_model_status
         self.list_models = list_models
         self.record = record
         self.requests: list[ReceivedRequest] = []
@@ -237,7 +239,7 @@ class ChatServer:
             if self.models is not None and body.get("model") not in self.models:
                 err = {"error": {"message": f"The model `{body.get('model')}` does not exist.", "type": "NotFoundError",
                                  "param": "model", "code": 404}}
-                return JSONResponse(err, status_code=404)
+                return JSONResponse(err, status_code=self.unknown_model_status)
             action = self._action(req)
             if isinstance(action, Disconnect):
                 await asyncio.sleep(action.delay)
@@ -344,7 +346,8 @@ class ChatServer:
 @contextlib.contextmanager
 def serve(behaviour: Behaviour = Answer(), **options: Any) -> Iterator[ChatServer]:
     """Run a :class:`ChatServer` for the ``with`` block; ``server.base_url`` is its
-    OpenAI base URL (``http://127.0.0.1:<port>/v1``). ``options``: ``models``, ``list_models``, ``record``."""
+    OpenAI base URL (``http://127.0.0.1:<port>/v1``). ``options``: ``models``, ``list_models``, ``record``,
+    ``unknown_model_status``."""
     server = ChatServer(behaviour, **options).start()
     try:
         yield server

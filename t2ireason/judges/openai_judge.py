@@ -455,9 +455,12 @@ class OpenAIJudge(Judge):
         try:
             await wire.post("/chat/completions", body, budget=budget, max_retries=retries, retry_connect=False)
         except Exception as e:
-            if failure_kind(e) == "status" and e.status in (400, 422):
+            status = e.status if failure_kind(e) == "status" else None
+            # a 400 naming a model the list lacks is about the model (some proxies say so with 400, not 404)
+            refused_name = status in (400, 422) and listed and self.model.lower() in e.message.lower()
+            if status in (400, 422) and not refused_name:
                 return  # it answers, and took the model: only this tiny request displeased it
-            if failure_kind(e) == "status" and e.status == 404:
+            if status == 404 or refused_name:
                 served = ""
                 if listed:
                     import difflib
@@ -489,10 +492,13 @@ class OpenAIJudge(Judge):
             except HTTPStatus as e:
                 if not (e.status == 400 and structured and self.structured_output == "auto"):
                     raise
-                # The server does not take response_format: keep the schema in the prompt only.
-                logger.warning("%s rejected response_format=json_schema; sending requests without it", self)
-                self._structured_ok = False
-                return await self._send(request, sampling, False)
+                # Asked again without response_format: only if that is answered is response_format the
+                # cause (then the schema stays in the prompt only); a second refusal is the request's error.
+                reply = await self._send(request, sampling, False)
+                if self._structured_ok:
+                    logger.warning("%s rejected response_format=json_schema; sending requests without it", self)
+                    self._structured_ok = False
+                return reply
         except asyncio.CancelledError:
             raise
         except Exception as e:  # any failure becomes this request's Reply.error
