@@ -170,7 +170,8 @@ def _preset_settings_for(preset: str, preset_judge: str, judge: Any, spec: Judge
 
 def judge_is_model(spec: str | JudgeSpec, preset_judge: str | JudgeSpec) -> tuple[bool, str]:
     """``(same, how)``: whether the judge ``spec`` is the model of ``preset_judge``, whatever the
-    spelling: an API model by its name (whatever the base URL), a checkpoint by its Hub id, a local
+    spelling: an API model by its name (whatever the base URL; a dated snapshot, ``gpt-4o-2024-08-06``, is
+    its model, ``gpt-4o``), a checkpoint by its Hub id, a local
     folder by the checkpoint name its ``config.json`` records (``_name_or_path``, ``name_or_path``),
     else by the Hub cache snapshot it is or the folder's own name."""
     from .judges import JudgeSpec
@@ -183,8 +184,22 @@ def judge_is_model(spec: str | JudgeSpec, preset_judge: str | JudgeSpec) -> tupl
     for name, how in names:
         if _same_model(name, wanted):
             return True, f"{how} {name!r}" if name != model else how
+    base = _undated(model)
+    if not spec.is_local() and base.lower() == _undated(wanted).lower():  # gpt-4o-2024-08-06 is gpt-4o
+        of = f"a dated snapshot of {base!r}" if base != model else f"of which the preset's {wanted!r} is a dated snapshot"
+        return True, f"the API model name {model!r} ({of})"
     shown = ", ".join(f"{how} {name!r}" for name, how in names)
     return False, f"{shown}, not {wanted!r}"
+
+
+#: the date an API names a model's snapshot by (OpenAI's gpt-4o-2024-08-06, Anthropic's ...-20241022)
+_SNAPSHOT_DATE = re.compile(r"-(?:\d{4}-\d{2}-\d{2}|\d{8})$")
+
+
+def _undated(model: str) -> str:
+    """An API model name without its snapshot date: ``gpt-4.1-2025-04-14`` -> ``gpt-4.1`` (and
+    ``gpt-4o-mini-2024-07-18`` -> ``gpt-4o-mini``, another model than ``gpt-4o``)."""
+    return _SNAPSHOT_DATE.sub("", model.strip())
 
 
 def checkpoint_names(folder: str) -> list[tuple[str, str]]:
