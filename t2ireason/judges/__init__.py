@@ -59,9 +59,11 @@ def validate_judge(spec: str | JudgeSpec | Judge | Any, kwargs: dict[str, Any] |
             check_base_url(spec.base_url)
         except JudgeError as e:
             raise JudgeError(f"{e} (in {spec.describe()!r}, what follows {spec.url_rule()} is the base URL)") from None
-    folder = spec.local_folder() if spec.backend == "hf" else None
+    folder = spec.local_folder()
     if folder is not None and not folder.is_dir():
-        raise JudgeError(f"judge model folder {spec.model!r} does not exist" if not folder.exists()
+        from ..files import near_folder
+
+        raise JudgeError(f"judge model folder {spec.model!r} does not exist{near_folder(folder)}" if not folder.exists()
                          else f"judge model {spec.model!r} is a file, not a model folder")
     if "sampling" in kwargs:
         check_sampling(kwargs["sampling"])
@@ -170,10 +172,17 @@ def preflight_spec(spec: str | JudgeSpec | Any, kwargs: dict[str, Any] | None = 
                    **needs: bool) -> None:
     """:func:`preflight` for a judge setting that is loaded later (after the images are generated):
     an HTTP judge (``openai:``) is made without a cache, asked, and closed (or ``judge``, the setting
-    already loaded, is asked); a local judge (``hf:``, ``vllm:``) is not loaded twice:
-    :func:`validate_judge` has checked its spec and folder, and the transformers backend gives answer
-    probabilities and JSON by constrained decoding. A judge object is the caller's own: it is not asked."""
-    if not isinstance(spec, str | JudgeSpec) or JudgeSpec.of(spec).is_local():
+    already loaded, is asked); a local judge (``hf:``, ``vllm:``) is not loaded twice: its checkpoint is
+    checked (:func:`~t2ireason.judges.checkpoints.check_checkpoint`: folder or cache, config, family),
+    and the transformers backend gives answer probabilities and JSON by constrained decoding. A judge
+    object is the caller's own: it is not asked."""
+    if not isinstance(spec, str | JudgeSpec):
+        return
+    if JudgeSpec.of(spec).is_local():
+        if judge is None:  # a judge loaded already can be
+            from .checkpoints import check_checkpoint
+
+            check_checkpoint(spec, kwargs)
         return
     if judge is not None:
         preflight(judge, **needs)
