@@ -251,15 +251,34 @@ def _add_scoring_args(p: argparse.ArgumentParser) -> None:
                         f"(default {LOCK_TIMEOUT:g}), then stop with an error")
 
 
-def _check_scoring(args: argparse.Namespace, benchmark: str):
-    """The judge, its options, the preset and the scoring options, checked before any folder is made."""
+def _check_scoring(args: argparse.Namespace, benchmark: str, run: str):
+    """The judge, its options, the preset and the scoring options, checked before any folder is made; a
+    local judge's checkpoint too, unless the evaluation in the run folder ``run`` is finished (then no
+    judge is loaded)."""
     from .benchmarks import get_benchmark
-    from .scoring import check_setting, judge_setting
+    from .scoring import check_loadable, check_setting, judge_setting
 
     bench = get_benchmark(benchmark)
     setting = judge_setting(bench, args.preset, args.judge, args.judge_kwargs or None, args.options)
     check_setting(bench, setting)
+    if not _finished(run, args, setting):
+        check_loadable(bench, setting)
     return setting
+
+
+def _finished(run: str, args: argparse.Namespace, setting) -> bool:
+    """Whether the run folder ``run`` holds this evaluation, finished (a re-run loads and asks no judge)."""
+    from .runs import RUN_FILE, evaluation_name
+
+    manifest = Path(run) / RUN_FILE
+    if not manifest.is_file():
+        return False
+    try:
+        evaluations = json.loads(manifest.read_text(encoding="utf-8")).get("evaluations") or {}
+    except (OSError, ValueError, AttributeError):
+        evaluations = {}
+    name = args.name or evaluation_name(setting.judge, args.preset)
+    return bool((evaluations.get(name) or {}).get("finished"))
 
 
 def _preflight(args: argparse.Namespace, setting) -> None:
@@ -267,18 +286,9 @@ def _preflight(args: argparse.Namespace, setting) -> None:
     endpoint, an image with a JSON schema: :func:`t2ireason.judges.preflight_spec`), unless this run's
     evaluation is already finished (a re-run contacts no server)."""
     from .judges import preflight_spec
-    from .runs import RUN_FILE, evaluation_name
 
-    manifest = Path(args.out) / RUN_FILE
-    if manifest.is_file():
-        try:
-            evaluations = json.loads(manifest.read_text(encoding="utf-8")).get("evaluations") or {}
-        except (OSError, ValueError, AttributeError):
-            evaluations = {}
-        name = args.name or evaluation_name(setting.judge, args.preset)
-        if (evaluations.get(name) or {}).get("finished"):
-            return
-    preflight_spec(setting.loadable, setting.judge_kwargs, structured=True)
+    if not _finished(args.out, args, setting):
+        preflight_spec(setting.loadable, setting.judge_kwargs, structured=True)
 
 
 def _evaluate(run, args: argparse.Namespace) -> dict:
@@ -342,7 +352,7 @@ def _open_or_create(args: argparse.Namespace):
 
 def run_evaluate(args: argparse.Namespace) -> int:
     if args.benchmark:
-        _check_scoring(args, args.benchmark)
+        _check_scoring(args, args.benchmark, args.run)
         images = Path(args.images or Path(args.run) / "images")
         if not (Path(args.run) / "run.json").is_file() and not images.is_dir():
             raise ValueError(f"no images to score in {images}: generate them first (`t2ireason run`, which also "
@@ -352,7 +362,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     else:
         from .runs import Run
 
-        _check_scoring(args, Run.open(args.run).manifest["benchmark"])
+        _check_scoring(args, Run.open(args.run).manifest["benchmark"], args.run)
     run = _open_or_create(args)
     if args.images:
         run.use_images(args.images)
@@ -466,7 +476,7 @@ def run_run(args: argparse.Namespace) -> int:
     from .runs import Run
 
     config = _generation_config(args)
-    setting = _check_scoring(args, args.benchmark)
+    setting = _check_scoring(args, args.benchmark, args.out)
     if not args.source:
         from .data import check_data
 

@@ -19,7 +19,7 @@ without regenerating, and compared with other runs::
       .locks/                           file locks: one writer per evaluation, and of run.json
 
 Nothing finished is ever recomputed: images already on disk are skipped, a
-scored image is written to ``results.jsonl`` before the next chunk starts,
+scored image is written to ``results.jsonl`` as soon as its chunk is scored,
 and every judge reply sits in the response cache as soon as it arrives. An
 evaluation has one writer at a time (a second process waits, then stops with
 a clear error), and ``run.json`` is only ever changed read-modify-write under
@@ -27,7 +27,8 @@ its lock, so evaluations made by several processes are all recorded. Every
 path made from data (an image's id, an evaluation's name) is checked to stay
 inside its folder (:func:`t2ireason.files.inside`).
 
-Scoring calls the benchmark's ``score`` chunk by chunk and its ``aggregate``
+Scoring calls the benchmark's ``score`` chunk by chunk (an HTTP judge's chunks in a rolling
+window, :mod:`t2ireason.window`, so that its concurrency stays full) and its ``aggregate``
 once at the end, with the judge setting the metric modules use
 (:mod:`t2ireason.scoring`), so ``t2ireason evaluate`` needs neither ``evaluate``
 nor torch when the judge is behind HTTP.
@@ -361,8 +362,9 @@ class Run:
         benchmark's ``score`` and ``aggregate`` (e.g. ``{"structured_output": True}``), over the
         preset's, exactly as the metric module's ``compute`` takes them. Everything is checked
         before anything is created. Images are scored ``chunk_size`` at a time and each chunk's
-        results are appended to ``results.jsonl`` before the next starts, so an interrupted
-        evaluation resumes where it stopped; the paper's aggregate is computed once, at the end.
+        results are appended to ``results.jsonl`` as soon as it is scored (an HTTP judge scores
+        several chunks at once, keeping its ``max_concurrency`` requests in flight), so an
+        interrupted evaluation resumes where it stopped; the paper's aggregate is computed once, at the end.
         ``retry_failed`` scores again the images whose failure was transient (the judge was
         unreachable: ``ImageResult.retryable``). Re-scoring with another judge is a new
         evaluation (another ``name``) beside this one.
@@ -462,6 +464,9 @@ class Run:
             "settings": settings,
             "t2ireason_version": __version__,
         }
+        adapted = getattr(judge, "concurrency_record", None)
+        if adapted is not None and adapted() is not None:  # the server was overwhelmed: what the judge did
+            scores["concurrency"] = adapted()
         folder.mkdir(parents=True, exist_ok=True)
         atomic_write_json(scores_file, scores)
         self.update(lambda m: m["evaluations"][name].update(
@@ -482,30 +487,35 @@ class Run:
 
     def _score(self, name: str, judge: Any, options: dict[str, Any], todo: list, *, total: int,
                done: dict[str, dict[str, Any]], chunk_size: int, progress: bool) -> None:
-        """Score ``todo`` chunk by chunk, each chunk on disk before the next starts."""
+        """Score ``todo`` chunk by chunk, each chunk on disk as soon as it is scored; an HTTP judge's
+        chunks in a rolling window (:mod:`t2ireason.window`), so that its concurrency stays full."""
         from .judges import JudgeUnavailable
+        from .window import in_window, window_width
 
         folder = self.evaluation_dir(name)
         folder.mkdir(parents=True, exist_ok=True)
         bench = self.bench
+
+        def score(chunk: list) -> list:
+            return bench.score([row for _, row, _ in chunk], [str(p) for _, _, p in chunk], judge,
+                               progress=False, **options)
+
+        chunks = [todo[start: start + chunk_size] for start in range(0, len(todo), chunk_size)]
         with progress_bar(total, progress, desc=f"scoring ({name})", unit="img") as bar:
             bar.update(total - len(todo))
             with open(folder / RESULTS_FILE, "a", encoding="utf-8") as out:
-                for start in range(0, len(todo), chunk_size):
-                    chunk = todo[start: start + chunk_size]
-                    try:
-                        results = bench.score([row for _, row, _ in chunk], [str(p) for _, _, p in chunk], judge,
-                                              progress=False, **options)
-                    except JudgeUnavailable as e:
-                        kept = sum(1 for key in done if not _retryable(done[key]))
-                        raise type(e)(f"{e} (evaluation {name!r} of {self.path}: {kept} of {total} images "
-                                               "scored and kept; run the same command again to go on)") from e
-                    for (key, _, _), result in zip(chunk, results):
-                        done[key] = jsonable(result.to_dict())
-                        out.write(json_text({"key": key, **done[key]}) + "\n")
-                    out.flush()
-                    os.fsync(out.fileno())  # finished work is on disk before the next chunk starts
-                    bar.update(len(chunk))
+                try:
+                    for chunk, results in in_window(score, chunks, window_width(judge, chunk_size)):
+                        for (key, _, _), result in zip(chunk, results):
+                            done[key] = jsonable(result.to_dict())
+                            out.write(json_text({"key": key, **done[key]}) + "\n")
+                        out.flush()
+                        os.fsync(out.fileno())  # finished work is on disk as soon as its chunk is scored
+                        bar.update(len(chunk))
+                except JudgeUnavailable as e:  # the chunks finished before it are on disk
+                    kept = sum(1 for key in done if not _retryable(done[key]))
+                    raise type(e)(f"{e} (evaluation {name!r} of {self.path}: {kept} of {total} images "
+                                           "scored and kept; run the same command again to go on)") from e
 
     def scores(self, name: str) -> dict[str, Any]:
         file = self.evaluation_dir(name) / SCORES_FILE

@@ -24,8 +24,9 @@ if TYPE_CHECKING:
     from .benchmarks import Benchmark
     from .judges.spec import JudgeSpec
 
-__all__ = ["JudgeSetting", "PresetSettings", "judge_setting", "check_setting", "check_options", "judge_record",
-           "judge_is_model", "checkpoint_names", "report_preset_settings", "portable_model", "model_fingerprint"]
+__all__ = ["JudgeSetting", "PresetSettings", "judge_setting", "check_setting", "check_loadable", "check_options",
+           "judge_record", "judge_is_model", "checkpoint_names", "report_preset_settings", "portable_model",
+           "model_fingerprint"]
 
 logger = logging.getLogger(__name__)
 
@@ -255,10 +256,8 @@ def check_options(bench: Benchmark, options: dict[str, Any]) -> None:
 def check_setting(bench: Benchmark, setting: JudgeSetting) -> None:
     """Everything about a judge setting that can be checked before anything is loaded or
     created: a judge is named, its spec, its local folder and backend options
-    (:func:`t2ireason.judges.validate_judge`), a local judge's checkpoint
-    (:func:`t2ireason.judges.checkpoints.check_checkpoint`), the sampling values, the scoring options."""
-    from .judges import JudgeError, validate_judge
-    from .judges.checkpoints import check_checkpoint
+    (:func:`t2ireason.judges.validate_judge`), the sampling values, the scoring options."""
+    from .judges import validate_judge
 
     if setting.judge is None:
         raise ValueError(f"no judge given and the {setting.preset!r} preset of {bench.name} names none: "
@@ -268,14 +267,24 @@ def check_setting(bench: Benchmark, setting: JudgeSetting) -> None:
     # first, so that a bad value is named where the user wrote it (judge_kwargs.sampling...)
     check_sampling(setting.judge_kwargs.get("sampling"), "judge_kwargs.sampling")
     validate_judge(setting.loadable, setting.judge_kwargs)
-    if setting.spec is not None:
-        try:
-            check_checkpoint(setting.spec, setting.judge_kwargs)
-        except JudgeError as e:
-            if setting.judge != getattr(bench, "presets", {}).get(setting.preset, {}).get("judge"):
-                raise
-            raise JudgeError(f"{e} (the {setting.preset!r} preset's judge; --judge or judge= names another)") from None
     check_options(bench, setting.options)
+
+
+def check_loadable(bench: Benchmark, setting: JudgeSetting) -> None:
+    """A local judge's checkpoint can be loaded (:func:`t2ireason.judges.checkpoints.check_checkpoint`:
+    its folder or the Hub cache, its config, its family), checked before anything is made by whoever
+    will load it; when it is the preset's own judge, the error says so."""
+    from .judges import JudgeError
+    from .judges.checkpoints import check_checkpoint
+
+    if setting.spec is None:
+        return
+    try:
+        check_checkpoint(setting.spec, setting.judge_kwargs)
+    except JudgeError as e:
+        if setting.judge != getattr(bench, "presets", {}).get(setting.preset, {}).get("judge"):
+            raise
+        raise JudgeError(f"{e} (the {setting.preset!r} preset's judge; --judge or judge= names another)") from None
 
 
 # -- what the results say about the judge ---------------------------------------------------------------

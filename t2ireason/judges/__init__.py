@@ -172,17 +172,10 @@ def preflight_spec(spec: str | JudgeSpec | Any, kwargs: dict[str, Any] | None = 
                    **needs: bool) -> None:
     """:func:`preflight` for a judge setting that is loaded later (after the images are generated):
     an HTTP judge (``openai:``) is made without a cache, asked, and closed (or ``judge``, the setting
-    already loaded, is asked); a local judge (``hf:``, ``vllm:``) is not loaded twice: its checkpoint is
-    checked (:func:`~t2ireason.judges.checkpoints.check_checkpoint`: folder or cache, config, family),
-    and the transformers backend gives answer probabilities and JSON by constrained decoding. A judge
-    object is the caller's own: it is not asked."""
-    if not isinstance(spec, str | JudgeSpec):
-        return
-    if JudgeSpec.of(spec).is_local():
-        if judge is None:  # a judge loaded already can be
-            from .checkpoints import check_checkpoint
-
-            check_checkpoint(spec, kwargs)
+    already loaded, is asked); a local judge (``hf:``, ``vllm:``) is not loaded twice:
+    :func:`validate_judge` has checked its spec and folder, and the transformers backend gives answer
+    probabilities and JSON by constrained decoding. A judge object is the caller's own: it is not asked."""
+    if not isinstance(spec, str | JudgeSpec) or JudgeSpec.of(spec).is_local():
         return
     if judge is not None:
         preflight(judge, **needs)

@@ -363,6 +363,14 @@ class CachedJudge(Judge):
         return getattr(self.judge, "max_pixels", None)
 
     @property
+    def max_concurrency(self) -> int | None:
+        return getattr(self.judge, "max_concurrency", None)
+
+    def concurrency_record(self) -> dict[str, Any] | None:
+        record = getattr(self.judge, "concurrency_record", None)
+        return record() if record is not None else None
+
+    @property
     def path(self) -> Path:
         return self.store.path
 

@@ -364,6 +364,12 @@ class OpenAIJudge(Judge):
         return self._open().run_batch(requests, self._ask, before=self._ensure_checked, on_result=on_reply,
                                       progress=progress, desc=f"judge {self.model}")
 
+    def concurrency_record(self) -> dict[str, Any] | None:
+        """How the requests in flight were cut while the server was overwhelmed (timing out, or busy:
+        HTTP 429, 503), for a run's record (:class:`~t2ireason.transport.concurrency.AdaptiveLimit`);
+        None when they never were."""
+        return self.transport.concurrency.record()
+
     def check(self) -> None:
         """Make sure the endpoint answers and serves the model, as happens before the first request
         (unless ``check=False``): raises :class:`JudgeUnavailable` if it cannot be reached or does not
