@@ -18,6 +18,7 @@ __all__ = ["window_width", "in_window"]
 
 C = TypeVar("C")
 R = TypeVar("R")
+_END: Any = object()  # no chunk left
 
 
 def window_width(judge: Any, chunk_size: int) -> int:
@@ -64,6 +65,3 @@ def in_window(work: Callable[[C], R], chunks: Iterable[C], width: int) -> Iterat
             raise failure
     finally:
         pool.shutdown(wait=False, cancel_futures=True)  # never waits here for a judge that is not closed yet
-
-
-_END: Any = object()

@@ -22,17 +22,23 @@ _AUTO_CLASS = "AutoModelForImageTextToText"
 
 
 def check_checkpoint(spec: str | JudgeSpec, kwargs: dict[str, Any] | None = None) -> None:
-    """A :class:`JudgeError` in one line unless the local judge ``spec``'s checkpoint can be loaded: its
-    folder holds a readable ``config.json``; a Hub id is in the local cache when offline
-    (``HF_HUB_OFFLINE``), and its ``config.json`` can be fetched otherwise; for the hf backend, transformers
-    knows its model type and loads it as a vision-language model (``AutoModelForImageTextToText``), or it
-    ships its own code for that and ``trust_remote_code`` is set. An HTTP judge is not looked at (its
-    endpoint check does that). Nothing is created beside the Hub cache's copy of ``config.json``."""
+    """A :class:`JudgeError` in one line unless the local judge ``spec``'s checkpoint can be loaded.
+    For the hf backend: a readable ``config.json`` in its folder, or of its Hub id in the local cache (when
+    offline, ``HF_HUB_OFFLINE``) or fetched (online); transformers knows its model type and
+    loads it as a vision-language model (``AutoModelForImageTextToText``), or it ships its own code for
+    that and ``trust_remote_code`` is set. For vLLM, which reads more formats (a GGUF file, Mistral's
+    ``params.json``), the folder or file exists, or offline the Hub id is in the cache. An HTTP judge is
+    not looked at (its endpoint check does that). Nothing is created beside the Hub cache's copy of
+    ``config.json``."""
     spec = JudgeSpec.of(spec)
     if not spec.is_local():
         return
     kwargs = kwargs or {}
     folder = spec.local_folder()
+    if spec.backend != "hf":  # there (vLLM fetches what it reads itself when online)
+        if folder is None:
+            _cached(spec.model, kwargs.get("revision"), ("config.json", "params.json"))
+        return
     if folder is not None:
         config = folder / "config.json"
         if not config.is_file():
@@ -46,32 +52,44 @@ def check_checkpoint(spec: str | JudgeSpec, kwargs: dict[str, Any] | None = None
         raise JudgeError(f"judge model {spec.model!r}: its config.json ({config}) cannot be read: {e}") from None
     if not isinstance(data, dict):
         raise JudgeError(f"judge model {spec.model!r}: its config.json ({config}) is not a JSON object")
-    if spec.backend == "hf":
-        _check_family(spec.model, data, bool(kwargs.get("trust_remote_code")))
+    _check_family(spec.model, data, bool(kwargs.get("trust_remote_code")))
 
 
 def _hub_config(model: str, revision: str | None) -> Path:
     """The ``config.json`` of the Hub checkpoint ``model``: from the local cache, else (online) fetched."""
-    from huggingface_hub import constants, hf_hub_download, try_to_load_from_cache
-    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub import hf_hub_download
 
-    at = f" at revision {revision!r}" if revision else ""
-    try:
-        cached = try_to_load_from_cache(model, "config.json", revision=revision)
-    except HFValidationError:
-        raise JudgeError(f"judge model {model!r} is neither a folder here nor a Hub id (org/name)") from None
-    if isinstance(cached, str):
-        return Path(cached)
-    if constants.HF_HUB_OFFLINE:
-        raise JudgeError(f"judge model {model!r}{at} is not in the local Hugging Face cache and HF_HUB_OFFLINE is "
-                         f"set: download it first (`hf download {model}`), or give a local folder (hf:<folder>)")
+    cached = _cached(model, revision, ("config.json",))
+    if cached is not None:
+        return cached
     try:
         return Path(hf_hub_download(model, "config.json", revision=revision))
     except Exception as e:  # noqa: BLE001 - no such repository, gated, no config.json, no network: said here
         cause = f"{type(e).__name__}: {' '.join(str(e).split())[:300]}"
+        at = f" at revision {revision!r}" if revision else ""
         raise JudgeError(f"judge model {model!r}{at} is no folder here, and its config.json cannot be fetched from "
                          f"the Hub ({cause}); check the id, log in (`hf auth login`) for a gated model, or give a "
                          "local folder") from None
+
+
+def _cached(model: str, revision: str | None, names: tuple[str, ...]) -> Path | None:
+    """The first of ``names`` of the Hub checkpoint ``model`` in the local cache; None when there is none and
+    the Hub can be asked, a :class:`JudgeError` when it cannot (``HF_HUB_OFFLINE``) or ``model`` is no Hub id."""
+    from huggingface_hub import constants, try_to_load_from_cache
+    from huggingface_hub.errors import HFValidationError
+
+    for name in names:
+        try:
+            cached = try_to_load_from_cache(model, name, revision=revision)
+        except HFValidationError:
+            raise JudgeError(f"judge model {model!r} is neither a folder here nor a Hub id (org/name)") from None
+        if isinstance(cached, str):
+            return Path(cached)
+    if constants.HF_HUB_OFFLINE:
+        at = f" at revision {revision!r}" if revision else ""
+        raise JudgeError(f"judge model {model!r}{at} is not in the local Hugging Face cache and HF_HUB_OFFLINE is "
+                         f"set: download it first (`hf download {model}`), or give a local folder (hf:<folder>)")
+    return None
 
 
 def _check_family(model: str, config: dict[str, Any], trust_remote_code: bool) -> None:

@@ -11,7 +11,7 @@ import shutil
 import pytest
 
 from t2ireason import cli
-from t2ireason.judges import JudgeError
+from t2ireason.judges import JudgeError, validate_judge
 from t2ireason.judges.checkpoints import check_checkpoint
 
 QWEN72 = "Qwen/Qwen2.5-VL-72B-Instruct"
@@ -91,6 +91,14 @@ def test_a_checkpoint_that_can_be_loaded_passes(tiny_models, tmp_path):
         f.write(commit)
     check_checkpoint("hf:someorg/tiny-judge")
     check_checkpoint("vllm:someorg/tiny-judge")
+    with pytest.raises(JudgeError, match="'someorg/absent' is not in the local Hugging Face cache"):
+        check_checkpoint("vllm:someorg/absent")
+    gguf = tmp_path / "judge.gguf"  # vLLM reads a GGUF file as it is
+    gguf.write_bytes(b"GGUF")
+    validate_judge(f"vllm:{gguf}")
+    check_checkpoint(f"vllm:{gguf}")
+    with pytest.raises(JudgeError, match="is a file, not a model folder"):
+        validate_judge(f"hf:{gguf}")
     with pytest.raises(JudgeError, match="at revision 'v2' is not in the local Hugging Face cache"):
         check_checkpoint("hf:someorg/tiny-judge", {"revision": "v2"})
     with pytest.raises(JudgeError, match="is neither a folder here nor a Hub id"):
