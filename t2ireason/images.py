@@ -206,8 +206,8 @@ def _decode(data: bytes, where: str, source: str | None, prepare: Prepare | None
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as e:
         raise ImageError(f"refusing image {where}: {e}") from None
     except UnidentifiedImageError:  # PIL's message names its BytesIO object, not the image
-        raise ImageError(f"cannot read image {where}: no image format PIL reads (its {len(data)} bytes "
-                         f"begin {data[:12]!r})") from None
+        raise ImageError(f"cannot read image {where}: PIL cannot identify an image format in its {len(data)} "
+                         f"bytes (they begin {data[:12]!r})") from None
     except Exception as e:  # PIL raises several types for unreadable data
         raise ImageError(f"cannot read image {where}: {_OBJECT_REPR.sub('the data', str(e))}") from e
     # PIL decodes a PNG whose end is cut off after the last pixel row without a word: a file

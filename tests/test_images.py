@@ -388,14 +388,15 @@ def test_a_bad_image_is_named_by_its_path_or_place_and_type_never_an_object_repr
     out = load_images([picture, b"not an image", object(), garbage, {"bytes": b"GIF89a broken"}, None])
     said = [str(x) for x in out[1:]]
     assert all(" object at 0x" not in text for text in said), said
-    assert said[0] == "cannot read image #1 (bytes): no image format PIL reads (its 12 bytes begin b'not an image')"
+    assert said[0] == ("cannot read image #1 (bytes): PIL cannot identify an image format in its 12 bytes (they "
+                       "begin b'not an image')")
     assert said[1] == "image #2 (object): unsupported image type object"
-    assert said[2].startswith(f"cannot read image {garbage}: no image format PIL reads")
+    assert said[2].startswith(f"cannot read image {garbage}: PIL cannot identify an image format")
     assert said[3].startswith("cannot read image #4 (dict): ")
     assert said[4] == "image #5 (NoneType): image is missing (None)"
     [failed] = load_images([Image.new("RGB", (2010, 10))], prepare=qwen_vl_utils_image)
     assert str(failed).startswith("cannot prepare image #0 (Image): ")
-    with pytest.raises(ImageError, match=r"^cannot read image <bytes>: no image format PIL reads"):
+    with pytest.raises(ImageError, match=r"^cannot read image <bytes>: PIL cannot identify an image format"):
         as_image(b"\x00\x01")
     places = load_images([b"x", picture], places=[7, 9])  # named by their place in the caller's own list
     assert str(places[0]).startswith("cannot read image #7 (bytes)")

@@ -45,6 +45,7 @@ class AdaptiveLimit:
 
     async def acquire(self) -> int:
         """Wait for a slot; the round it was given in (for :meth:`release`)."""
+        self._wake()  # drops the waiters cancelled meanwhile
         if self.in_use < self.limit and not self._waiters:
             self.in_use += 1
             return self._round
@@ -53,11 +54,11 @@ class AdaptiveLimit:
         try:
             await waiter  # the slot is taken for us before we are woken
         except asyncio.CancelledError:
+            # cancelled while queued: the waiter is cancelled too, and skipped (never removed here: a
+            # batch cancelling thousands of waiters would cost the square of their number)
             if waiter.done() and not waiter.cancelled():  # handed a slot, then cancelled: pass it on
                 self.in_use -= 1
                 self._wake()
-            else:
-                self._waiters.remove(waiter)
             raise
         return self._round
 
@@ -84,7 +85,8 @@ class AdaptiveLimit:
         self._wake()
 
     def _wake(self) -> None:
-        while self._waiters and self.in_use < self.limit:
+        """Free slots to the first waiters, in order; cancelled waiters at the head dropped."""
+        while self._waiters and (self.in_use < self.limit or self._waiters[0].done()):
             waiter = self._waiters.popleft()
             if not waiter.done():
                 self.in_use += 1
