@@ -464,9 +464,9 @@ class Run:
             "settings": settings,
             "t2ireason_version": __version__,
         }
-        adapted = getattr(judge, "concurrency_record", None)
-        if adapted is not None and adapted() is not None:  # the server was overwhelmed: what the judge did
-            scores["concurrency"] = adapted()
+        adapted = getattr(judge, "concurrency_record", lambda: None)()
+        if adapted is not None:  # the server was overwhelmed: what the judge did about it
+            scores["concurrency"] = adapted
         folder.mkdir(parents=True, exist_ok=True)
         atomic_write_json(scores_file, scores)
         self.update(lambda m: m["evaluations"][name].update(
