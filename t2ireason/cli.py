@@ -262,15 +262,34 @@ def _add_scoring_args(p: argparse.ArgumentParser) -> None:
                         f"(default {LOCK_TIMEOUT:g}), then stop with an error")
 
 
-def _check_scoring(args: argparse.Namespace, benchmark: str):
-    """The judge, its options, the preset and the scoring options, checked before any folder is made."""
+def _check_scoring(args: argparse.Namespace, benchmark: str, run: str):
+    """The judge, its options, the preset and the scoring options, checked before any folder is made; a
+    local judge's checkpoint too, unless the evaluation in the run folder ``run`` is finished (then no
+    judge is loaded)."""
     from .benchmarks import get_benchmark
-    from .scoring import check_setting, judge_setting
+    from .scoring import check_loadable, check_setting, judge_setting
 
     bench = get_benchmark(benchmark)
     setting = judge_setting(bench, args.preset, args.judge, args.judge_kwargs or None, args.options)
     check_setting(bench, setting)
+    if not _finished(run, args, setting):
+        check_loadable(bench, setting)
     return setting
+
+
+def _finished(run: str, args: argparse.Namespace, setting) -> bool:
+    """Whether the run folder ``run`` holds this evaluation, finished (a re-run loads and asks no judge)."""
+    from .runs import RUN_FILE, evaluation_name
+
+    manifest = Path(run) / RUN_FILE
+    if not manifest.is_file():
+        return False
+    try:
+        evaluations = json.loads(manifest.read_text(encoding="utf-8")).get("evaluations") or {}
+    except (OSError, ValueError, AttributeError):
+        evaluations = {}
+    name = args.name or evaluation_name(setting.judge, args.preset)
+    return bool((evaluations.get(name) or {}).get("finished"))
 
 
 def _preflight(args: argparse.Namespace, setting, folder: str) -> None:
@@ -279,18 +298,12 @@ def _preflight(args: argparse.Namespace, setting, folder: str) -> None:
     :func:`t2ireason.judges.preflight_spec`) and the response cache is opened, unless this run's
     evaluation is already finished (a re-run contacts no server)."""
     from .judges import preflight_spec
-    from .runs import RUN_FILE, Run, evaluation_name
+    from .runs import Run, evaluation_name
 
     name = args.name or evaluation_name(setting.judge, args.preset)
     Run(folder, {}).evaluation_dir(name)  # a name that leaves the run: said before the judge is contacted
-    manifest = Path(folder) / RUN_FILE
-    if manifest.is_file():
-        try:
-            evaluations = json.loads(manifest.read_text(encoding="utf-8")).get("evaluations") or {}
-        except (OSError, ValueError, AttributeError):
-            evaluations = {}
-        if (evaluations.get(name) or {}).get("finished"):
-            return
+    if _finished(folder, args, setting):
+        return
     if args.cache:
         from .judges.cache import ResponseCache, default_cache_path
 
@@ -361,7 +374,7 @@ def _open_or_create(args: argparse.Namespace):
 
 def run_evaluate(args: argparse.Namespace) -> int:
     if args.benchmark:
-        setting = _check_scoring(args, args.benchmark)
+        setting = _check_scoring(args, args.benchmark, args.run)
         images = Path(args.images or Path(args.run) / "images")
         if not (Path(args.run) / "run.json").is_file():  # a new run: its images and rows, before the judge is asked
             from .data import check_data
@@ -375,7 +388,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     else:
         from .runs import Run
 
-        setting = _check_scoring(args, Run.open(args.run).manifest["benchmark"])
+        setting = _check_scoring(args, Run.open(args.run).manifest["benchmark"], args.run)
     _preflight(args, setting, args.run)  # a missing key or a judge that cannot score: nothing made
     run = _open_or_create(args)
     if args.images:
@@ -490,7 +503,7 @@ def run_run(args: argparse.Namespace) -> int:
     from .runs import Run
 
     config = _generation_config(args)
-    setting = _check_scoring(args, args.benchmark)
+    setting = _check_scoring(args, args.benchmark, args.out)
     if not args.source:
         from .data import check_data
 

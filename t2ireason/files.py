@@ -25,7 +25,7 @@ from typing import Any, BinaryIO
 
 __all__ = ["atomic_file", "atomic_folder", "atomic_write_text", "atomic_write_json", "append_whole", "read_records",
            "WriteFailed", "json_text", "jsonable", "inside", "UnsafePath", "remove_partial_files", "printable",
-           "missing_folder"]
+           "missing_folder", "names_folder", "near_folder"]
 
 logger = logging.getLogger(__name__)
 
@@ -249,22 +249,30 @@ def missing_folder(name: str | os.PathLike) -> str | None:
     else None. It names a local folder when it is a path (``/``, ``./``, ``../``, ``~``), has more
     parts than a Hub id's ``org/name``, or its first part is a folder here (``data/r2i-bnech``
     beside ``data/r2i-bench``)."""
-    import difflib
-
     text = str(name)
     path = Path(text).expanduser()
-    if path.is_dir():
-        return None
-    parts = Path(text).parts
-    local = (text.startswith(("/", "./", "../", "~", ".\\")) or len(parts) > 2
-             or len(parts) == 2 and Path(parts[0]).is_dir())
-    if not local:
+    if path.is_dir() or not names_folder(text):
         return None
     if path.exists():
         return f"{text} is a file, not a folder"
+    return f"no folder {text!r}{near_folder(path)}"
+
+
+def names_folder(name: str) -> bool:
+    """Whether ``name`` (a folder or a Hub id) names a local folder: a path (``/``, ``./``, ``../``, ``~``),
+    more parts than a Hub id's ``org/name``, or a first part that is a folder here."""
+    parts = Path(name).parts
+    return (name.startswith(("/", "./", "../", "~", ".\\")) or len(parts) > 2
+            or len(parts) == 2 and Path(parts[0]).is_dir())
+
+
+def near_folder(path: Path) -> str:
+    """What to add to a message about a folder that is not there: the closest folder beside it
+    ("did you mean"), or that the folder above it is missing too."""
+    import difflib
+
     parent = path.parent
     siblings = [p.name for p in parent.iterdir() if p.is_dir()] if parent.is_dir() else []
     close = difflib.get_close_matches(path.name, siblings, n=1, cutoff=0.6)
     hint = f" (did you mean {str(parent / close[0])!r}?)" if close else ""
-    where = "" if parent.is_dir() else f"; {parent} does not exist either"
-    return f"no folder {text!r}{hint}{where}"
+    return hint + ("" if parent.is_dir() else f"; {parent} does not exist either")

@@ -24,6 +24,7 @@ import hashlib
 import io
 import math
 import os
+import re
 import threading
 import warnings
 from collections.abc import Callable
@@ -32,7 +33,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from PIL import Image
+from PIL import Image, UnidentifiedImageError
 
 __all__ = ["JudgeImage", "as_image", "as_images", "ImageError", "load_images", "MEDIA_TYPES", "smart_resize", "on_white",
            "qwen_vl_utils_image"]
@@ -40,6 +41,8 @@ __all__ = ["JudgeImage", "as_image", "as_images", "ImageError", "load_images", "
 #: PIL format name -> media type, for the formats judges take
 MEDIA_TYPES = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp", "GIF": "image/gif"}
 _OPENING = threading.Lock()
+#: an object's default repr in a library's message (``<_io.BytesIO object at 0x7f...>``): never shown
+_OBJECT_REPR = re.compile(r"<[\w.]+ object at 0x[0-9a-fA-F]+>")
 _PNG_END = b"IEND\xaeB`\x82"  # the IEND chunk's type and CRC: the last 8 bytes of every complete PNG
 
 
@@ -202,8 +205,11 @@ def _decode(data: bytes, where: str, source: str | None, prepare: Prepare | None
         img.load()
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as e:
         raise ImageError(f"refusing image {where}: {e}") from None
+    except UnidentifiedImageError:  # PIL's message names its BytesIO object, not the image
+        raise ImageError(f"cannot read image {where}: PIL cannot identify an image format in its {len(data)} "
+                         f"bytes (they begin {data[:12]!r})") from None
     except Exception as e:  # PIL raises several types for unreadable data
-        raise ImageError(f"cannot read image {where}: {e}") from e
+        raise ImageError(f"cannot read image {where}: {_OBJECT_REPR.sub('the data', str(e))}") from e
     # PIL decodes a PNG whose end is cut off after the last pixel row without a word: a file
     # still being written, or a copy that stopped short. Whole PNGs end with the IEND chunk.
     if fmt == "PNG" and not data.rstrip(b"\0").endswith(_PNG_END):
@@ -220,7 +226,8 @@ def _prepared(prepare: Prepare, image: Image.Image, where: str) -> Image.Image:
         raise ImageError(f"cannot prepare image {where}: {e}") from None
 
 
-def as_image(x: Any, *, base_dir: str | os.PathLike | None = None, prepare: Prepare | None = None) -> JudgeImage:
+def as_image(x: Any, *, base_dir: str | os.PathLike | None = None, prepare: Prepare | None = None,
+             name: str | None = None) -> JudgeImage:
     """Turn any common image form into a :class:`JudgeImage`.
 
     Accepts a ``JudgeImage``, a PIL image, a path (``str``/``Path``, relative
@@ -230,23 +237,25 @@ def as_image(x: Any, *, base_dir: str | os.PathLike | None = None, prepare: Prep
 
     ``prepare`` turns the decoded image (in its own mode: RGBA keeps its alpha) into the picture the
     judge gets, e.g. :func:`qwen_vl_utils_image`; one it cannot prepare is an :class:`ImageError`.
-    (A ``JudgeImage`` given is already RGB.)
+    (A ``JudgeImage`` given is already RGB.) ``name`` is what messages call an image without a path
+    (:func:`load_images`: its place and type, ``#3 (bytes)``).
     """
     if isinstance(x, JudgeImage):
-        return x if prepare is None else JudgeImage(_prepared(prepare, x.image, x.source or "<image>"), x.source)
+        return x if prepare is None else JudgeImage(_prepared(prepare, x.image, x.source or name or "<image>"),
+                                                    x.source)
     if isinstance(x, Image.Image):
         source = getattr(x, "filename", None) or None
-        return JudgeImage(x if prepare is None else _prepared(prepare, x, source or "<image>"), source)
+        return JudgeImage(x if prepare is None else _prepared(prepare, x, source or name or "<image>"), source)
     if isinstance(x, (str, os.PathLike)):
         path = Path(x)
         if base_dir is not None and not path.is_absolute():
             path = Path(base_dir) / path
         return _read(path, prepare)
     if isinstance(x, (bytes, bytearray, memoryview)):
-        return _decode(bytes(x), "<bytes>", None, prepare)
+        return _decode(bytes(x), name or "<bytes>", None, prepare)
     if isinstance(x, dict):
         if x.get("bytes"):
-            return _decode(bytes(x["bytes"]), x.get("path") or "<bytes>", x.get("path"), prepare)
+            return _decode(bytes(x["bytes"]), x.get("path") or name or "<bytes>", x.get("path"), prepare)
         if x.get("path"):
             return as_image(x["path"], base_dir=base_dir, prepare=prepare)
         raise ImageError(f"image dict has neither 'bytes' nor 'path': keys {sorted(x)}")
@@ -270,35 +279,40 @@ def as_image(x: Any, *, base_dir: str | os.PathLike | None = None, prepare: Prep
             raise ImageError(f"numpy image dtype must be integer, bool or float; got {arr.dtype}")
         if arr.ndim == 3 and arr.shape[-1] == 1:
             arr = arr[..., 0]
-        return as_image(Image.fromarray(arr.astype("uint8")), prepare=prepare)
+        return as_image(Image.fromarray(arr.astype("uint8")), prepare=prepare, name=name)
     if x is None:
         raise ImageError("image is missing (None)")
     raise ImageError(f"unsupported image type {type(x).__name__}")
 
 
-def load_images(images: Any, *, base_dir: str | os.PathLike | None = None,
-                prepare: Prepare | None = None, workers: int | None = None) -> list[JudgeImage | ImageError]:
+def load_images(images: Any, *, base_dir: str | os.PathLike | None = None, prepare: Prepare | None = None,
+                workers: int | None = None, places: Any = None) -> list[JudgeImage | ImageError]:
     """Each of ``images`` as a :class:`JudgeImage` (prepared by ``prepare``, see :func:`as_image`),
     or the :class:`ImageError` saying why it cannot be read: one unreadable image is that image's
     failure, not the batch's. The images are decoded and their digests taken by ``workers`` threads
     at once (default: one per CPU core, at most 8; PIL's decoders and SHA-256 release the GIL): a
     512-pixel PNG takes 7-12 ms to decode, which one thread would add to every pair a GPU judge scores.
-    The list keeps the input order."""
+    The list keeps the input order; an image without a path is named in its error by its place
+    (in ``images``, or ``places[i]`` in the caller's own list) and type (``#3 (bytes)``), never by an
+    object's repr."""
     images = list(images)
+    places = list(range(len(images)) if places is None else places)
 
-    def one(x: Any) -> JudgeImage | ImageError:
+    def one(i: int, x: Any) -> JudgeImage | ImageError:
+        named = isinstance(x, (str, os.PathLike)) or isinstance(x, dict) and x.get("path")
+        name = None if named else f"#{places[i]} ({type(x).__name__})"
         try:
-            image = as_image(x, base_dir=base_dir, prepare=prepare)
+            image = as_image(x, base_dir=base_dir, prepare=prepare, name=name)
         except ImageError as e:
-            return e
+            return e if name is None or name in str(e) else ImageError(f"image {name}: {e}")
         image.digest  # noqa: B018 - taken here, in parallel, rather than by the cache's first look
         return image
 
     workers = min(len(images), workers or min(8, os.cpu_count() or 1))
     if workers <= 1 or all(isinstance(x, JudgeImage) for x in images):
-        return [one(x) for x in images]
+        return [one(i, x) for i, x in enumerate(images)]
     with ThreadPoolExecutor(workers, thread_name_prefix="decode") as pool:
-        return list(pool.map(one, images))
+        return list(pool.map(one, range(len(images)), images))
 
 
 def as_images(images: Any, **kwargs: Any) -> list[JudgeImage]:

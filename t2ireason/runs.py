@@ -32,7 +32,8 @@ under its lock, so evaluations made by several processes are all recorded. Every
 path made from data (an image's id, an evaluation's name) is checked to stay
 inside its folder (:func:`t2ireason.files.inside`).
 
-Scoring calls the benchmark's ``score`` chunk by chunk and its ``aggregate``
+Scoring calls the benchmark's ``score`` chunk by chunk (an HTTP judge's chunks in a rolling
+window, :mod:`t2ireason.window`, so that its concurrency stays full) and its ``aggregate``
 once at the end, with the judge setting the metric modules use
 (:mod:`t2ireason.scoring`), so ``t2ireason evaluate`` needs neither ``evaluate``
 nor torch when the judge is behind HTTP.
@@ -367,8 +368,9 @@ class Run:
         benchmark's ``score`` and ``aggregate`` (e.g. ``{"structured_output": True}``), over the
         preset's, exactly as the metric module's ``compute`` takes them. Everything is checked
         before anything is created. Images are scored ``chunk_size`` at a time and each chunk's
-        results are appended to ``results.jsonl`` before the next starts, so an interrupted
-        evaluation resumes where it stopped; the paper's aggregate is computed once, at the end.
+        results are appended to ``results.jsonl`` as soon as it is scored (an HTTP judge scores
+        several chunks at once, keeping its ``max_concurrency`` requests in flight), so an
+        interrupted evaluation resumes where it stopped; the paper's aggregate is computed once, at the end.
         ``retry_failed`` scores again the images whose failure was transient (the judge was
         unreachable: ``ImageResult.retryable``). Re-scoring with another judge is a new
         evaluation (another ``name``) beside this one.
@@ -475,6 +477,9 @@ class Run:
             "settings": settings,
             "t2ireason_version": __version__,
         }
+        adapted = getattr(judge, "concurrency_record", lambda: None)()
+        if adapted is not None:  # the server was overwhelmed: what the judge did about it
+            scores["concurrency"] = adapted
         folder.mkdir(parents=True, exist_ok=True)
         atomic_write_json(scores_file, scores)
         journal.delete()  # every reply it held is in results.jsonl now
@@ -496,29 +501,34 @@ class Run:
 
     def _score(self, name: str, judge: Any, options: dict[str, Any], todo: list, *, total: int,
                done: dict[str, dict[str, Any]], chunk_size: int, progress: bool) -> None:
-        """Score ``todo`` chunk by chunk, each chunk on disk (whole) before the next starts."""
+        """Score ``todo`` chunk by chunk, each chunk on disk (whole) as soon as it is scored; an HTTP judge's
+        chunks in a rolling window (:mod:`t2ireason.window`), so that its concurrency stays full."""
         from .judges import JudgeUnavailable
         from .judges.cache import CacheError
+        from .window import in_window, window_width
 
         folder = self.evaluation_dir(name)
         folder.mkdir(parents=True, exist_ok=True)
         bench = self.bench
+
+        def score(chunk: list) -> list:
+            return bench.score([row for _, row, _ in chunk], [str(p) for _, _, p in chunk], judge,
+                               progress=False, **options)
+
+        chunks = [todo[start: start + chunk_size] for start in range(0, len(todo), chunk_size)]
         with progress_bar(total, progress, desc=f"scoring ({name})", unit="img") as bar:
             bar.update(total - len(todo))
-            for start in range(0, len(todo), chunk_size):
-                chunk = todo[start: start + chunk_size]
-                try:
-                    results = bench.score([row for _, row, _ in chunk], [str(p) for _, _, p in chunk], judge,
-                                          progress=False, **options)
-                except (JudgeUnavailable, CacheError) as e:
-                    kept = sum(1 for key in done if not _retryable(done[key]))
-                    raise type(e)(f"{e} (evaluation {name!r} of {self.path}: {kept} of {total} images "
-                                  "scored and kept; run the same command again to go on)") from e
-                records = [jsonable(result.to_dict()) for result in results]
-                append_whole(folder / RESULTS_FILE, [json_text({"key": key, **r}) + "\n"
-                                                     for (key, _, _), r in zip(chunk, records)], sync=True)
-                done.update((key, r) for (key, _, _), r in zip(chunk, records))  # once on disk
-                bar.update(len(chunk))
+            try:
+                for chunk, results in in_window(score, chunks, window_width(judge, chunk_size)):
+                    records = [jsonable(result.to_dict()) for result in results]
+                    append_whole(folder / RESULTS_FILE, [json_text({"key": key, **r}) + "\n"
+                                                         for (key, _, _), r in zip(chunk, records)], sync=True)
+                    done.update((key, r) for (key, _, _), r in zip(chunk, records))  # once on disk
+                    bar.update(len(chunk))
+            except (JudgeUnavailable, CacheError) as e:  # the chunks finished before it are on disk
+                kept = sum(1 for key in done if not _retryable(done[key]))
+                raise type(e)(f"{e} (evaluation {name!r} of {self.path}: {kept} of {total} images "
+                              "scored and kept; run the same command again to go on)") from e
 
     def scores(self, name: str) -> dict[str, Any]:
         file = self.evaluation_dir(name) / SCORES_FILE

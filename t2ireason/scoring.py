@@ -24,8 +24,9 @@ if TYPE_CHECKING:
     from .benchmarks import Benchmark
     from .judges.spec import JudgeSpec
 
-__all__ = ["JudgeSetting", "PresetSettings", "judge_setting", "check_setting", "check_options", "judge_record",
-           "judge_is_model", "checkpoint_names", "report_preset_settings", "portable_model", "model_fingerprint"]
+__all__ = ["JudgeSetting", "PresetSettings", "judge_setting", "check_setting", "check_loadable", "check_options",
+           "judge_record", "judge_is_model", "checkpoint_names", "report_preset_settings", "portable_model",
+           "model_fingerprint"]
 
 logger = logging.getLogger(__name__)
 
@@ -170,7 +171,8 @@ def _preset_settings_for(preset: str, preset_judge: str, judge: Any, spec: Judge
 
 def judge_is_model(spec: str | JudgeSpec, preset_judge: str | JudgeSpec) -> tuple[bool, str]:
     """``(same, how)``: whether the judge ``spec`` is the model of ``preset_judge``, whatever the
-    spelling: an API model by its name (whatever the base URL), a checkpoint by its Hub id, a local
+    spelling: an API model by its name (whatever the base URL; a dated snapshot, ``gpt-4o-2024-08-06``, is
+    its model, ``gpt-4o``), a checkpoint by its Hub id, a local
     folder by the checkpoint name its ``config.json`` records (``_name_or_path``, ``name_or_path``),
     else by the Hub cache snapshot it is or the folder's own name."""
     from .judges import JudgeSpec
@@ -183,8 +185,22 @@ def judge_is_model(spec: str | JudgeSpec, preset_judge: str | JudgeSpec) -> tupl
     for name, how in names:
         if _same_model(name, wanted):
             return True, f"{how} {name!r}" if name != model else how
+    base = _undated(model)
+    if not spec.is_local() and base.lower() == _undated(wanted).lower():  # gpt-4o-2024-08-06 is gpt-4o
+        of = f"a dated snapshot of {base!r}" if base != model else f"of which the preset's {wanted!r} is a dated snapshot"
+        return True, f"the API model name {model!r} ({of})"
     shown = ", ".join(f"{how} {name!r}" for name, how in names)
     return False, f"{shown}, not {wanted!r}"
+
+
+#: the date an API names a model's snapshot by (OpenAI's gpt-4o-2024-08-06, Anthropic's ...-20241022)
+_SNAPSHOT_DATE = re.compile(r"-(?:\d{4}-\d{2}-\d{2}|\d{8})$")
+
+
+def _undated(model: str) -> str:
+    """An API model name without its snapshot date: ``gpt-4.1-2025-04-14`` -> ``gpt-4.1`` (and
+    ``gpt-4o-mini-2024-07-18`` -> ``gpt-4o-mini``, another model than ``gpt-4o``)."""
+    return _SNAPSHOT_DATE.sub("", model.strip())
 
 
 def checkpoint_names(folder: str) -> list[tuple[str, str]]:
@@ -252,6 +268,23 @@ def check_setting(bench: Benchmark, setting: JudgeSetting) -> None:
     check_sampling(setting.judge_kwargs.get("sampling"), "judge_kwargs.sampling")
     validate_judge(setting.loadable, setting.judge_kwargs)
     check_options(bench, setting.options)
+
+
+def check_loadable(bench: Benchmark, setting: JudgeSetting) -> None:
+    """A local judge's checkpoint can be loaded (:func:`t2ireason.judges.checkpoints.check_checkpoint`:
+    its folder or the Hub cache, its config, its family), checked before anything is made by whoever
+    will load it; when it is the preset's own judge, the error says so."""
+    from .judges import JudgeError
+    from .judges.checkpoints import check_checkpoint
+
+    if setting.spec is None:
+        return
+    try:
+        check_checkpoint(setting.spec, setting.judge_kwargs)
+    except JudgeError as e:
+        if setting.judge != getattr(bench, "presets", {}).get(setting.preset, {}).get("judge"):
+            raise
+        raise JudgeError(f"{e} (the {setting.preset!r} preset's judge; --judge or judge= names another)") from None
 
 
 # -- what the results say about the judge ---------------------------------------------------------------

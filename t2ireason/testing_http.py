@@ -23,10 +23,13 @@ largest number it was handling at once (``server.max_in_flight``; both counts
 are also served at ``GET /v1/_stats`` for a client in another process).
 ``models`` names the served models: ``GET /v1/models`` lists them and a request
 for another gets a 404, as from vLLM; ``None`` (the default) answers any model
-name, as a single-model server does, and lists ``test-model``. ``list_models=False``
+name, as a single-model server does, and lists ``test-model`` (``unknown_model_status=400``: another
+model's request gets a 400, as from some proxies). ``list_models=False``
 makes ``GET /v1/models`` a 404, as on servers without it, and a status (``500``) that
 status with a plain-text body, as ``transformers serve`` answers when its Hub cache
-folder does not exist; ``server.model_requests`` counts its calls::
+folder does not exist; ``server.model_requests`` counts its calls. ``one_at_a_time=True`` answers
+one request at a time and queues the others, as a server with one worker does (a request the client
+gave up on is still answered in its turn; ``max_in_flight`` counts the queued ones)::
 
     from t2ireason.testing_http import Answer, serve
 
@@ -65,7 +68,9 @@ class Answer:
     ``top_logprobs`` gives, per generated token, the alternatives (token ->
     logprob); the generated token is the most likely one. When the request asks
     for logprobs and none are given here, the whole text is one token of logprob 0,
-    unless ``no_logprobs`` (a server that ignores the request for them).
+    unless ``no_logprobs`` (a server that ignores the request for them). ``no_alternatives``:
+    each token with its own log-probability but an empty ``top_logprobs`` list (a server that
+    lists no alternatives).
     """
 
     text: str = "ok"
@@ -73,6 +78,7 @@ class Answer:
     finish_reason: str = "stop"
     delay: float = 0.0
     no_logprobs: bool = False
+    no_alternatives: bool = False
 
 
 @dataclass(frozen=True)
@@ -187,9 +193,13 @@ class ChatServer:
     """The server; use :func:`serve` (or ``with ChatServer(behaviour) as server``)."""
 
     def __init__(self, behaviour: Behaviour = Answer(), *, models: Sequence[str] | None = None,
-                 list_models: bool | int = True, record: bool = True):
+                 list_models: bool | int = True, record: bool = True, unknown_model_status: int = 404,
+                 one_at_a_time: bool = False):
         self.behaviour = behaviour
+        self.one_at_a_time = one_at_a_time
+        self._turn: asyncio.Lock | None = None  # made on the server's loop
         self.models = None if models is None else list(models)
+        self.unknown_model_status = unknown_model_status
         self.list_models = list_models
         self.record = record
         self.requests: list[ReceivedRequest] = []
@@ -214,7 +224,7 @@ class ChatServer:
         return Answer(b) if isinstance(b, str) else b
 
     async def _chat(self, request):
-        from starlette.responses import JSONResponse, Response, StreamingResponse
+        from starlette.responses import JSONResponse
 
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
@@ -234,35 +244,47 @@ class ChatServer:
             if self.models is not None and body.get("model") not in self.models:
                 err = {"error": {"message": f"The model `{body.get('model')}` does not exist.", "type": "NotFoundError",
                                  "param": "model", "code": 404}}
-                return JSONResponse(err, status_code=404)
-            action = self._action(req)
-            if isinstance(action, Disconnect):
-                await asyncio.sleep(action.delay)
-                _connection(request).close()  # no status line, no headers: the client sees the connection drop
-                return Response(status_code=500)  # never reaches the client
-            if isinstance(action, Drip):
-                return StreamingResponse(self._drip(req, action), media_type="application/json")
-            if isinstance(action, Huge):
-                headers = {"content-length": str(_huge_length(action.size))} if action.declare_length else None
-                return StreamingResponse(_huge(action.size), media_type="application/json", headers=headers)
-            if isinstance(action, Hang):
-                end = time.monotonic() + action.seconds
-                while not self._stopping and time.monotonic() < end:
-                    await asyncio.sleep(0.02)
-                return Response(status_code=504)
-            if action.delay:
-                await asyncio.sleep(action.delay)
-            if isinstance(action, Fail):
-                headers = {} if action.retry_after is None else {"retry-after": f"{action.retry_after:g}"}
-                err = {"error": {"message": action.message, "type": "simulated", "code": str(action.status)}}
-                return JSONResponse(err, status_code=action.status, headers=headers)
-            if isinstance(action, Malformed):
-                return Response(action.body, media_type="application/json")
-            if isinstance(action, JSONBody):
-                return JSONResponse(action.body)
-            return JSONResponse(_completion(req, action))
+                return JSONResponse(err, status_code=self.unknown_model_status)
+            if self.one_at_a_time:
+                self._turn = self._turn or asyncio.Lock()
+                async with self._turn:  # the others wait in its queue, given up on or not
+                    if self._stopping:
+                        return JSONResponse({"error": {"message": "shutting down"}}, status_code=503)
+                    return await self._answer(request, req)
+            return await self._answer(request, req)
         finally:
             self.in_flight -= 1
+
+    async def _answer(self, request, req: ReceivedRequest):
+        """What the behaviour says to do with ``req``."""
+        from starlette.responses import JSONResponse, Response, StreamingResponse
+
+        action = self._action(req)
+        if isinstance(action, Disconnect):
+            await asyncio.sleep(action.delay)
+            _connection(request).close()  # no status line, no headers: the client sees the connection drop
+            return Response(status_code=500)  # never reaches the client
+        if isinstance(action, Drip):
+            return StreamingResponse(self._drip(req, action), media_type="application/json")
+        if isinstance(action, Huge):
+            headers = {"content-length": str(_huge_length(action.size))} if action.declare_length else None
+            return StreamingResponse(_huge(action.size), media_type="application/json", headers=headers)
+        if isinstance(action, Hang):
+            end = time.monotonic() + action.seconds
+            while not self._stopping and time.monotonic() < end:
+                await asyncio.sleep(0.02)
+            return Response(status_code=504)
+        if action.delay:
+            await asyncio.sleep(action.delay)
+        if isinstance(action, Fail):
+            headers = {} if action.retry_after is None else {"retry-after": f"{action.retry_after:g}"}
+            err = {"error": {"message": action.message, "type": "simulated", "code": str(action.status)}}
+            return JSONResponse(err, status_code=action.status, headers=headers)
+        if isinstance(action, Malformed):
+            return Response(action.body, media_type="application/json")
+        if isinstance(action, JSONBody):
+            return JSONResponse(action.body)
+        return JSONResponse(_completion(req, action))
 
     async def _drip(self, req: ReceivedRequest, action: Drip):
         for _ in range(action.count):
@@ -341,7 +363,8 @@ class ChatServer:
 @contextlib.contextmanager
 def serve(behaviour: Behaviour = Answer(), **options: Any) -> Iterator[ChatServer]:
     """Run a :class:`ChatServer` for the ``with`` block; ``server.base_url`` is its
-    OpenAI base URL (``http://127.0.0.1:<port>/v1``). ``options``: ``models``, ``list_models``, ``record``."""
+    OpenAI base URL (``http://127.0.0.1:<port>/v1``). ``options``: ``models``, ``list_models``, ``record``,
+    ``unknown_model_status``, ``one_at_a_time``."""
     server = ChatServer(behaviour, **options).start()
     try:
         yield server
@@ -396,7 +419,7 @@ def _completion(req: ReceivedRequest, answer: Answer) -> dict[str, Any]:
             token, logprob = ranked[0]
             content.append({"token": token, "logprob": logprob, "bytes": list(token.encode()),
                             "top_logprobs": [{"token": t, "logprob": lp, "bytes": list(t.encode())}
-                                             for t, lp in ranked[:k]]})
+                                             for t, lp in ranked[:0 if answer.no_alternatives else k]]})
         choice["logprobs"] = {"content": content}
     prompt_tokens = sum(len(t.split()) for m in req.messages for t in _texts(m.get("content")))
     completion_tokens = max(1, len(answer.text.split()))

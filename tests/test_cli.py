@@ -235,7 +235,10 @@ def test_a_refused_key_stops_the_evaluation_and_a_good_key_goes_on(tmp_path, cap
         return Answer(scripted_reply(request.body["response_format"]["json_schema"]["schema"]))
 
     with serve(answer, models=["tiny"]) as server:
+        # one request at a time: the chunks in order (an HTTP judge scores several chunks at once), so the
+        # third request is the second image's
         argv = ["evaluate", "--run", str(run.path), "--judge", f"openai:tiny@{server.base_url}", "--chunk-size", "1",
+                "--judge-kwargs", '{"max_concurrency": 1}',
                 "--options", '{"structured_output": true}', "--cache", str(tmp_path / "cache.sqlite"), "--no-progress"]
         monkeypatch.setenv("OPENAI_API_KEY", "good-key")
         assert cli.main(argv) == 2

@@ -376,3 +376,27 @@ def test_pil_reencoded_is_what_pil_writes_again(tmp_path, picture):
     assert again.digest == image.digest and image.pil_reencoded() is again  # the same picture, memoised
     in_memory = as_image(picture)
     assert in_memory.pil_reencoded() is in_memory  # no file: its PNG, as it is
+
+
+def test_a_bad_image_is_named_by_its_path_or_place_and_type_never_an_object_repr(picture, tmp_path):
+    """PIL's "cannot identify image file <_io.BytesIO object at 0x...>" named an object of ours, not the
+    image: an image is named by its path, else by its place in the list and its type."""
+    from t2ireason.images import load_images, qwen_vl_utils_image
+
+    garbage = tmp_path / "garbage.png"
+    garbage.write_bytes(b"not a picture at all")
+    out = load_images([picture, b"not an image", object(), garbage, {"bytes": b"GIF89a broken"}, None])
+    said = [str(x) for x in out[1:]]
+    assert all(" object at 0x" not in text for text in said), said
+    assert said[0] == ("cannot read image #1 (bytes): PIL cannot identify an image format in its 12 bytes (they "
+                       "begin b'not an image')")
+    assert said[1] == "image #2 (object): unsupported image type object"
+    assert said[2].startswith(f"cannot read image {garbage}: PIL cannot identify an image format")
+    assert said[3].startswith("cannot read image #4 (dict): ")
+    assert said[4] == "image #5 (NoneType): image is missing (None)"
+    [failed] = load_images([Image.new("RGB", (2010, 10))], prepare=qwen_vl_utils_image)
+    assert str(failed).startswith("cannot prepare image #0 (Image): ")
+    with pytest.raises(ImageError, match=r"^cannot read image <bytes>: PIL cannot identify an image format"):
+        as_image(b"\x00\x01")
+    places = load_images([b"x", picture], places=[7, 9])  # named by their place in the caller's own list
+    assert str(places[0]).startswith("cannot read image #7 (bytes)")

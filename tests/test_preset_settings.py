@@ -175,3 +175,30 @@ def test_prism_qwen_on_a_local_qwen25_vl_renders_picture_ids_and_spreads_the_mod
     assert "<|im_start|>user\nPicture 1: <|vision_start|><|image_pad|><|vision_end|>\nYou are a highly" in rendered
     plain = load_judge(f"hf:{folder}", cache=False, device="cpu")  # the checkpoint without the preset
     assert "Picture 1:" not in plain._render([plain._conversation(requests[0].messages)])[0]
+
+
+def test_a_dated_snapshot_of_the_presets_api_model_gets_its_settings(tmp_path, capsys, monkeypatch):
+    """``openai:gpt-4o-2024-08-06`` is the R2I presets' ``gpt-4o``, ``openai:gpt-4.1`` PRISM's
+    ``gpt-4.1-2025-04-14``; ``gpt-4o-mini-2024-07-18`` is another model. `t2ireason evaluate` prints it."""
+    from t2ireason import cli
+
+    setting = judge_setting(R2I, "official", "openai:gpt-4o-2024-08-06")
+    report = setting.preset_settings
+    assert report.same_model and set(report.applied) == {"sampling", "sampling_params"} and not report.not_applied
+    assert setting.judge_kwargs["sampling_params"] == ["temperature"]
+    assert "the API model name 'gpt-4o-2024-08-06' (a dated snapshot of 'gpt-4o')" in report.line()
+    report = judge_setting(PRISM, "official", "openai:gpt-4.1@http://127.0.0.1:9/v1").preset_settings
+    assert report.same_model and {"max_retries", "extra_body", "max_tokens_param"} <= set(report.applied)
+    assert "of which the preset's 'gpt-4.1-2025-04-14' is a dated snapshot" in report.recognised
+    report = judge_setting(R2I, "official", "openai:gpt-4o-mini-2024-07-18").preset_settings
+    assert not report.same_model and "sampling_params" in report.not_applied
+    assert not judge_setting(PRISM, "official", "openai:gpt-4.1-mini-2025-04-14").preset_settings.same_model
+
+    monkeypatch.setattr("t2ireason.runs.Run.evaluate", lambda self, *a, **k: (_ for _ in ()).throw(KeyboardInterrupt))
+    (tmp_path / "run" / "images").mkdir(parents=True)
+    code = cli.main(["evaluate", "--run", str(tmp_path / "run"), "--benchmark", "r2i-bench", "--preset", "official",
+                     "--judge", "openai:gpt-4o-2024-08-06@http://127.0.0.1:9/v1", "--limit", "1"])
+    assert code != 0
+    assert ("judge openai:gpt-4o-2024-08-06@http://127.0.0.1:9/v1 is the preset's model (the API model name "
+            "'gpt-4o-2024-08-06' (a dated snapshot of 'gpt-4o')); applied: sampling, sampling_params") \
+        in capsys.readouterr().out

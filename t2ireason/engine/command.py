@@ -217,8 +217,10 @@ def _what_next(result) -> str:
 def _run(args: argparse.Namespace) -> int:
     from ..cli import _generation_config
     from ..judges import JudgeSpec, preflight_spec, validate_judge
+    from ..judges.checkpoints import check_checkpoint
     from .models import Server
     from .pipeline import run_engine
+    from .work import Workdir
 
     if args.images_per_prompt != 1 or args.prompts:
         raise ValueError("the engine draws one image per prompt, from its own prompts: "
@@ -236,6 +238,11 @@ def _run(args: argparse.Namespace) -> int:
     executor = _executor(args)
     if not args.server:  # before any image is drawn, the judge is asked what the stages ask (its key, its
         # endpoint, images with a JSON schema; the text model JSON); a served judge starts with its task
+        if Workdir(args.work).settings("sources") is None:  # a new folder: a local model's checkpoint is
+            # checked (a folder resumed was started with the same judge, which its stages' settings hold)
+            for spec, kwargs in ((judge, args.judge_kwargs), (llm, args.llm_kwargs)):
+                if spec:
+                    check_checkpoint(spec, kwargs)
         preflight_spec(judge, args.judge_kwargs, structured=True)
         if llm:
             preflight_spec(llm, args.llm_kwargs, structured=True, images=False)

@@ -59,10 +59,13 @@ def validate_judge(spec: str | JudgeSpec | Judge | Any, kwargs: dict[str, Any] |
             check_base_url(spec.base_url)
         except JudgeError as e:
             raise JudgeError(f"{e} (in {spec.describe()!r}, what follows {spec.url_rule()} is the base URL)") from None
-    folder = spec.local_folder() if spec.backend == "hf" else None
-    if folder is not None and not folder.is_dir():
-        raise JudgeError(f"judge model folder {spec.model!r} does not exist" if not folder.exists()
-                         else f"judge model {spec.model!r} is a file, not a model folder")
+    folder = spec.local_folder()
+    if folder is not None and not folder.exists():
+        from ..files import near_folder
+
+        raise JudgeError(f"judge model folder {spec.model!r} does not exist{near_folder(folder)}")
+    if folder is not None and spec.backend == "hf" and not folder.is_dir():  # vLLM reads a GGUF file too
+        raise JudgeError(f"judge model {spec.model!r} is a file, not a model folder")
     if "sampling" in kwargs:
         check_sampling(kwargs["sampling"])
     cls = spec.backend_class()

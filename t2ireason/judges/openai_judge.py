@@ -153,6 +153,18 @@ def answer_logprob(top: dict[str, float], answer: str) -> float:
     return -math.inf
 
 
+def _candidates(reply: Reply, answer: str) -> dict[str, float] | None:
+    """The first token's alternatives to read ``answer``'s log-probability from: its top log-probabilities,
+    or, when the server lists none (an empty ``top_logprobs``), the generated token alone if it is the
+    answer; None when nothing says how likely the answer is (never read as probability 0)."""
+    if not reply.logprobs:
+        return None
+    first = reply.logprobs[0]
+    if first.top:
+        return first.top
+    return {first.token: first.logprob} if first.token.strip() == answer.strip() else None
+
+
 @functools.lru_cache(maxsize=64)
 def _sampling_dict(sampling: Sampling) -> dict[str, Any]:
     return sampling.to_dict()
@@ -352,6 +364,12 @@ class OpenAIJudge(Judge):
         return self._open().run_batch(requests, self._ask, before=self._ensure_checked, on_result=on_reply,
                                       progress=progress, desc=f"judge {self.model}")
 
+    def concurrency_record(self) -> dict[str, Any] | None:
+        """How the requests in flight were cut while the server was overwhelmed (timing out, or busy:
+        HTTP 429, 503), for a run's record (:class:`~t2ireason.transport.concurrency.AdaptiveLimit`);
+        None when they never were."""
+        return self.transport.concurrency.record()
+
     def check(self) -> None:
         """Make sure the endpoint answers and serves the model, as happens before the first request
         (unless ``check=False``): raises :class:`JudgeUnavailable` if it cannot be reached or does not
@@ -384,13 +402,16 @@ class OpenAIJudge(Judge):
                              f"{self.transport.where} failed; first: {first}{what}")
         out = []
         for q, r in zip(queries, replies):
-            if not r.logprobs:
+            top = _candidates(r, q.answer)
+            if top is None:
+                given = (f"only its generated token {r.logprobs[0].token!r} with an empty top_logprobs list"
+                         if r.logprobs else "without the log-probabilities it asked for")
                 raise JudgeError(
-                    f"the server at {self.transport.where} answered {self.model}'s one-token request without the "
-                    f"log-probabilities it asked for ({asked}): it ignores those fields, so no answer probability "
+                    f"the server at {self.transport.where} answered {self.model}'s one-token request {given} "
+                    f"({asked}): it ignores those fields, so no answer probability "
                     "can be read through it (vLLM and OpenAI's API return them; a server that does not needs an "
                     "option to enable them, or use the hf backend)")
-            out.append(answer_logprob(r.logprobs[0].top, q.answer))
+            out.append(answer_logprob(top, q.answer))
         return out
 
     def close(self) -> None:
@@ -440,9 +461,12 @@ class OpenAIJudge(Judge):
         try:
             await wire.post("/chat/completions", body, budget=budget, max_retries=retries, retry_connect=False)
         except Exception as e:
-            if failure_kind(e) == "status" and e.status in (400, 422):
+            status = e.status if failure_kind(e) == "status" else None
+            # a 400 naming a model the list lacks is about the model (some proxies say so with 400, not 404)
+            refused_name = status in (400, 422) and listed and self.model.lower() in e.message.lower()
+            if status in (400, 422) and not refused_name:
                 return  # it answers, and took the model: only this tiny request displeased it
-            if failure_kind(e) == "status" and e.status == 404:
+            if status == 404 or refused_name:
                 served = ""
                 if listed:
                     import difflib
@@ -474,10 +498,13 @@ class OpenAIJudge(Judge):
             except HTTPStatus as e:
                 if not (e.status == 400 and structured and self.structured_output == "auto"):
                     raise
-                # The server does not take response_format: keep the schema in the prompt only.
-                logger.warning("%s rejected response_format=json_schema; sending requests without it", self)
-                self._structured_ok = False
-                return await self._send(request, sampling, False)
+                # Asked again without response_format: only if that is answered is response_format the
+                # cause (then the schema stays in the prompt only); a second refusal is the request's error.
+                reply = await self._send(request, sampling, False)
+                if self._structured_ok:
+                    logger.warning("%s rejected response_format=json_schema; sending requests without it", self)
+                    self._structured_ok = False
+                return reply
         except asyncio.CancelledError:
             raise
         except Exception as e:  # any failure becomes this request's Reply.error

@@ -104,9 +104,11 @@ class JudgeSpec:
         return self.backend != "openai"
 
     def local_folder(self) -> Path | None:
-        """The local folder a local judge's model names (a path, or a name that exists here), else None."""
-        if not self.is_local() or not (self.model.startswith(("/", "./", "../", "~"))
-                                       or Path(self.model).expanduser().exists()):
+        """The local folder a local judge's model names (a path, a name that exists here, or one whose first
+        part is a folder here: :func:`t2ireason.files.names_folder`), there or not; else None (a Hub id)."""
+        from ..files import names_folder
+
+        if not self.is_local() or not (names_folder(self.model) or Path(self.model).expanduser().exists()):
             return None
         return Path(self.model).expanduser()
 

@@ -84,6 +84,15 @@ class StoredJudge(Judge):
     def max_pixels(self) -> int | None:
         return getattr(self.judge, "max_pixels", None)
 
+    @property
+    def max_concurrency(self) -> int | None:
+        return getattr(self.judge, "max_concurrency", None)
+
+    def concurrency_record(self) -> dict[str, Any] | None:
+        """What the wrapped judge did about an overwhelmed server (:mod:`t2ireason.transport.concurrency`)."""
+        record = getattr(self.judge, "concurrency_record", None)
+        return record() if record is not None else None
+
     def identity(self) -> dict[str, Any]:
         """The wrapped judge's identity (a store does not change answers), secrets dropped."""
         return public_identity(self.judge)

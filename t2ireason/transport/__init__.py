@@ -5,7 +5,8 @@ image-generation API is another protocol over the same transport). One :class:`T
 API root (``http://host:8000/v1``) and gives a protocol:
 
 - :meth:`Transport.post` / :meth:`Transport.get`: one JSON exchange with a path under the root, with the
-  API key's ``Authorization`` header, in one of ``max_concurrency`` slots, retried with exponential
+  API key's ``Authorization`` header, in one of ``max_concurrency`` slots (fewer while the server times
+  out or says it is busy: :mod:`~t2ireason.transport.concurrency`), retried with exponential
   backoff and full jitter on 429, 5xx, time-outs, connection errors and malformed replies (honouring
   ``Retry-After`` up to ``max_retry_after``); ``timeout`` bounds each attempt whole (a reply trickling in
   byte by byte included), ``deadline`` the request with all its attempts and waits, ``max_reply_bytes``

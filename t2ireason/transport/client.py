@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
 from ..progress import progress_bar
+from .concurrency import BUSY_STATUSES, AdaptiveLimit
 from .failures import (
     HTTPStatus,
     Malformed,
@@ -109,13 +110,19 @@ class _LoopThread:
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
     def close(self, last: Callable[[], Awaitable[Any]] | None = None) -> None:
-        """Run ``last()`` on the loop (the HTTP client's close), stop the loop, and close
-        it once its thread has ended. Safe from a finalizer, even one on the loop's thread."""
+        """Cancel what still runs on the loop (a caller's thread waiting for it is woken with the
+        cancellation), run ``last()`` (the HTTP client's close), stop the loop, and close it once its
+        thread has ended. Safe from a finalizer, even one on the loop's thread."""
         if self.loop.is_closed():
             return
 
         async def stop():
             try:
+                others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+                for task in others:
+                    task.cancel()
+                if others:
+                    await asyncio.wait(others, timeout=5)
                 if last is not None:
                     await asyncio.wait_for(last(), 5)
             finally:
@@ -182,7 +189,8 @@ class Transport:
         self._loop: _LoopThread | None = None
         self._closed = False
         self._loop_lock = threading.Lock()
-        self._semaphore: asyncio.Semaphore | None = None
+        #: requests on the wire at once: max_concurrency, fewer while the server is overwhelmed
+        self.concurrency = AdaptiveLimit(max_concurrency, name)
         self._checked = False
         self._check_lock: asyncio.Lock | None = None
 
@@ -336,22 +344,32 @@ class Transport:
             return self._loop
 
     async def _on_the_wire(self, call: Callable[[], Awaitable[Any]], budget: Budget) -> Any:
-        """``call()`` in one of the ``max_concurrency`` slots, its whole time bounded by ``timeout``
-        (and by what is left of the request's deadline)."""
-        if self._semaphore is None:  # created on the private loop, which is the only one using it
-            self._semaphore = asyncio.Semaphore(self.max_concurrency)
-        async with self._semaphore:
+        """``call()`` in one of the slots :attr:`concurrency` allows (``max_concurrency``, fewer while the
+        server is overwhelmed), its whole time bounded by ``timeout`` (and by what is left of the
+        request's deadline)."""
+        round_ = await self.concurrency.acquire()
+        outcome, why = "failed", ""
+        try:
             if (ended := _BATCH_ENDED.get()) is not None and ended[0]:
                 raise asyncio.CancelledError  # its batch ended while it waited for the slot
             limit, by_deadline = budget.attempt_limit(self.timeout)
             started = time.monotonic()
             try:
-                return await _within(limit, call())
+                data = await _within(limit, call())
+                outcome = "answered"
+                return data
             except asyncio.TimeoutError:  # noqa: UP041 - not TimeoutError on Python 3.10
-                raise TimedOut(limit, by_deadline) from None
+                failure = TimedOut(limit, by_deadline)
+                if not by_deadline:  # the full timeout: the server's queue, most likely
+                    outcome, why = "busy", self.describe(failure)
+                raise failure from None
             except Exception as e:
                 e.attempt_seconds = time.monotonic() - started  # for the error message
+                if isinstance(e, HTTPStatus) and e.status in BUSY_STATUSES:
+                    outcome, why = "busy", self.describe(e)
                 raise
+        finally:
+            self.concurrency.release(round_, outcome, why)
 
     async def _with_retries(self, call: Callable[[], Awaitable[Any]], budget: Budget, *,
                             max_retries: int | None = None, retry_connect: bool = True,

@@ -747,3 +747,51 @@ def test_a_base_url_with_credentials_authenticates_with_them_alone_and_never_say
     assert judge.identity()["base_url"] == server.base_url and "retry 1 of 6" in caplog.text
     for text in (repr(judge), str(judge.identity()), caplog.text):
         assert password not in text and quote(password, safe="") not in text and token not in text
+
+
+def test_an_empty_top_logprobs_list_is_read_from_the_generated_token_or_refused():
+    """A server that gives the generated token's own log-probability with an empty ``top_logprobs``
+    list: the answer's probability when that token is the answer (VQAScore through the metric, not
+    a silent 0 for every image), else the server is refused as one that gives no log-probabilities."""
+    from t2ireason import load_metric
+    from t2ireason.judges import preflight
+
+    yes = Answer("Yes", top_logprobs=[{"Yes": -0.1}], no_alternatives=True)
+    with serve(yes) as server, _judge(server) as judge:
+        preflight(judge, structured=False, probabilities=True)
+        assert judge.yes_probability([_image()], ["Is it red?"]) == [pytest.approx(math.exp(-0.1))]
+        metric = load_metric("vqascore", judge=judge, cache=False, progress=False)
+        out = metric.compute(predictions=[_image()] * 3, references=["a cat", "a dog", "a car"])
+    assert server.requests[-1].body["top_logprobs"] == 20
+    assert out["scores"] == [pytest.approx(math.exp(-0.1))] * 3
+    with serve(Answer("No", top_logprobs=[{"No": -0.2}], no_alternatives=True)) as server, _judge(server) as judge:
+        with pytest.raises(JudgeError) as info:
+            judge.yes_probability([_image()], ["Is it red?"])
+        with pytest.raises(JudgeError, match="cannot give the answer probabilities VQAScore needs"):
+            preflight(judge, structured=False, probabilities=True)
+    assert "only its generated token 'No' with an empty top_logprobs list" in str(info.value)
+    assert "no answer probability can be read through it" in str(info.value)
+
+
+def test_a_model_the_server_does_not_serve_is_named_before_response_format_is_blamed(caplog):
+    """A server (or proxy) that lists its models and answers another model's requests with a 400: the
+    endpoint check names the model and what is served, before any request with a JSON schema; a 400
+    that asking without response_format does not cure is not blamed on response_format."""
+    from t2ireason.judges import preflight
+
+    schema = {"title": "Score", "type": "object", "properties": {"score": {"type": "integer"}}}
+    with caplog.at_level(logging.WARNING), serve(models=["org/judge-7b", "org/judge-72b"],
+                                                 unknown_model_status=400) as server:
+        with OpenAIJudge("org/judge-27b", base_url=server.base_url) as judge, pytest.raises(JudgeError) as info:
+            preflight(judge)
+    assert "does not serve a model named 'org/judge-27b'; it serves org/judge-7b, org/judge-72b" in str(info.value)
+    assert "response_format" not in caplog.text and "response_format" not in str(info.value)
+    assert all("response_format" not in r.body for r in server.requests)  # only the one-token probe went out
+    # no list to go by: the 400 comes back as the request's error, response_format kept
+    refusing = Fail(400, "Invalid model name passed in model=org/judge-27b")
+    with caplog.at_level(logging.WARNING), serve(refusing, list_models=False) as server, \
+            _judge(server, max_retries=0) as judge:
+        [reply] = judge.chat([ChatRequest.simple("rate", json_schema=schema)])
+        assert judge._structured_ok
+    assert not reply.ok and "Invalid model name passed in model=org/judge-27b" in reply.error
+    assert "rejected response_format" not in caplog.text

@@ -132,13 +132,14 @@ def score(bench: Benchmark, rows: Sequence[dict[str, Any]], images: Sequence[Any
             result.context["unscorable"] = True
             result.failure = f"unscorable: {why}"
             continue
-        todo.append((result, row, image))
+        todo.append((result, row, image, i))
     # each distinct image read once, however many rows share it; an unreadable one fails alone
-    distinct: dict[Any, Any] = {}
-    for _, _, image in todo:
-        distinct.setdefault(_image_key(image), image)
-    loaded = dict(zip(distinct, load_images(list(distinct.values()))))
-    for result, row, image in todo:
+    distinct: dict[Any, tuple[int, Any]] = {}  # key -> the first place it has in images, the image
+    for _, _, image, i in todo:
+        distinct.setdefault(_image_key(image), (i, image))
+    firsts = list(distinct.values())
+    loaded = dict(zip(distinct, load_images([image for _, image in firsts], places=[i for i, _ in firsts])))
+    for result, row, image, _ in todo:
         img = loaded[_image_key(image)]
         if isinstance(img, ImageError):
             result.failure = f"image: {img}"
