@@ -340,7 +340,18 @@ def _open_or_create(args: argparse.Namespace):
     return Run.open(args.run)
 
 
+def _check_hub_args(args: argparse.Namespace) -> None:
+    """What a run records for the Hub (a release's license, a dataset revision), by its form, first."""
+    from .hub_ids import check_license, check_revision
+
+    if getattr(args, "license", None) is not None:
+        args.license = check_license(args.license)
+    if args.data_revision is not None:
+        check_revision(args.data_revision, "--data-revision")
+
+
 def run_evaluate(args: argparse.Namespace) -> int:
+    _check_hub_args(args)
     if args.benchmark:
         _check_scoring(args, args.benchmark)
         images = Path(args.images or Path(args.run) / "images")
@@ -465,6 +476,7 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
 def run_run(args: argparse.Namespace) -> int:
     from .runs import Run
 
+    _check_hub_args(args)
     config = _generation_config(args)
     setting = _check_scoring(args, args.benchmark)
     if not args.source:
