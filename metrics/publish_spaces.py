@@ -162,7 +162,7 @@ def publish(folder: Path, repo_id: str, api=None, *, private: bool = False, dry_
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     parser.add_argument("--org", help="Hub user or organisation owning the Spaces")
     parser.add_argument("--out", type=Path, help="write each Space's files into OUT/<name> instead of uploading")
     parser.add_argument("--only", nargs="+", metavar="NAME", help="publish only these metrics")

@@ -659,12 +659,15 @@ def main(add_args: Any, run: Any, argv: Sequence[str] | None = None, description
     """Entry point shared by datasets_scripts/build.py and push.py: one clear line on bad input."""
     import sys
 
-    parser = argparse.ArgumentParser(description=description)
-    add_args(parser)
-    args = parser.parse_args(argv)
-    try:
-        return run(args)
-    except (ValueError, KeyError, OSError, ImportError) as e:  # OSError: file system, and the Hub's HTTP errors
-        message = e.args[0] if isinstance(e, KeyError) and e.args else e
-        print(f"error: {message}", file=sys.stderr)
-        return 2
+    from .cli import Parser, stdout_reader_may_leave
+
+    with stdout_reader_may_leave():
+        parser = Parser(description=description)
+        add_args(parser)
+        args = parser.parse_args(argv)
+        try:
+            return run(args)
+        except (ValueError, KeyError, OSError, ImportError) as e:  # OSError: file system, and the Hub's HTTP errors
+            message = e.args[0] if isinstance(e, KeyError) and e.args else e
+            print(f"error: {message}", file=sys.stderr)
+            return 2

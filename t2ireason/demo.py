@@ -19,7 +19,6 @@ decoding), with seeded sampling nudged toward short answers
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import sys
@@ -69,7 +68,7 @@ def ask_the_judge(models: dict[str, Path], judge_kwargs: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m t2ireason.demo", description=__doc__.splitlines()[0])
+    parser = cli.Parser(prog="python -m t2ireason.demo", description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="demo_output", help="where models, runs and reports go (reused)")
     parser.add_argument("--limit", type=cli._positive_int, default=None,
                         help="prompts per benchmark (default: the whole sample)")
