@@ -580,3 +580,14 @@ def test_a_finished_build_piped_into_head_exits_0_without_a_traceback(tmp_path):
         os.close(write)
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
     assert (out / "README.md").is_file() and (out / "build_report.json").is_file()
+
+
+def test_evaluate_names_the_image_files_that_are_missing(tmp_path, capsys):
+    """Issue 34 item 5, on the command line: how many prompts have no image, and the first paths looked at."""
+    run = run_with_images(tmp_path / "run", limit=4)
+    items = run.image_items()
+    for _, _, path in items[1:3]:
+        path.unlink()
+    line = in_process_error(capsys, "evaluate", "--run", str(run.path), "--judge", "openai:m@http://127.0.0.1:9/v1")
+    assert f"2 of 4 prompts have no image in {run.images_dir}" in line
+    assert f"no file at {items[1][2]}, {items[2][2]})" in line
