@@ -45,8 +45,9 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
     every table and figure and the gallery of each prompt's images across the models. Returns the
     paths, the Markdown of every table and of the headline table of each benchmark."""
     from .html import Section, write_html_report
+    from .latex import ONE_COLUMN, to_latex
     from .plots import layout, mt2ie_iterations, score_distribution, table_bars, table_radar
-    from .tables import side_by_side, to_csv, to_latex, to_markdown
+    from .tables import side_by_side, to_csv, to_markdown
 
     out = Path(out)
     agents = [Path(r) for r in runs if not isinstance(r, Run) and _is_mt2ie_output(Path(r))]
@@ -107,7 +108,7 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
     (out / "tables.md").write_text(text, encoding="utf-8")
     (out / "tables.csv").write_text("".join(part if i == 0 else part.split("\n", 1)[1]
                                             for i, part in enumerate(csv_parts)), encoding="utf-8")
-    (out / "tables.tex").write_text(to_latex(every_table), encoding="utf-8")
+    (out / "tables.tex").write_text(to_latex(every_table, width=ONE_COLUMN), encoding="utf-8")
     labels = list(dict.fromkeys(label for _, _, label in entries))
     page = write_html_report(sections, out, title=title or (f"{', '.join(names)}: {', '.join(labels)}" if labels
                                                             else ", ".join(names)),
