@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -12,12 +13,23 @@ from typing import Any
 from ..benchmarks import get_benchmark
 from ..runs import RUN_FILE, Run, RunError, finished_evaluations, slug
 
-__all__ = ["write_report"]
+__all__ = ["write_report", "figure_name"]
 
 
 def _is_mt2ie_output(path: Path) -> bool:
     """An output folder of ``t2ireason mt2ie`` (its summary and runs), not a run folder."""
     return not (path / RUN_FILE).is_file() and (path / "summary.json").is_file() and (path / "runs").is_dir()
+
+
+def figure_name(title: str, benchmark: str = "") -> str:
+    """A table's figures' file name, numbered as the paper numbers the table: ``table3`` for "R2I-Bench
+    Table 3: R2I-Score", else the title without the benchmark's name (``con-mix-by-subcategory``)."""
+    number = re.search(r"\bTable (\d+)\b", title)
+    if number:
+        return f"table{number.group(1)}"
+    if benchmark and title.lower().startswith(benchmark.lower()):
+        title = title[len(benchmark):]
+    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-") or "table"  # no dot: the suffix is the format
 
 
 def _run_row(run: Run, evaluation: str, label: str) -> dict[str, Any]:
@@ -68,17 +80,19 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
         csv_parts.append(to_csv(tables))
         every_table += tables
         figures = []
-        for i, table in enumerate(tables, 1):
+        for table in tables:
             axes = layout(table).axes
             if not table.rows or not axes:  # nothing judged in it (every image failed): no figure to draw
                 continue
-            figures += table_bars(table, out / "plots" / f"{bench_name}_table{i}_bars")
+            stem = out / "plots" / f"{bench_name}_{figure_name(table.title, bench.pretty_name)}"
+            figures += table_bars(table, f"{stem}_bars")
             if len(axes) >= 3:
-                figures += table_radar(table, out / "plots" / f"{bench_name}_table{i}_radar")
+                figures += table_radar(table, f"{stem}_radar")
         results = {label: run.results(n) for run, n, label in group}
         figures += score_distribution({label: [r.score for r in rs] for label, rs in results.items()},
                                       out / "plots" / f"{bench_name}_scores",
-                                      title=f"{bench.pretty_name}: per-image scores")
+                                      title=f"{bench.pretty_name}: per-image scores",
+                                      unscorable={label: sum(r.unscorable for r in rs) for label, rs in results.items()})
         plots += figures
         sections.append(Section(bench.pretty_name, results, tables, [f for f in figures if f.suffix == ".png"],
                                 [_run_row(run, n, label) for run, n, label in group]))
