@@ -30,7 +30,7 @@ PIP_INSTALL := -m pip install --quiet --no-cache-dir
 # Tests and the demo never reach a model or dataset hub.
 OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_HUB_DISABLE_TELEMETRY=1
 
-.PHONY: install test demo lint perf browser vision clean
+.PHONY: install test demo lint perf browser latex vision clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -61,9 +61,17 @@ browser:
 	  echo "installing Debian's chromium for the browser tests"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
+# Debian's pdflatex for the test that compiles every benchmark's tables.tex in a one-column article
+# (booktabs is in texlive-latex-recommended, graphicx in texlive-latex-base).
+latex:
+	@command -v pdflatex >/dev/null 2>&1 || { \
+	  echo "installing Debian's pdflatex for the tables.tex test"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq texlive-latex-base \
+	    texlive-latex-recommended >/dev/null; }
+
 # The torchvision environment is built after the main suite, whose Space test has removed its own
 # virtualenv (about 2 GB) by then: the two never take disk at once.
-test: install browser
+test: install browser latex
 	$(OFFLINE) $(PY) -m pytest $(PYTEST_ARGS)
 	@$(MAKE) --no-print-directory vision
 	$(OFFLINE) $(VISION_PY) -m pytest -m torchvision $(PYTEST_ARGS) || [ $$? -eq 5 ]  # 5: PYTEST_ARGS chose none of them

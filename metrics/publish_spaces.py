@@ -12,6 +12,11 @@ dependencies, read from the wheel's metadata, with the extras the metric's own
 from the Space's own module file. The card's YAML front matter (the same on every card:
 gradio version, Python version, tags) is the Space's configuration, uploaded as it is.
 
+A Space on CPU hardware (the Hub's default; a card whose ``suggested_hardware`` names no GPU) takes
+torch's CPU build from PyTorch's own index (``--extra-index-url`` in its requirements.txt: a 190 MB
+wheel, where PyPI's CUDA build brings some 6 GB of CUDA libraries that such a Space cannot use, to
+call an API judge); a card that suggests GPU hardware gets PyPI's build.
+
 ``evaluate-cli`` (which does this for evaluate's own metrics) is broken with
 huggingface_hub >= 1, so this uses ``HfApi`` directly.
 
@@ -45,6 +50,8 @@ PACKAGE = "t2ireason"
 FRONT_MATTER = re.compile(r"\A---\s*\n.*?\n---\s*\n", re.S)
 PACKAGE_LINE = re.compile(r"^\s*t2i[-_]reason\s*(?:\[([^\]]*)\])?\s*$", re.I)
 SKIP = {"__pycache__", ".ipynb_checkpoints"}
+#: where a Space without a GPU finds torch's CPU build (pip prefers its 2.N.M+cpu to PyPI's 2.N.M)
+CPU_TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
 def metric_folders(root: Path = HERE) -> list[Path]:
@@ -92,11 +99,23 @@ def _package_files(wheel: Path) -> dict[str, bytes]:
                 if n.startswith(f"{PACKAGE}/") and not n.endswith("/") and "__pycache__" not in n}
 
 
+def has_gpu(folder: Path) -> bool:
+    """Whether the Space's card asks for GPU hardware (``suggested_hardware`` other than ``cpu-*``;
+    without one a Space runs on the Hub's default, ``cpu-basic``)."""
+    from huggingface_hub import SpaceCard
+
+    hardware = SpaceCard.load(folder / "README.md").data.get("suggested_hardware") or "cpu-basic"
+    return not str(hardware).startswith("cpu")
+
+
 def space_requirements(folder: Path, *, wheel: Path | None = None, requirement: str | None = None) -> str:
     """The Space's requirements.txt: the folder's, with its ``t2i-reason[extras]`` line replaced by
-    ``requirement`` or, by default, by the package's own dependencies (the package ships in the Space)."""
+    ``requirement`` or, by default, by the package's own dependencies (the package ships in the Space);
+    without a GPU, torch's CPU build (:data:`CPU_TORCH_INDEX`)."""
     lines = (folder / "requirements.txt").read_text(encoding="utf-8").splitlines()
-    out: list[str] = []
+    out: list[str] = [] if has_gpu(folder) else [
+        "# no GPU on this Space's hardware: torch's CPU build, not PyPI's CUDA one (some 6 GB it cannot use)",
+        f"--extra-index-url {CPU_TORCH_INDEX}"]
     for line in lines:
         m = PACKAGE_LINE.match(line)
         if not m:
@@ -162,7 +181,7 @@ def publish(folder: Path, repo_id: str, api=None, *, private: bool = False, dry_
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     parser.add_argument("--org", help="Hub user or organisation owning the Spaces")
     parser.add_argument("--out", type=Path, help="write each Space's files into OUT/<name> instead of uploading")
     parser.add_argument("--only", nargs="+", metavar="NAME", help="publish only these metrics")

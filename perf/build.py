@@ -145,7 +145,7 @@ def write_images(rows: list[dict], folder: Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--prompts", type=int, default=FULL["prompts"])
     args = parser.parse_args(argv)
 

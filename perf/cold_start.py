@@ -146,7 +146,7 @@ def finished_run(folder: Path, prompts: int) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--prompts", type=int, default=2968, help="R2I-Bench prompts of the resumed run")
     args = parser.parse_args(argv)

@@ -445,7 +445,7 @@ def report(setup: Setup, name: str, value: float, details: dict, section: str) -
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     parser.add_argument("--small", action="store_true", help="small models on any device: a smoke run of the code path")
     parser.add_argument("--only", default=",".join(SECTIONS), help=f"comma-separated sections among {SECTIONS}")
     args = parser.parse_args(argv)

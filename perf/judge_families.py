@@ -84,7 +84,7 @@ def measure(name: str, root: Path, repeats: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--only", help="comma-separated family names")
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args(argv)

@@ -89,7 +89,7 @@ def measure(name: str, models_dir: Path) -> tuple[float, dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--only", default=",".join(TARGETS), help="comma-separated figures to measure")
     args = parser.parse_args(argv)
     names = args.only.split(",")

@@ -50,6 +50,7 @@ import pyarrow.parquet as pq
 from .benchmarks import Anomaly, Benchmark, Quarantined, ReleaseError, get_benchmark, is_safe_name, safe_name
 from .benchmarks.base import unread_files
 from .files import UnsafePath, atomic_folder
+from .hub_ids import check_license, check_repo_id
 
 __all__ = ["BuildError", "BuildReport", "build_dataset", "render_template", "size_category", "describe_features",
            "add_build_args", "run_build", "main", "SPLIT", "NORMALIZATIONS"]
@@ -410,7 +411,7 @@ def _license(bench: Benchmark, license: str | None, release_license: str | None)
     if not chosen:
         raise BuildError(f"the license of {bench.pretty_name} is not known to t2i-reason: pass --license "
                          "with the license its authors give (an SPDX id such as apache-2.0, cc-by-4.0, mit)")
-    return chosen
+    return check_license(chosen, "--license" if license else f"the license {bench.pretty_name}'s release states,")
 
 
 def _what_was_there(release: Any, root: Path, most: int = 6) -> str:
@@ -458,6 +459,10 @@ def build_dataset(benchmark: Benchmark | str, source: str | os.PathLike | None, 
         raise FileNotFoundError(f"release folder not found: {source}")
     if unsafe_ids not in UNSAFE_IDS:
         raise BuildError(f"unsafe_ids must be one of {UNSAFE_IDS}, got {unsafe_ids!r}")
+    if license is not None:  # a placeholder never reaches the card, nor waits for the release to be read
+        license = check_license(license)
+    if repo_id is not None:
+        check_repo_id(repo_id)
     _prepare_out(out, overwrite)
     with open_source(bench, source, revision=revision, cache_dir=cache_dir) as src:
         release = bench.read_release(src.root, **(options or {}))
@@ -654,12 +659,15 @@ def main(add_args: Any, run: Any, argv: Sequence[str] | None = None, description
     """Entry point shared by datasets_scripts/build.py and push.py: one clear line on bad input."""
     import sys
 
-    parser = argparse.ArgumentParser(description=description)
-    add_args(parser)
-    args = parser.parse_args(argv)
-    try:
-        return run(args)
-    except (ValueError, KeyError, OSError, ImportError) as e:  # OSError: file system, and the Hub's HTTP errors
-        message = e.args[0] if isinstance(e, KeyError) and e.args else e
-        print(f"error: {message}", file=sys.stderr)
-        return 2
+    from .cli import Parser, stdout_reader_may_leave
+
+    with stdout_reader_may_leave():
+        parser = Parser(description=description)
+        add_args(parser)
+        args = parser.parse_args(argv)
+        try:
+            return run(args)
+        except (ValueError, KeyError, OSError, ImportError) as e:  # OSError: file system, and the Hub's HTTP errors
+            message = e.args[0] if isinstance(e, KeyError) and e.args else e
+            print(f"error: {message}", file=sys.stderr)
+            return 2

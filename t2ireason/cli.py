@@ -336,10 +336,20 @@ def _evaluate(run, args: argparse.Namespace) -> dict:
     return scores
 
 
-def _evaluation_status(scores: dict, args: argparse.Namespace) -> int:
-    """1 when every image failed, or some failed because the judge was unreachable (unless
-    --allow-failed): a script or CI job must not take an outage for a score."""
+def _evaluation_status(run, scores: dict, args: argparse.Namespace) -> int:
+    """1 when every image failed (said on stderr: how many, the first failure's cause, where every
+    one is recorded), or some failed because the judge was unreachable (unless --allow-failed): a
+    script or CI job must not take an outage for a score."""
     if scores["num_images"] and scores["num_failed"] == scores["num_images"]:
+        from .runs import RESULTS_FILE
+
+        name = scores["evaluation"]
+        first = next((r for r in run.results(name) if r.failed), None)
+        cause = " ".join(str(first.failure or "no score and no cause recorded").split()) if first else "unknown"
+        cause = cause if len(cause) <= 300 else cause[:299] + "…"
+        print(f"error: every image failed ({scores['num_failed']} of {scores['num_images']}); the first, "
+              f"{first.id if first else '?'}: {cause}; each failure, with the judge's replies, is in "
+              f"{run.evaluation_dir(name) / RESULTS_FILE}", file=sys.stderr)
         return 1
     return 1 if scores.get("num_retryable") and not args.allow_failed else 0
 
@@ -372,7 +382,18 @@ def _open_or_create(args: argparse.Namespace):
     return Run.open(args.run)
 
 
+def _check_hub_args(args: argparse.Namespace) -> None:
+    """What a run records for the Hub (a release's license, a dataset revision), by its form, first."""
+    from .hub_ids import check_license, check_revision
+
+    if getattr(args, "license", None) is not None:
+        args.license = check_license(args.license)
+    if args.data_revision is not None:
+        check_revision(args.data_revision, "--data-revision")
+
+
 def run_evaluate(args: argparse.Namespace) -> int:
+    _check_hub_args(args)
     if args.benchmark:
         setting = _check_scoring(args, args.benchmark, args.run)
         images = Path(args.images or Path(args.run) / "images")
@@ -389,11 +410,15 @@ def run_evaluate(args: argparse.Namespace) -> int:
         from .runs import Run
 
         setting = _check_scoring(args, Run.open(args.run).manifest["benchmark"], args.run)
+    if (Path(args.run) / "run.json").is_file() and not args.images and not _finished(args.run, args, setting):
+        from .runs import Run
+
+        Run.open(args.run).image_items()  # a prompt without its image: said before the judge is asked
     _preflight(args, setting, args.run)  # a missing key or a judge that cannot score: nothing made
     run = _open_or_create(args)
     if args.images:
         run.use_images(args.images)
-    return _evaluation_status(_evaluate(run, args), args)
+    return _evaluation_status(run, _evaluate(run, args), args)
 
 
 COMMANDS["evaluate"] = (add_evaluate_args, run_evaluate,
@@ -502,6 +527,7 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
 def run_run(args: argparse.Namespace) -> int:
     from .runs import Run
 
+    _check_hub_args(args)
     config = _generation_config(args)
     setting = _check_scoring(args, args.benchmark, args.out)
     if not args.source:
@@ -527,7 +553,7 @@ def run_run(args: argparse.Namespace) -> int:
     args.evaluation, args.title = scores["evaluation"], None
     _report([run], args, run.path / "report")
     print(f"run folder: {run.path}")
-    return _evaluation_status(scores, args)
+    return _evaluation_status(run, scores, args)
 
 
 COMMANDS["run"] = (add_run_args, run_run, "build, generate, evaluate and report in one go (resumable)")
@@ -549,13 +575,34 @@ COMMANDS["engine"] = (_lazy(".engine.command", "add_engine_args"), _lazy(".engin
                       "the FLUX-Reason data engine: curate a text-to-image dataset in the FLUX-Reason-6M schema")
 
 
-class _Parser(argparse.ArgumentParser):
+class Parser(argparse.ArgumentParser):
     """A mistake on the command line is one line naming it (an unknown option by its name, with the
-    closest known one), not the whole usage: ``--help`` lists the options."""
+    closest known one), not the whole usage: ``--help`` lists the options. An option is spelt out
+    whole (``allow_abbrev=False``): a truncated ``--judge-kwarg`` is an unknown option, not silently
+    another. Subcommands' parsers are of this class too."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def parse_known_args(self, args=None, namespace=None):
         self._given = list(sys.argv[1:] if args is None else args)  # what this (sub)command was given
         return super().parse_known_args(args, namespace)
+
+    def parse_args(self, args=None, namespace=None):
+        args, extras = self.parse_known_args(args, namespace)
+        if extras:  # a subcommand hands what it did not know back up: its own parser names it
+            self._chosen(args).error(f"unrecognized arguments: {' '.join(extras)}")
+        return args
+
+    def _chosen(self, namespace: argparse.Namespace) -> Parser:
+        """The innermost (sub)command's parser that ``namespace`` was parsed by."""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                chosen = action.choices.get(getattr(namespace, action.dest, None))
+                if isinstance(chosen, Parser):
+                    return chosen._chosen(namespace)
+        return self
 
     def error(self, message: str):
         unknown = self._unknown_option()
@@ -563,7 +610,7 @@ class _Parser(argparse.ArgumentParser):
 
     def _unknown_option(self) -> str | None:
         """The first ``--option`` given that this command does not take (argparse names a missing
-        required option first, and a misspelt one not at all)."""
+        required option first, and a misspelt one not at all), with the closest known one."""
         import difflib
 
         if any(isinstance(a, argparse._SubParsersAction) for a in self._actions):
@@ -573,16 +620,17 @@ class _Parser(argparse.ArgumentParser):
             if token == "--":
                 break
             option = token.split("=", 1)[0]
-            if option.startswith("--") and not any(k.startswith(option) for k in known):  # prefixes are taken
-                close = difflib.get_close_matches(option, known, n=1, cutoff=0.6)
-                return f"unknown option {option}" + (f" (did you mean {close[0]}?)" if close else "")
+            if option.startswith("--") and option not in known:
+                # compared without the dashes every option shares, which would make any two look alike
+                close = difflib.get_close_matches(option[2:], [k[2:] for k in known], n=1, cutoff=0.6)
+                return f"unknown option {option}" + (f" (did you mean --{close[0]}?)" if close else "")
         return None
 
 
 def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
     """The parser: every subcommand's options (``"*"``), only ``command``'s, or none (the list of
     subcommands, all ``t2ireason --help`` needs)."""
-    parser = _Parser(prog="t2ireason", description=__doc__.splitlines()[0])
+    parser = Parser(prog="t2ireason", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (add_args, _, help_text) in COMMANDS.items():
@@ -632,8 +680,56 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, before)
 
 
+class _StdoutReaderMayLeave:
+    """``sys.stdout`` while a command runs. When its reader goes away (``t2ireason build ... | head``),
+    what is left to print goes to the null device and the command finishes its work with the exit
+    status of that work: no traceback and no error for output that nobody reads any more."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._to_null()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._to_null()
+
+    def _to_null(self) -> None:
+        import os
+
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, self._stream.fileno())  # the stream's buffer and every later write go there
+        os.close(null)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+@contextmanager
+def stdout_reader_may_leave() -> Iterator[None]:
+    """Within it, a closed pipe on stdout (see :class:`_StdoutReaderMayLeave`) stops no work."""
+    stdout = sys.stdout
+    sys.stdout = _StdoutReaderMayLeave(stdout)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()  # what is still buffered, while a closed pipe is still caught
+        sys.stdout = stdout
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    with stdout_reader_may_leave():
+        return _main(list(sys.argv[1:] if argv is None else argv))
+
+
+def _main(argv: list[str]) -> int:
     if not argv:  # as git does: the commands, rather than an error about the missing one
         build_parser(None).print_help(sys.stderr)
         return 2

@@ -19,7 +19,6 @@ decoding), with seeded sampling nudged toward short answers
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import sys
@@ -68,8 +67,16 @@ def ask_the_judge(models: dict[str, Path], judge_kwargs: dict) -> None:
     print(f"  parsed: {outcome.value if outcome.ok else 'failed: ' + str(outcome.error)}")
 
 
+def _cpu_seconds() -> float:
+    """User and system CPU time of this process and the processes it waited for."""
+    import resource
+
+    return sum(u.ru_utime + u.ru_stime for u in (resource.getrusage(resource.RUSAGE_SELF),
+                                                 resource.getrusage(resource.RUSAGE_CHILDREN)))
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m t2ireason.demo", description=__doc__.splitlines()[0])
+    parser = cli.Parser(prog="python -m t2ireason.demo", description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="demo_output", help="where models, runs and reports go (reused)")
     parser.add_argument("--limit", type=cli._positive_int, default=None,
                         help="prompts per benchmark (default: the whole sample)")
@@ -107,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
             return code
         reports[bench.pretty_name] = run_dir / "report" / "report.html"
 
-    print(f"\n== done in {time.perf_counter() - start:.0f} s. HTML reports (open in a browser):")
+    print(f"\n== done in {time.perf_counter() - start:.0f} s ({_cpu_seconds():.0f} CPU seconds, what a busy machine does "
+          "not stretch). HTML reports (open in a browser):")
     for pretty, path in reports.items():
         print(f"   {pretty:16s} {path}")
     print("Compare runs side by side: t2ireason report <run> <run> --out <folder>")

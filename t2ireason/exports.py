@@ -5,7 +5,6 @@ holds for the Hub's evaluation results (:func:`eval_result_entries`)."""
 from __future__ import annotations
 
 import os
-import re
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from .benchmarks import get_benchmark
 from .files import inside, json_text, jsonable, printable
+from .hub_ids import check_dataset_ref, check_license, check_repo_id, check_revision, is_commit
 from .runs import Run, RunError, finished_evaluations, slug
 
 if TYPE_CHECKING:
@@ -101,15 +101,16 @@ def export_results(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLi
 
     if not license:
         raise RunError("pass the license of the images and judgements (an SPDX id such as cc-by-4.0)")
+    license = check_license(license)  # what the card and .eval_results hold is checked before anything is written
     if repo_id is not None:
-        from .publish import check_repo_id
-
-        check_repo_id(repo_id)  # it goes into the card: refused before anything is written
+        check_repo_id(repo_id)
+    datasets_given = {bench: check_dataset_ref(text, f"--benchmark-dataset {bench}=")
+                      for bench, text in (benchmark_datasets or {}).items()}
     out = Path(out)
     features = _results_features()
     planned: list[tuple[str, Path, list[dict[str, Any]]]] = []
     entries = finished_evaluations(runs, evaluation)[0]
-    eval_files, skipped = _eval_result_files(entries, benchmark_datasets or {}, repo_id)
+    eval_files, skipped = _eval_result_files(entries, datasets_given, repo_id)
     for run, name, label in entries:  # every error before anything is written
         judge = run.scores(name).get("judge") or {}
         # a local model folder's path means nothing elsewhere: its name, and its files' hash
@@ -171,21 +172,20 @@ def _write_results_card(out: Path, features: Any, configs: dict[str, list[str]],
 
 EVAL_RESULTS_DIR = "eval_results"
 EVAL_RESULTS_SKIPPED = "eval_results_skipped.txt"
-_COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
 
-def _hub_dataset(run: Run, given: dict[str, str]) -> tuple[str | None, str | None]:
-    """(Hub id, commit) of the dataset a run scored: ``given[benchmark]`` (``id`` or ``id@commit``),
-    else the run's data source when it is a Hub id (a folder or the shipped sample is not)."""
+def _hub_dataset(run: Run, given: dict[str, tuple[str, str | None]]) -> tuple[str | None, str | None]:
+    """(Hub id, commit) of the dataset a run scored: ``given[benchmark]`` (checked by
+    :func:`~t2ireason.hub_ids.check_dataset_ref`), else the run's data source when it is a Hub id
+    (a folder or the shipped sample is not)."""
     bench = run.manifest["benchmark"]
     if bench in given:
-        repo, _, revision = given[bench].partition("@")
-        return repo, revision or None
+        return given[bench]
     data = run.manifest.get("data")
     if not data or data.startswith(("./", "/", "~")) or os.path.exists(data) or data.count("/") != 1:
         return None, None
     revision = run.manifest.get("revision")
-    return data, revision if revision and _COMMIT.match(revision) else None  # a branch name is no revision
+    return data, revision if revision and is_commit(revision) else None  # a branch name is no revision
 
 
 def eval_result_entries(run: Run, evaluation: str, dataset_id: str, *, revision: str | None = None,
@@ -201,6 +201,9 @@ def eval_result_entries(run: Run, evaluation: str, dataset_id: str, *, revision:
     from .results import ImageResult
     from .scoring import judge_setting, portable_model
 
+    check_repo_id(dataset_id, "dataset_id")
+    if revision is not None:
+        check_revision(revision, "revision", commit=True)
     bench = run.bench
     scores = run.scores(evaluation)
     settings = scores.get("settings") or {}
@@ -234,7 +237,8 @@ def eval_result_entries(run: Run, evaluation: str, dataset_id: str, *, revision:
     return entries
 
 
-def _eval_result_files(entries: list[tuple[Run, str, str]], given: dict[str, str], repo_id: str | None
+def _eval_result_files(entries: list[tuple[Run, str, str]], given: dict[str, tuple[str, str | None]],
+                       repo_id: str | None
                        ) -> tuple[list[tuple[tuple[str, ...], str]], list[str]]:
     """(path parts under the export folder, YAML text) of every ``.eval_results`` file, and why any
     benchmark has none."""

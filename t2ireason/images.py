@@ -35,8 +35,8 @@ from typing import Any
 
 from PIL import Image, UnidentifiedImageError
 
-__all__ = ["JudgeImage", "as_image", "as_images", "ImageError", "load_images", "MEDIA_TYPES", "smart_resize", "on_white",
-           "qwen_vl_utils_image"]
+__all__ = ["JudgeImage", "as_image", "as_images", "ImageError", "load_images", "missing_files", "MEDIA_TYPES",
+           "smart_resize", "on_white", "qwen_vl_utils_image"]
 
 #: PIL format name -> media type, for the formats judges take
 MEDIA_TYPES = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp", "GIF": "image/gif"}
@@ -283,6 +283,23 @@ def as_image(x: Any, *, base_dir: str | os.PathLike | None = None, prepare: Prep
     if x is None:
         raise ImageError("image is missing (None)")
     raise ImageError(f"unsupported image type {type(x).__name__}")
+
+
+def missing_files(images: Any, *, base_dir: str | os.PathLike | None = None) -> list[tuple[int, str]]:
+    """``(index, path)`` of each of ``images`` given by a file path (a ``str``/``Path``, or a
+    ``datasets`` image dict with a path and no bytes) where no file is: a caller's mistake to say at
+    once, before any image is judged, rather than one failed image each."""
+    missing = []
+    for i, x in enumerate(images):
+        if isinstance(x, dict) and not x.get("bytes"):
+            x = x.get("path")
+        if isinstance(x, (str, os.PathLike)):
+            path = Path(x)
+            if base_dir is not None and not path.is_absolute():
+                path = Path(base_dir) / path
+            if not path.exists():
+                missing.append((i, str(path)))
+    return missing
 
 
 def load_images(images: Any, *, base_dir: str | os.PathLike | None = None, prepare: Prepare | None = None,

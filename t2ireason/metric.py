@@ -34,7 +34,7 @@ from datasets.utils.py_utils import temp_seed
 from PIL import Image
 
 from .benchmarks import get_benchmark
-from .images import JudgeImage
+from .images import JudgeImage, missing_files
 from .results import ImageResult
 from .scoring import judge_record, judge_setting, report_preset_settings
 
@@ -328,8 +328,18 @@ class JudgedMetric(JudgeMixin, ImageMetric):
             return None
         return super()._enforce_nested_string_type(schema, obj)
 
+    def predictions_are_images(self, options: dict[str, Any]) -> bool:
+        """Whether ``predictions`` are images with these compute options (a shell whose metric also
+        scores texts says when)."""
+        return True
+
     def _compute(self, predictions, references, **options):
         options = {**self.preset.get("options", {}), **options}
+        missing = missing_files(predictions) if self.predictions_are_images(options) else []
+        if missing:  # the caller's mistake: said before any judge is loaded, not a NaN with its cause per image
+            shown = ", ".join(f"predictions[{i}] = {path!r}" for i, path in missing[:3])
+            raise FileNotFoundError(f"{len(missing)} of {len(predictions)} image files do not exist: {shown}"
+                                    + (f" and {len(missing) - 3} more" if len(missing) > 3 else ""))
         results = self.bench.score(references, predictions, self.judge, progress=self.progress, **options)
         aggregate = self.bench.aggregate(results, **options)
         return results_payload(results, aggregate, self.judge_info())

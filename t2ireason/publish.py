@@ -14,23 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from .build import BuildError
+from .exports import EVAL_RESULTS_DIR
+from .hub_ids import check_license, check_repo_id, check_revision
 
-__all__ = ["publish", "folder_files", "check_repo_id", "add_push_args", "run_push"]
+__all__ = ["publish", "folder_files", "add_push_args", "run_push"]
 
 #: never uploaded: hidden files and folders (caches, editor files)
 _IGNORE = [".*", "*/.*"]
-
-
-def check_repo_id(repo_id: str, where: str = "repo_id") -> None:
-    """A Hub repository id as the Hub takes it (``namespace/name``: letters, digits, ``-``, ``_``,
-    ``.``), checked before anything is written or sent: a ValueError naming it, else None."""
-    from huggingface_hub.utils import HFValidationError, validate_repo_id
-
-    try:
-        validate_repo_id(repo_id)
-    except HFValidationError as e:
-        raise ValueError(f"{where}: {repo_id!r} is not a Hub repository id (namespace/name, e.g. my-org/r2i-results): "
-                         f"{str(e).split(':')[0]}") from None
 
 
 def folder_files(folder: str | os.PathLike) -> list[str]:
@@ -54,11 +44,27 @@ def _check_folder(folder: Path) -> None:
     missing = [k for k in ("license", "configs", "dataset_info") if not data.get(k)]
     if missing:
         raise BuildError(f"{card}: the card's YAML lacks {', '.join(missing)}")
+    check_license(data["license"], f"{card}: the card's license")
+    _check_eval_results(folder)
     for config in data["configs"]:
         for spec in config.get("data_files", []):
             pattern = spec["path"] if isinstance(spec, dict) else spec
             if not list(folder.glob(pattern)):
                 raise BuildError(f"{card}: config {config['config_name']!r} names {pattern} but no file matches")
+
+
+def _check_eval_results(folder: Path) -> None:
+    """The ``.eval_results`` entries an export holds for model repositories (they are copied there,
+    not uploaded here): each names a Hub dataset id and, where given, a commit."""
+    import yaml
+
+    for file in sorted(folder.glob(f"{EVAL_RESULTS_DIR}/*/.eval_results/*.yaml")):
+        for entry in yaml.safe_load(file.read_text(encoding="utf-8")) or []:
+            dataset = (entry.get("dataset") or {}) if isinstance(entry, dict) else {}
+            where = f"{file.relative_to(folder)}: dataset"
+            check_repo_id(str(dataset.get("id")), f"{where} id")
+            if dataset.get("revision") is not None:
+                check_revision(str(dataset["revision"]), f"{where} revision", commit=True)
 
 
 def publish(folder: str | os.PathLike, repo_id: str, *, token: str | None = None, private: bool | None = None,
@@ -72,6 +78,8 @@ def publish(folder: str | os.PathLike, repo_id: str, *, token: str | None = None
     """
     folder = Path(folder)
     check_repo_id(repo_id)
+    if revision is not None:
+        check_revision(revision)
     _check_folder(folder)
     plan = {"repo_id": repo_id, "repo_type": "dataset", "folder": str(folder), "files": folder_files(folder),
             "dry_run": dry_run}

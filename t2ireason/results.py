@@ -53,6 +53,12 @@ class ImageResult:
     def failed(self) -> bool:
         return self.score is None
 
+    @property
+    def unscorable(self) -> bool:
+        """No score because the benchmark cannot score the prompt at all (no questions: no judge is
+        asked), marked ``context["unscorable"]``: reports show it as such, not as a failure."""
+        return self.score is None and bool(self.context.get("unscorable"))
+
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 

@@ -320,13 +320,16 @@ class Run:
             for rec in table:
                 files.setdefault(str(rec["prompt_id"]), []).append((rec["sample"], rec["file_name"]))
             # a prompt is missing when the manifest lists no image for it, or lists one that is gone
-            missing = [pid for pid in by_id
-                       if pid not in files or not all(_within(folder, f).is_file() for _, f in files[pid])]
+            missing, gone = [], []
             for pid, row in by_id.items():
-                for _, file in sorted(files.get(pid, [])):
-                    items.append((file, row, _within(folder, file)))
+                paths = [(file, _within(folder, file)) for _, file in sorted(files.get(pid, []))]
+                absent = [str(path) for _, path in paths if not path.is_file()]
+                if absent or not paths:
+                    missing.append(pid)
+                    gone += absent
+                items += [(file, row, path) for file, path in paths]
         else:
-            missing = []
+            missing, gone = [], []
             for pid, row in by_id.items():
                 file = bench.image_path(row)
                 path = _within(folder, file)
@@ -334,9 +337,12 @@ class Run:
                     items.append((file, row, path))
                 else:
                     missing.append(pid)
+                    gone.append(str(path))
         if missing:
+            where = f"; no file at {', '.join(gone[:3])}{' ...' if len(gone) > 3 else ''}" if gone else ""
             raise RunError(f"{len(missing)} of {len(rows)} prompts have no image in {folder} (ids {missing[:5]}"
-                           f"{'...' if len(missing) > 5 else ''}); generate them first (the generate step resumes)")
+                           f"{'...' if len(missing) > 5 else ''}{where}); generate them first (the generate step "
+                           "resumes)")
         return items
 
     # -- evaluation ------------------------------------------------------------------------------

@@ -318,10 +318,11 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m t2ireason.testing FOLDER``: the tiny random models in FOLDER (offline), and the tiny
     judge's options in ``FOLDER/judge_kwargs.json`` (for ``--judge-kwargs``): a first engine run with
     no download at all (README)."""
-    import argparse
     import json
 
-    parser = argparse.ArgumentParser(prog="python -m t2ireason.testing", description=main.__doc__.splitlines()[0])
+    from .cli import Parser
+
+    parser = Parser(prog="python -m t2ireason.testing", description=main.__doc__.splitlines()[0])
     parser.add_argument("folder", help="where the models go (reused)")
     folder = Path(parser.parse_args(argv).folder)
     models = build_all(folder)

@@ -492,3 +492,105 @@ def test_a_hub_data_id_is_asked_once_a_process_and_a_failure_again(monkeypatch):
             data.check_data("r2i-bench", "someorg/down")
     data._hub_config_names.cache_clear()
     assert asked == [("someorg/r2i", "v1"), ("someorg/down", None), ("someorg/down", None)]
+
+
+# -- issue 34 item 4: whole option names, "did you mean" wherever an option is unknown, why a run failed, `| head`
+
+def test_a_truncated_option_is_unknown_not_taken_for_another(tmp_path, capsys):
+    """As found: `--judge-kwarg` was silently taken for `--judge-kwargs` (argparse's allow_abbrev), and would
+    have been for any other option it began; every parser takes whole names only, subcommands' included."""
+    def said(argv):
+        with pytest.raises(SystemExit) as exit_:
+            cli.main(argv)
+        assert exit_.value.code == 2
+        return capsys.readouterr().err.strip()
+
+    line = said(["evaluate", "--run", str(tmp_path / "r"), "--judge", "scripted:x", "--judge-kwarg", "{}"])
+    assert line.startswith("t2ireason evaluate: error: unknown option --judge-kwarg (did you mean --judge-kwargs?)")
+    assert said(["engine", "run", "--wor", "w"]).startswith(
+        "t2ireason engine run: error: unknown option --wor (did you mean --work?)")
+
+    def parsers(parser):
+        yield parser
+        for action in parser._actions:
+            if isinstance(action, cli.argparse._SubParsersAction):
+                for sub in action.choices.values():
+                    yield from parsers(sub)
+
+    every = list(parsers(cli.build_parser("*")))
+    assert len(every) > len(cli.COMMANDS) and not [p.prog for p in every if p.allow_abbrev]
+    # the scripts in datasets_scripts/ parse as the command does
+    from t2ireason import build
+
+    with pytest.raises(SystemExit):
+        build.main(build.add_build_args, build.run_build, ["r2i-bench", "--out", str(tmp_path / "b"), "--licens", "mit"])
+    assert "unknown option --licens (did you mean --license?)" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_unknown_option_after_every_required_one_gets_did_you_mean(tmp_path, capsys):
+    """As found: once a subcommand had all it requires, an unknown option went up to the top-level parser,
+    which said `unrecognized arguments: --judge-kwrags {}` with no suggestion."""
+    for argv, said in [(["report", str(tmp_path / "r"), "--evaluaton", "x"],
+                        "t2ireason report: error: unknown option --evaluaton (did you mean --evaluation?)"),
+                       (["run", "--benchmark", "r2i-bench", "--out", "x", "--model", "m", "--judge-kwrags", "{}"],
+                        "t2ireason run: error: unknown option --judge-kwrags (did you mean --judge-kwargs?)"),
+                       (["report", str(tmp_path / "r"), "--embed-images", "extra"],
+                        "t2ireason report: error: unrecognized arguments: extra")]:
+        with pytest.raises(SystemExit) as exit_:
+            cli.main(argv)
+        lines = capsys.readouterr().err.splitlines()
+        assert exit_.value.code == 2 and len(lines) == 1 and lines[0].startswith(said), lines
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_run_where_every_image_failed_says_why(tmp_path, capsys):
+    """As found: exit 1 with only "4 failed" on stdout. Now a line on stderr: how many, the first failure's
+    cause, and where each failure is recorded."""
+    from t2ireason.testing_http import Answer, serve
+
+    run = run_with_images(tmp_path / "run", limit=3)
+    asked = []
+
+    def answer(request):
+        asked.append(1)  # the pre-flight's probe gets a reply it can read; scoring gets none
+        return Answer(json.dumps({"answers": [1]}) if len(asked) == 1 else "I cannot tell.")
+
+    with serve(answer, models=["tiny"]) as server:
+        code = cli.main(["evaluate", "--run", str(run.path), "--judge", f"openai:tiny@{server.base_url}",
+                         "--options", '{"structured_output": true, "max_reasks": 0}', "--no-cache", "--no-progress"])
+    assert code == 1
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    first = Run.open(run.path).results("openai-tiny")[0]
+    assert err.startswith("error: every image failed (3 of 3); the first, ")
+    assert f"{first.id}: {' '.join(first.failure.split())[:60]}" in err
+    assert err.endswith(f"is in {run.path / 'evaluations' / 'openai-tiny' / 'results.jsonl'}")
+
+
+@pytest.mark.slow
+def test_a_finished_build_piped_into_head_exits_0_without_a_traceback(tmp_path):
+    """As found: `t2ireason build ... | head` printed a BrokenPipeError and exited 2 after the build had
+    finished. The reader is gone before the first line here (its end of the pipe closed before the start)."""
+    read, write = os.pipe()
+    os.close(read)
+    bench = get_benchmark("r2i-bench")
+    out = tmp_path / "built"
+    try:
+        proc = subprocess.run([sys.executable, "-m", "t2ireason.cli", "build", "r2i-bench", "--source",
+                               str(bench.sample_path()), "--out", str(out), "--license", "mit"],
+                              env=_env(), stdout=write, stderr=subprocess.PIPE, text=True, timeout=300)
+    finally:
+        os.close(write)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert (out / "README.md").is_file() and (out / "build_report.json").is_file()
+
+
+def test_evaluate_names_the_image_files_that_are_missing(tmp_path, capsys):
+    """Issue 34 item 5, on the command line: how many prompts have no image, and the first paths looked at."""
+    run = run_with_images(tmp_path / "run", limit=4)
+    items = run.image_items()
+    for _, _, path in items[1:3]:
+        path.unlink()
+    line = in_process_error(capsys, "evaluate", "--run", str(run.path), "--judge", "openai:m@http://127.0.0.1:9/v1")
+    assert f"2 of 4 prompts have no image in {run.images_dir}" in line
+    assert f"no file at {items[1][2]}, {items[2][2]})" in line

@@ -74,8 +74,8 @@ def test_run_end_to_end(cli_run, capsys):
         table = list(csv.DictReader(f))
     cell = next(r for r in table if r["table"] == "R2I-Bench Table 3: R2I-Score" and r["column"] == "Overall")
     assert math.isclose(float(cell["value"]), overall) and float(cell["ci_low"]) <= overall <= float(cell["ci_high"])
-    for f in ("report/report.html", "report/tables.md", "report/tables.tex", "report/plots/r2i-bench_table1_bars.png",
-              "report/plots/r2i-bench_table1_bars.pdf", "report/plots/r2i-bench_table1_radar.pdf",
+    for f in ("report/report.html", "report/tables.md", "report/tables.tex", "report/plots/r2i-bench_table3_bars.png",
+              "report/plots/r2i-bench_table3_bars.pdf", "report/plots/r2i-bench_table3_radar.pdf",
               "report/plots/r2i-bench_scores.png"):
         assert (out / f).is_file(), f
     assert "\\toprule" in (out / "report" / "tables.tex").read_text()

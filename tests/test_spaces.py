@@ -86,6 +86,21 @@ def test_a_space_ships_the_package_and_installable_requirements(folder, tmp_path
     assert files["README.md"] == (folder / "README.md").read_bytes()
 
 
+def test_a_space_without_a_gpu_takes_torchs_cpu_build(tmp_path):
+    """As found (issue 34 item 10): a metric Space on the Hub's default CPU hardware installed PyPI's CUDA
+    torch (6.3 GB) to call an API judge. Its requirements take torch from PyTorch's CPU index, unless its
+    card suggests GPU hardware."""
+    for folder in FOLDERS:
+        lines = pub.space_requirements(folder, requirement="t2i-reason==0.1.0").splitlines()
+        assert "--extra-index-url https://download.pytorch.org/whl/cpu" in lines, folder.name
+    gpu = tmp_path / "prism_score"
+    shutil.copytree(METRICS_DIR / "prism_score", gpu)
+    card = (gpu / "README.md").read_text()
+    (gpu / "README.md").write_text(card.replace("app_file: app.py\n", "app_file: app.py\nsuggested_hardware: a10g-small\n"))
+    assert pub.has_gpu(gpu) and not pub.has_gpu(METRICS_DIR / "prism_score")
+    assert "download.pytorch.org" not in pub.space_requirements(gpu, requirement="t2i-reason==0.1.0")
+
+
 def test_a_space_can_require_the_package_from_an_index_instead():
     files = pub.space_files(METRICS_DIR / "vqascore", requirement="t2i-reason[openai]==0.1.0")
     assert not any(p.startswith("t2ireason/") for p in files)
@@ -172,9 +187,13 @@ def space_venv(tmp_path_factory):
     started = time.perf_counter()
     _pip_install(python, f"torch=={torch.__version__}", timeout=1200)
     torch_seconds = time.perf_counter() - started
-    # as the Hub's builder does: the Space's requirements and the SDK's gradio, in one resolution
-    _pip_install(python, "-r", str(spaces["vqascore"] / "requirements.txt"), f"gradio=={pub.GRADIO_VERSION}",
-                 timeout=1800)
+    # as the Hub's builder does: the Space's requirements and the SDK's gradio, in one resolution; PyTorch's
+    # CPU index, which the requirements name, is out of reach here: its build is the one installed above
+    requirements = (spaces["vqascore"] / "requirements.txt").read_text()
+    assert f"--extra-index-url {pub.CPU_TORCH_INDEX}\n" in requirements
+    here = root / "requirements-offline.txt"
+    here.write_text(requirements.replace(f"--extra-index-url {pub.CPU_TORCH_INDEX}\n", ""))
+    _pip_install(python, "-r", str(here), f"gradio=={pub.GRADIO_VERSION}", timeout=1800)
     print(f"space venv: torch {torch_seconds:.0f} s, requirements and gradio "
           f"{time.perf_counter() - started - torch_seconds:.0f} s")
     yield {"python": python, "spaces": spaces, "root": root, "wheel": wheel}

@@ -76,3 +76,6 @@ class T2iReasonscore(tm.JudgedMetric):
             inputs_description=_KWARGS_DESCRIPTION,
             reference_urls=["https://arxiv.org/abs/2508.17472", "https://github.com/KaiyueSun98/T2I-ReasonBench"],
         )
+
+    def predictions_are_images(self, options):
+        return options.get("mode", "image") != "text"  # Table 4's text score takes descriptions

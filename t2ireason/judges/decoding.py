@@ -149,7 +149,14 @@ def schema_constraint(tokenizer_info: Any, schemas: list[dict | None], prompt_le
                 self.device_mask = torch.empty_like(self.mask, device=scores.device)
             self.device_mask.copy_(self.mask, non_blocking=True)
             scores = scores.clone()
-            llt.apply_token_bitmask_inplace(scores, self.device_mask)
+            if scores.is_cuda:
+                llt.apply_token_bitmask_inplace(scores, self.device_mask)
+            else:  # llguidance's kernel is torch.compile'd: on a CPU its first call builds C++ (13 CPU-s, and a
+                # compiler), a cost a short run never earns back; the same mask in eager torch
+                bits = (self.device_mask.unsqueeze(-1) >> torch.arange(32, dtype=torch.int32)) & 1
+                allowed = bits.reshape(len(bits), -1)[:, :scores.shape[1]].bool()
+                scores[:, allowed.shape[1]:] = float("-inf")  # past the tokenizer's vocabulary (padded logits)
+                scores[:, :allowed.shape[1]].masked_fill_(~allowed, float("-inf"))
             return scores
 
     return SchemaConstraint()

@@ -85,10 +85,11 @@ def _entry(model: str, r: ImageResult, out_dir: Path, embed: bool, image_root: P
         "model": model,
         "context": {k: v for k, v in _context(r).items() if k not in shared},
         "id": r.id,
-        "failed": r.failed,
+        "failed": r.failed and not r.unscorable,
+        "unscorable": r.unscorable,
         "any_failure": r.failed or bool(r.failure) or any(q.score is None for q in r.questions),
         "failure": r.failure,
-        "score_text": _fmt(r.score),
+        "score_text": "—" if r.score is None else f"{100 * r.score:.1f}",  # on 0-100, as the tables
         "subscores": {k: _fmt(v) for k, v in r.subscores.items()},
         "reasks": r.reasks,
         "questions": r.questions,

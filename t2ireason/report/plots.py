@@ -2,7 +2,8 @@
 as whiskers) and, over three or more categories, as a radar; per-image score distributions; MT2IE
 score and difficulty per iteration. Every figure is written as PNG (300 dpi) and PDF (vector, fonts
 embedded as TrueType) at a paper's column width (3.4 in; 7 in, both columns, for panels side by side)
-with 7-8 pt text, and always on 0-100, the scale of every benchmark's table.
+with 7-8 pt text, and always on 0-100, the scale of every benchmark's table (per-image scores too); a
+label breaks between words, never inside one.
 
 Tables are read generically (:func:`layout`): a column naming a summary (Overall, Avg., Mean...)
 is never a category axis, and columns named ``"<category> <series>"`` over a few repeated series
@@ -19,6 +20,7 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -28,8 +30,9 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from ..results import Cell, PaperTable  # noqa: E402
 
-__all__ = ["layout", "Layout", "table_bars", "table_radar", "bars_figure", "radar_figure", "score_distribution", "mt2ie_iterations",
-           "save_figure", "label_problems", "COLUMN_WIDTH", "PAGE_WIDTH"]
+__all__ = ["layout", "Layout", "table_bars", "table_radar", "bars_figure", "radar_figure", "score_distribution",
+           "distribution_figure", "mt2ie_iterations", "iterations_figure", "save_figure", "label_problems",
+           "COLUMN_WIDTH", "PAGE_WIDTH"]
 
 COLUMN_WIDTH = 3.4  # inches: one column of a two-column paper (ACL, CVPR: 3.25-3.5 in)
 PAGE_WIDTH = 7.0  # inches: both columns (ACL 6.3, CVPR 6.9 in); a figure this wide spans them
@@ -91,7 +94,9 @@ def _top(table: PaperTable) -> float:
 
 
 def _wrap(text: str, width: int) -> str:
-    return "\n".join(textwrap.wrap(str(text), width, break_long_words=True)) or str(text)
+    """``text`` on lines of about ``width`` characters, broken between words only: a word longer than
+    that keeps its line (a label broken mid-word, "Compositiona/l", reads as two words)."""
+    return "\n".join(textwrap.wrap(str(text), width, break_long_words=False, break_on_hyphens=False)) or str(text)
 
 
 def _check(table: PaperTable) -> Layout:
@@ -208,37 +213,63 @@ def radar_figure(table: PaperTable):
     return fig
 
 
-def score_distribution(scores: Mapping[str, Sequence[float | None]], path: str | os.PathLike, *,
-                       title: str = "", xlabel: str = "per-image score (0-1)", bins: int = 20) -> list[Path]:
-    """Histogram of per-image scores (0-1) for each model, counts of images on the y axis (failures,
-    None, left out and counted in the legend). Writes ``path`` with ``.png`` and ``.pdf``."""
+def score_distribution(scores: Mapping[str, Sequence[float | None]], path: str | os.PathLike, **options: Any
+                       ) -> list[Path]:
+    """:func:`distribution_figure` written to ``path`` with ``.png`` and ``.pdf``; returns both."""
+    with plt.rc_context(_STYLE):
+        return save_figure(distribution_figure(scores, **options), path)
+
+
+def distribution_figure(scores: Mapping[str, Sequence[float | None]], *, title: str = "",
+                        xlabel: str = "per-image score (0-100)", bins: int = 20,
+                        unscorable: Mapping[str, int] | None = None):
+    """Histogram of per-image scores (each image's 0-1 reward, drawn on 0-100 as the tables are) for each
+    model, counts of images on the y axis. A None is left out and counted in the legend: as ``failed``,
+    or as ``not scorable`` for the ``unscorable[model]`` prompts the benchmark could not score at all (no
+    questions: no judge was asked)."""
     if not scores:
         raise ValueError("nothing to plot: no models")
     with plt.rc_context(_STYLE):
-        fig, ax = plt.subplots(figsize=(COLUMN_WIDTH, 2.4), layout="constrained")
-        edges = [i / bins for i in range(bins + 1)]
+        fig, ax = plt.subplots(figsize=(COLUMN_WIDTH, 2.2 + 0.15 * len(scores)), layout="constrained")
+        edges = [100 * i / bins for i in range(bins + 1)]
         for i, (m, vals) in enumerate(scores.items()):
-            ok = [min(max(v, 0.0), 1.0) for v in vals if v is not None and math.isfinite(v)]
-            failed = len(vals) - len(ok)
-            label = f"{m} (n={len(ok)}" + (f", {failed} failed)" if failed else ")")
+            ok = [100 * min(max(v, 0.0), 1.0) for v in vals if v is not None and math.isfinite(v)]
+            unscored = (unscorable or {}).get(m, 0)
+            failed = len(vals) - len(ok) - unscored
+            said = [f"n={len(ok)}"] + ([f"{failed} failed"] if failed else []) + (
+                [f"{unscored} not scorable"] if unscored else [])
+            label = f"{m} ({', '.join(said)})"
             colour = _COLOURS[i % len(_COLOURS)]
             ax.hist(ok, bins=edges, histtype="stepfilled", alpha=0.25, color=colour)
             ax.hist(ok, bins=edges, histtype="step", linewidth=1.0, color=colour, label=label)
-        ax.set_xlim(0, 1)
+        ax.set_xlim(0, 100)
+        ax.set_xticks(range(0, 101, 20))
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts of images: whole numbers
         ax.set_xlabel(xlabel)
         ax.set_ylabel("images")
         ax.set_title(_wrap(title, 60))
-        ax.legend(frameon=False)
-        return save_figure(fig, path)
+        fig.legend(loc="outside lower center", frameon=False)  # under the axes: never over a bar
+    return fig
 
 
 def mt2ie_iterations(per_iteration: Mapping[str, Mapping[int, Mapping[str, float]]], path: str | os.PathLike, *,
                      title: str = "MT2IE") -> list[Path]:
+    """:func:`iterations_figure` written to ``path`` with ``.png`` and ``.pdf``; returns both."""
+    with plt.rc_context(_STYLE):
+        return save_figure(iterations_figure(per_iteration, title=title), path)
+
+
+def iterations_figure(per_iteration: Mapping[str, Mapping[int, Mapping[str, float]]], *, title: str = "MT2IE"):
     """Mean score and mean prompt difficulty per iteration, one line per model (seed 002, Figures 3
-    and 6). Writes ``path`` with ``.png`` and ``.pdf``."""
+    and 6), on whole iterations and on the whole scale of each."""
     if not per_iteration:
         raise ValueError("nothing to plot: no models")
+
+    def values(key: str) -> list[float]:
+        return [v for its in per_iteration.values() for it in its.values()
+                if isinstance(v := it.get(key), (int, float)) and math.isfinite(v)]
+
+    iterations = sorted({int(x) for its in per_iteration.values() for x in its})
     with plt.rc_context(_STYLE):
         fig, (a, b) = plt.subplots(1, 2, figsize=(PAGE_WIDTH, 2.6), layout="constrained")
         for i, (m, its) in enumerate(per_iteration.items()):
@@ -248,11 +279,18 @@ def mt2ie_iterations(per_iteration: Mapping[str, Mapping[int, Mapping[str, float
             b.plot(xs, [its[x]["difficulty"] for x in xs], marker="o", markersize=3, color=colour, label=m)
         a.set(xlabel="iteration", ylabel="score", title="score per iteration")
         b.set(xlabel="iteration", ylabel="prompt difficulty", title="difficulty per iteration")
-        for ax in (a, b):
-            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        # the whole scale, not a window the noise fills: scores on 0-1, difficulty from 0 (or below: a
+        # Flesch-Kincaid grade can be negative), whatever its measure
+        a.set_ylim(0, max([1.0, *values("score")]))
+        low, high = min([0.0, *values("difficulty")]), max([0.0, *values("difficulty")])
+        b.set_ylim(low, high + 0.1 * (high - low) or 1.0)
+        step = max(1, math.ceil(len(range(iterations[0], iterations[-1] + 1)) / 10))
+        for ax in (a, b):  # whole iterations: a tick per iteration (every few of many), none between
+            ax.set_xticks(range(iterations[0], iterations[-1] + 1, step))
+            ax.set_xlim(iterations[0] - 0.5, iterations[-1] + 0.5)
         fig.suptitle(_wrap(title, 100), fontsize=8)
         _legend(fig, list(per_iteration))
-        return save_figure(fig, path)
+    return fig
 
 
 def save_figure(fig, path: str | os.PathLike) -> list[Path]:

@@ -5,7 +5,8 @@ Each benchmark module lays out its tables for one model
 several models are stacked under the same columns and rendered. A cell shows
 its value with one decimal, as the papers do, and its 95% interval where one
 was computed; the CSV keeps full precision with the interval in columns of
-its own; the LaTeX is booktabs with each column's best value in bold.
+its own; the LaTeX (:mod:`t2ireason.report.latex`) is booktabs with each column's best value in
+bold, laid out to fit a column.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Sequence
 
 from ..results import Cell, PaperTable
 
-__all__ = ["side_by_side", "to_markdown", "to_csv", "to_latex", "format_cell", "best_rows"]
+__all__ = ["side_by_side", "to_markdown", "to_csv", "format_cell", "best_rows"]
 
 # columns where less is better (MT2IE's ranking: its spread, mean rank, failures); every score is higher-better
 _LOWER_IS_BETTER = re.compile(r"\b(rank|std|variance|failed)\b", re.IGNORECASE)
@@ -101,42 +102,11 @@ def best_rows(table: PaperTable) -> dict[str, set[str]]:
     return best
 
 
-_TEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-                "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+def __getattr__(name: str):
+    """``to_latex`` lives in :mod:`t2ireason.report.latex` (it lays tables out to a width); it is
+    imported from here as before."""
+    if name == "to_latex":
+        from .latex import to_latex
 
-
-def _tex(text: str) -> str:
-    return re.sub(r"[\\&%$#_{}~^]", lambda m: _TEX_SPECIAL[m.group()], str(text)).replace("\n", " ")
-
-
-def to_latex(tables: Sequence[PaperTable], *, intervals: bool = False) -> str:
-    """Every table as a LaTeX ``table`` with booktabs rules (``\\usepackage{booktabs}``): the model
-    column, then the paper's columns, each column's best value in bold, the note as the caption;
-    ``intervals=True`` adds the 95% intervals in brackets (a smaller font)."""
-    out = ["% t2i-reason paper tables; needs \\usepackage{booktabs} (and graphicx for the wide ones)"]
-    for t in tables:
-        best = best_rows(t)
-        wide = len(t.columns) > 9  # PRISM-Bench's 24 columns: the page's width, scaled to fit
-        out += ["\\begin{table*}[t]" if wide else "\\begin{table}[t]", "\\centering", "\\small",
-                *(["\\resizebox{\\textwidth}{!}{%"] if wide else []),
-                "\\begin{tabular}{l" + "r" * len(t.columns) + "}", "\\toprule",
-                " & ".join(["Model", *(_tex(c) for c in t.columns)]) + " \\\\", "\\midrule"]
-        for label, cells in t.rows.items():
-            row = [_tex(label)]
-            for c in t.columns:
-                cell = cells.get(c)
-                text = format_cell(cell, intervals=False, decimals=t.decimals)
-                text = "--" if text == "–" else text
-                if label in best.get(c, ()):
-                    text = f"\\textbf{{{text}}}"
-                if intervals and cell is not None and cell.low is not None and cell.high is not None:
-                    text += f" {{\\scriptsize [{cell.low:.{t.decimals}f}, {cell.high:.{t.decimals}f}]}}"
-                row.append(text)
-            out.append(" & ".join(row) + " \\\\")
-        caption = _tex(t.title) + (f". {_tex(t.note)}" if t.note else "")
-        if intervals and any(cell.low is not None for cells in t.rows.values() for cell in cells.values()):
-            caption += "; 95\\% bootstrap confidence intervals in brackets"
-        label = re.sub(r"[^a-z0-9]+", "-", t.title.lower()).strip("-")
-        out += ["\\bottomrule", "\\end{tabular}" + ("}" if wide else ""), f"\\caption{{{caption}.}}",
-                f"\\label{{tab:{label}}}", "\\end{table*}" if wide else "\\end{table}", ""]
-    return "\n".join(out)
+        return to_latex
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -12,12 +13,23 @@ from typing import Any
 from ..benchmarks import get_benchmark
 from ..runs import RUN_FILE, Run, RunError, finished_evaluations, slug
 
-__all__ = ["write_report"]
+__all__ = ["write_report", "figure_name"]
 
 
 def _is_mt2ie_output(path: Path) -> bool:
     """An output folder of ``t2ireason mt2ie`` (its summary and runs), not a run folder."""
     return not (path / RUN_FILE).is_file() and (path / "summary.json").is_file() and (path / "runs").is_dir()
+
+
+def figure_name(title: str, benchmark: str = "") -> str:
+    """A table's figures' file name, numbered as the paper numbers the table: ``table3`` for "R2I-Bench
+    Table 3: R2I-Score", else the title without the benchmark's name (``con-mix-by-subcategory``)."""
+    number = re.search(r"\bTable (\d+)\b", title)
+    if number:
+        return f"table{number.group(1)}"
+    if benchmark and title.lower().startswith(benchmark.lower()):
+        title = title[len(benchmark):]
+    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-") or "table"  # no dot: the suffix is the format
 
 
 def _run_row(run: Run, evaluation: str, label: str) -> dict[str, Any]:
@@ -45,8 +57,9 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
     every table and figure and the gallery of each prompt's images across the models. Returns the
     paths, the Markdown of every table and of the headline table of each benchmark."""
     from .html import Section, write_html_report
+    from .latex import ONE_COLUMN, to_latex
     from .plots import layout, mt2ie_iterations, score_distribution, table_bars, table_radar
-    from .tables import side_by_side, to_csv, to_latex, to_markdown
+    from .tables import side_by_side, to_csv, to_markdown
 
     out = Path(out)
     agents = [Path(r) for r in runs if not isinstance(r, Run) and _is_mt2ie_output(Path(r))]
@@ -67,17 +80,19 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
         csv_parts.append(to_csv(tables))
         every_table += tables
         figures = []
-        for i, table in enumerate(tables, 1):
+        for table in tables:
             axes = layout(table).axes
             if not table.rows or not axes:  # nothing judged in it (every image failed): no figure to draw
                 continue
-            figures += table_bars(table, out / "plots" / f"{bench_name}_table{i}_bars")
+            stem = out / "plots" / f"{bench_name}_{figure_name(table.title, bench.pretty_name)}"
+            figures += table_bars(table, f"{stem}_bars")
             if len(axes) >= 3:
-                figures += table_radar(table, out / "plots" / f"{bench_name}_table{i}_radar")
+                figures += table_radar(table, f"{stem}_radar")
         results = {label: run.results(n) for run, n, label in group}
         figures += score_distribution({label: [r.score for r in rs] for label, rs in results.items()},
                                       out / "plots" / f"{bench_name}_scores",
-                                      title=f"{bench.pretty_name}: per-image scores")
+                                      title=f"{bench.pretty_name}: per-image scores",
+                                      unscorable={label: sum(r.unscorable for r in rs) for label, rs in results.items()})
         plots += figures
         sections.append(Section(bench.pretty_name, results, tables, [f for f in figures if f.suffix == ".png"],
                                 [_run_row(run, n, label) for run, n, label in group]))
@@ -107,7 +122,7 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
     (out / "tables.md").write_text(text, encoding="utf-8")
     (out / "tables.csv").write_text("".join(part if i == 0 else part.split("\n", 1)[1]
                                             for i, part in enumerate(csv_parts)), encoding="utf-8")
-    (out / "tables.tex").write_text(to_latex(every_table), encoding="utf-8")
+    (out / "tables.tex").write_text(to_latex(every_table, width=ONE_COLUMN), encoding="utf-8")
     labels = list(dict.fromkeys(label for _, _, label in entries))
     page = write_html_report(sections, out, title=title or (f"{', '.join(names)}: {', '.join(labels)}" if labels
                                                             else ", ".join(names)),

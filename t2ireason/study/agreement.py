@@ -375,7 +375,8 @@ def _table_from_dict(d: dict[str, Any]) -> PaperTable:
 
 def write_agreement(result: dict[str, Any], runs: Sequence[str | os.PathLike]) -> list[Path]:
     """Write ``result`` into each run's ``agreement/<study id>/``; returns the folders."""
-    from ..report.tables import to_csv, to_latex, to_markdown
+    from ..report.latex import ONE_COLUMN, to_latex
+    from ..report.tables import to_csv, to_markdown
 
     folders = []
     for run in runs:
@@ -386,7 +387,7 @@ def write_agreement(result: dict[str, Any], runs: Sequence[str | os.PathLike]) -
         atomic_write_text(folder / "tables.md", f"## Agreement with people: {result['title']}\n\n"
                           + to_markdown(result["tables"]))
         atomic_write_text(folder / "tables.csv", to_csv(result["tables"]))
-        atomic_write_text(folder / "tables.tex", to_latex(result["tables"], intervals=True))
+        atomic_write_text(folder / "tables.tex", to_latex(result["tables"], intervals=True, width=ONE_COLUMN))
         folders.append(folder)
     return folders
 

@@ -232,6 +232,33 @@ def test_schema_masks_filled_together_equal_masks_filled_row_by_row(judge):
     assert any(m.is_stopped() for m in together.matchers if m is not None)
 
 
+def test_schema_masks_on_a_cpu_need_no_compile_and_mask_as_llguidance_does(judge, monkeypatch):
+    """As found (issue 34 item 13): llguidance's mask kernel is torch.compile'd, and its first call built C++
+    for 13 CPU-seconds of a fresh demo (and needs a compiler). On a CPU the same mask is applied eagerly:
+    equal to llguidance's own, tokens past the tokenizer's vocabulary (padded logits) included."""
+    import llguidance.torch as llt
+
+    config = judge._generation_config
+    info = judge._llguidance_tokenizer(config)
+    schemas = [SCHEMA, None, SCHEMA]
+    generator = torch.Generator().manual_seed(2)
+    vocab = judge.hf_model.get_output_embeddings().weight.shape[0] + 40  # wider than the mask's 32-token words
+    reference = decoding.schema_constraint(info, schemas, 3)
+    eager = decoding.schema_constraint(info, schemas, 3)
+    input_ids = torch.zeros(len(schemas), 3, dtype=torch.long)
+    for _ in range(8):
+        scores = torch.randn(len(schemas), vocab, generator=generator)
+        expected = reference(input_ids, scores)
+        monkeypatch.setattr(llt, "apply_token_bitmask_inplace", lambda *a: pytest.fail("compiled kernel on a CPU"))
+        got = eager(input_ids, scores)
+        monkeypatch.undo()
+        assert torch.equal(got, expected) and torch.isinf(got[0]).any()
+        words = 32 * ((info.vocab_size + 31) // 32)  # the mask's width: the tokenizer's vocabulary in 32-bit words
+        assert words < vocab and torch.isinf(got[:, words:]).all()  # never a token past it
+        assert torch.equal(got[1, :info.vocab_size], scores[1, :info.vocab_size])  # the free row: untouched
+        input_ids = torch.cat([input_ids, got.argmax(-1, keepdim=True)], 1)
+
+
 # -- attention and the compiled decoding path -----------------------------------------------------------------------
 
 

@@ -239,3 +239,24 @@ def test_load_metric_by_bare_name():
     assert m.compute(predictions=[[1.0, 0.0]], references=["A"])["pairwise_accuracy"] == 1.0
     with pytest.raises(ValueError, match=r"unknown metric 'nope'; known: .*meta_evaluation.*vqascore"):
         t2ireason.load_metric("nope")
+
+
+@pytest.mark.parametrize("via", ["compute", "add_batch"])
+def test_a_missing_image_file_is_the_callers_mistake_said_before_any_judge_call(loads, toy_path, images, tmp_path,
+                                                                                 via):
+    """As found (issue 34 item 5): a wrong path gave a NaN score with no warning, its cause only in
+    ``per_image[i]["failure"]``. Now the call raises at once, with how many files are missing and the first."""
+    images[0].save(tmp_path / "a.png")
+    given = [str(tmp_path / "a.png"), str(tmp_path / "b.png"), tmp_path / "c.png", {"path": str(tmp_path / "d.png"),
+                                                                                   "bytes": None}]
+    m = evaluate.load(toy_path)
+    with pytest.raises(FileNotFoundError, match=r"3 of 4 image files do not exist: predictions\[1\] = '.*b\.png', "
+                                                r"predictions\[2\] = '.*c\.png', predictions\[3\] = '.*d\.png'$"):
+        if via == "compute":
+            m.compute(predictions=given, references=ROWS)
+        else:  # evaluate's own path: the batches in its Arrow cache, the images as {"bytes", "path"}
+            m.add_batch(predictions=given[:2], references=ROWS[:2])
+            m.add_batch(predictions=given[2:], references=ROWS[2:])
+            m.compute()
+    assert loads == []  # no judge was loaded, none asked
+    assert m.compute(predictions=[str(tmp_path / "a.png")], references=ROWS[:1])["scores"] == pytest.approx([0.2])

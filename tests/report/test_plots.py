@@ -139,3 +139,84 @@ def test_plots_refuse_bad_input(tmp_path):
         plots.table_radar(PaperTable("T", ["A", "B"], {"m": {"A": Cell(1.0), "B": Cell(2.0)}}), tmp_path / "x")
     with pytest.raises(ValueError, match="no models"):
         plots.score_distribution({}, tmp_path / "x")
+
+
+# -- issue 34 item 12: what a reader of the figures and the page saw wrong ------------------------------------
+
+def test_a_label_breaks_between_words_never_inside_one(tables):
+    """As found: the radar of R2I-Bench's Table 3 read "Compositiona" over "l" (textwrap broke long words)."""
+    table = tables["r2i-bench"][0][0]
+    words = {w for axis in plots.layout(table).axes for w in axis.split()}
+    assert "Compositional" in words
+    with plt.rc_context(plots._STYLE):
+        for make in (plots.radar_figure, plots.bars_figure):
+            fig = make(table)
+            labels = [t.get_text() for ax in fig.axes for t in ax.get_xticklabels() + ax.get_yticklabels()]
+            pieces = {p for label in labels for line in label.split("\n") for p in line.split()}
+            assert "Compositional" in pieces or make is plots.bars_figure
+            assert pieces & words == pieces - {p for p in pieces if p.replace(".", "").isdigit()}, make.__name__
+            plt.close(fig)
+    assert plots._wrap("Mathematical reasoning", 5) == "Mathematical\nreasoning"
+
+
+def test_per_image_scores_on_0_100_and_unscorable_prompts_apart():
+    """As found: the histogram was on 0-1 beside tables on 0-100, and an unscorable prompt (no questions,
+    no judge asked) was counted as failed."""
+    with plt.rc_context(plots._STYLE):
+        fig = plots.distribution_figure({"a": [0.1, 0.55, None, None, 1.0], "b": [0.9, None]},
+                                        unscorable={"a": 1})
+        ax = fig.axes[0]
+        assert ax.get_xlim() == (0, 100) and list(ax.get_xticks()) == [0, 20, 40, 60, 80, 100]
+        assert ax.get_xlabel() == "per-image score (0-100)"
+        assert [t.get_text() for t in fig.legends[0].get_texts()] == ["a (n=3, 1 failed, 1 not scorable)",
+                                                                      "b (n=1, 1 failed)"]
+        # the outline of a's histogram: the 0.55 image one image high over the 55-60 bin of the 0-100 axis
+        outline = {(round(x, 6), round(y, 6)) for x, y in ax.patches[1].get_xy()}
+        assert {(55.0, 1.0), (60.0, 1.0)} <= outline and max(x for x, _ in outline) == 100.0
+        plt.close(fig)
+
+
+def test_mt2ie_iterations_on_whole_iterations_and_the_whole_scale():
+    """As found: with one iteration the axis read -0.045, -0.03...; a flat score of 0.71 filled the height
+    from 0.67 to 0.75, noise drawn as change."""
+    for per_iteration, ticks in [({"m": {0: {"score": 0.71, "difficulty": 12.0}}}, [0]),
+                                 ({"m": {i: {"score": 0.7 + i / 1000, "difficulty": 10.0 + i} for i in range(3)},
+                                   "n": {i: {"score": 0.4, "difficulty": -2.0} for i in range(3)}}, [0, 1, 2]),
+                                 ({"m": {i: {"score": 0.5, "difficulty": 3.0} for i in range(1, 31)}},
+                                  list(range(1, 31, 3)))]:
+        with plt.rc_context(plots._STYLE):
+            fig = plots.iterations_figure(per_iteration)
+            score, difficulty = fig.axes[:2]
+            for ax in (score, difficulty):
+                assert [float(t) for t in ax.get_xticks()] == ticks
+            assert score.get_ylim() == (0, 1.0)
+            lows = [it["difficulty"] for its in per_iteration.values() for it in its.values()]
+            assert difficulty.get_ylim()[0] == min(0.0, *lows) and difficulty.get_ylim()[1] > max(lows)
+            assert plots.label_problems(fig) == []
+            plt.close(fig)
+
+
+def test_the_report_numbers_figures_as_the_paper_numbers_its_tables(tmp_path):
+    """As found: R2I-Bench's Table 3 was drawn into r2i-bench_table1_*, its Table 13 into table2_*."""
+    from study.runs import scored_run
+
+    from t2ireason.report.writer import figure_name, write_report
+
+    assert figure_name("R2I-Bench Table 3: R2I-Score", "R2I-Bench") == "table3"
+    assert figure_name("PRISM-Bench Table 2 (PRISM-Bench-ZH)", "PRISM-Bench") == "table2"
+    assert figure_name("R2I-Bench: Con.Mix. by subcategory", "R2I-Bench") == "con-mix-by-subcategory"
+    run = scored_run(tmp_path, "r2i-bench", "sd")
+    report = write_report([run], tmp_path / "report")
+    names = {p.name for p in report["plots"]}
+    assert {"r2i-bench_table3_bars.png", "r2i-bench_table3_radar.png", "r2i-bench_table13_bars.png",
+            "r2i-bench_commonsense-by-subcategory_bars.png", "r2i-bench_con-mix-by-subcategory_bars.png",
+            "r2i-bench_scores.png"} <= names
+    assert not any(n.startswith(("r2i-bench_table1_", "r2i-bench_table2_")) for n in names)
+    # the gallery: each image's score on 0-100 as the tables; an unscorable prompt is "not scorable", not failed
+    page = report["html"][0].read_text()
+    results = run.results("scripted")
+    scored = next(r for r in results if r.score is not None)
+    assert f"<b>score</b> {100 * scored.score:.1f}" in page
+    unscorable = [r for r in results if r.unscorable]
+    assert unscorable and page.count('<span class="badge">not scorable</span>') == len(unscorable)
+    assert page.count('<span class="badge fail">failed</span>') == sum(r.failed and not r.unscorable for r in results)

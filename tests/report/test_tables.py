@@ -1,9 +1,18 @@
 """tables.tex: booktabs tables with each column's best value in bold (the least for a rank or a
-spread), intervals on request, LaTeX's special characters escaped, wide tables scaled to the page."""
+spread), intervals on request, LaTeX's special characters escaped; without a width, wide tables scaled to
+the page; with one, laid out to fit it (compiled by pdflatex)."""
 
 from __future__ import annotations
 
-from t2ireason.report.tables import best_rows, to_latex
+import random
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from t2ireason.report.latex import ONE_COLUMN
+from t2ireason.report.tables import best_rows, side_by_side, to_latex
 from t2ireason.results import Cell, PaperTable
 
 TABLE = PaperTable("R2I-Bench Table 3: R2I-Score", ["Overall", "Con.Mix.", "n_failed & 50%"], {
@@ -37,3 +46,77 @@ def test_best_is_the_least_for_ranks_and_wide_tables_fit_the_page():
     tex = to_latex([wide])
     assert "\\begin{table*}[t]" in tex and "\\resizebox{\\textwidth}{!}{%" in tex and "\\end{tabular}}" in tex
     assert "&  --" not in tex and " & --" in tex  # an empty cell is a dash
+
+
+# -- issue 34 item 11: tables.tex fits one column, as the papers lay out a table too wide for theirs ----------
+
+PDFLATEX = shutil.which("pdflatex")
+#: the models of PRISM-Bench's Table 1 (FLUX-Reason-6M & PRISM-Bench, section 4): the widest table a report holds
+PRISM_MODELS = ["SD1.5", "SD2.1", "SDXL", "JanusPro-7B", "Playground", "FLUX.1-schnell", "Bagel", "Bagel-CoT",
+                "SD3-Medium", "SD3.5-Medium", "HiDream-I1-Dev", "SD3.5-Large", "FLUX.1-dev", "FLUX.1-Krea-dev",
+                "HiDream-I1-Full", "SEEDream 3.0", "Qwen-Image", "Gemini2.5-Flash-Image", "GPT-Image-1 [High]"]
+
+
+def _compiled(folder: Path, tex: str) -> str:
+    """The log of ``tex`` (tables) compiled by pdflatex in LaTeX's one-column article."""
+    (folder / "tables.tex").write_text(tex)
+    (folder / "doc.tex").write_text("\\documentclass{article}\n\\usepackage{booktabs}\n\\usepackage{graphicx}\n"
+                                    "\\begin{document}\n\\typeout{textwidth=\\the\\textwidth}\n\\input{tables.tex}\n"
+                                    "\\end{document}\n")
+    done = subprocess.run([PDFLATEX, "-interaction=nonstopmode", "-halt-on-error", "doc.tex"], cwd=folder,
+                          capture_output=True, text=True, timeout=120)
+    log = (folder / "doc.log").read_text(errors="replace")
+    assert done.returncode == 0, log[-3000:]
+    assert f"textwidth={ONE_COLUMN:.1f}pt" in log  # the width the tables were laid out for
+    return log
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(PDFLATEX is None, reason="needs pdflatex (Debian's texlive-latex-base; `make test` installs it)")
+def test_every_benchmarks_tables_fit_one_column_without_scaling(tmp_path):
+    """As found: PRISM-Bench's 24 columns were scaled to the page (about 3 pt type) and R2I-Bench's Table 3 was
+    131 pt wider than a column. Each benchmark's tables of three runs side by side, and PRISM-Bench's Table 1
+    with the paper's 19 models, compile in a one-column article with no overfull line and nothing scaled."""
+    from study.runs import scored_run
+
+    from t2ireason.benchmarks import JUDGED
+    from t2ireason.report.writer import write_report
+
+    tables, prism_runs = [], []
+    for bench_name in JUDGED:
+        runs = [scored_run(tmp_path / bench_name, bench_name, name)
+                for name in ("Stable Diffusion 3.5 Large", "FLUX.1-dev", "GPT-Image-1 [High]")]
+        tables += side_by_side([run.bench.paper_tables(run.scores("scripted")["aggregate"], run.name) for run in runs])
+        prism_runs = runs if bench_name == "prism-bench" else prism_runs
+    paper = next(t for t in tables if t.title == "PRISM-Bench Table 1")
+    rng = random.Random(0)
+    tables.append(PaperTable("PRISM-Bench Table 1 (19 models)", paper.columns, {
+        m: {c: Cell(round(rng.uniform(5, 95), 1)) for c in paper.columns} for m in PRISM_MODELS}, paper.note))
+    tex = to_latex(tables, width=ONE_COLUMN)
+    assert "\\resizebox" not in tex and "table*" not in tex
+    assert tex.count("\\begin{table}") == len(tables)
+    log = _compiled(tmp_path, tex)
+    assert "Overfull \\hbox" not in log, [line for line in log.splitlines() if "Overfull" in line]
+    # PRISM-Bench's tracks as rows for a report's few models; the paper's 19 models as rows, in panels
+    prism = tex.split("\\caption{PRISM-Bench Table 1.")[0].rsplit("\\begin{table}", 1)[1]
+    assert "\nImagination & " in prism and "\\multicolumn{3}{c}" in prism
+    nineteen = tex.split("\\caption{PRISM-Bench Table 1 (19 models)")[0].rsplit("\\begin{table}", 1)[1]
+    assert "\nSD1.5 & " in nineteen and nineteen.count("\\begin{tabular}") >= 2
+    assert "\\multicolumn{3}{c}{Imagination}" in nineteen
+    # the report's tables.tex is laid out so
+    report = write_report(prism_runs, tmp_path / "report")
+    written = report["tables_tex"].read_text()
+    assert written == to_latex(side_by_side([run.bench.paper_tables(run.scores("scripted")["aggregate"], run.name)
+                                             for run in prism_runs]), width=ONE_COLUMN)
+    assert "Overfull \\hbox" not in _compiled(tmp_path / "report", written)
+
+
+def test_a_narrow_table_is_laid_out_as_before_and_a_wide_one_in_panels():
+    tex = to_latex([TABLE], width=ONE_COLUMN)
+    assert tex == to_latex([TABLE])  # what fits keeps its one line per model
+    columns = [f"Track {i} {part}" for i in range(8) for part in ("Ali.", "Aes.", "Avg.")]
+    wide = PaperTable("wide", columns, {f"model-{m}": {c: Cell(50.0 + m) for c in columns} for m in range(12)})
+    tex = to_latex([wide], width=ONE_COLUMN)
+    assert "\\resizebox" not in tex and tex.count("\\begin{tabular}") >= 2 and "\\medskip" in tex
+    assert "\\multicolumn{3}{c}{Track 0}" in tex and "\\cmidrule(lr){2-4}" in tex
+    assert tex.count("model-11 & ") == tex.count("\\begin{tabular}")  # every panel holds every model
