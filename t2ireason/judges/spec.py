@@ -18,7 +18,7 @@ from typing import Any
 from ..redaction import redacted
 from .base import JudgeError
 
-__all__ = ["JudgeSpec", "BACKENDS", "parse_spec"]
+__all__ = ["JudgeSpec", "BACKENDS", "parse_spec", "split_base_url", "url_rule"]
 
 #: spec prefix -> "module:class", imported only when used (vllm and openai are optional extras)
 BACKENDS = {
@@ -30,6 +30,27 @@ BACKENDS = {
 #: where an openai spec's base URL starts: the first '@' followed by a scheme (a URL's own
 #: ``user:password@`` comes after it)
 _URL_START = re.compile(r"@(?=https?://)", re.IGNORECASE)
+
+
+def split_base_url(model: str) -> tuple[str, str | None]:
+    """``(model, base_url)`` of ``model[@base_url]``: the base URL starts at the first '@' followed by
+    ``http://`` or ``https://`` (a URL's own ``user:password@`` stays in it), else at the last '@'. The
+    rule of every spec that names an endpoint (judges, image generators).
+
+    >>> split_base_url("gpt-image-1@http://user:pw@host:8000/v1")
+    ('gpt-image-1', 'http://user:pw@host:8000/v1')
+    """
+    if "@" not in model:
+        return model, None
+    found = _URL_START.search(model)
+    return (model[: found.start()], model[found.end():]) if found else tuple(model.rsplit("@", 1))
+
+
+def url_rule(text: str, base_url: str | None) -> str:
+    """Which '@' of the spec ``text`` its ``base_url`` follows, in words (for a message about a base URL
+    that cannot work)."""
+    last = base_url is not None and text.rpartition("@")[2] == base_url
+    return "the last '@'" if last else "the first '@' followed by http:// or https://"
 
 
 def did_you_mean(word: str, choices: Any) -> str:
@@ -68,9 +89,8 @@ class JudgeSpec:
             raise JudgeError(f"unknown judge backend {backend!r} in {redacted(text)!r}; known: {', '.join(BACKENDS)}"
                              + did_you_mean(backend, BACKENDS))
         base_url = None
-        if "@" in model and backend == "openai":
-            found = _URL_START.search(model)
-            model, base_url = (model[: found.start()], model[found.end():]) if found else model.rsplit("@", 1)
+        if backend == "openai":
+            model, base_url = split_base_url(model)
         if not model:
             raise JudgeError(f"judge spec {redacted(text)!r} names no model")
         return cls(backend, model, base_url, text)
@@ -92,8 +112,7 @@ class JudgeSpec:
 
     def url_rule(self) -> str:
         """Which '@' the base URL follows, in words (for a message about a base URL that cannot work)."""
-        last = self.base_url is not None and self.text.rpartition("@")[2] == self.base_url
-        return "the last '@'" if last else "the first '@' followed by http:// or https://"
+        return url_rule(self.text, self.base_url)
 
     def options(self) -> dict[str, Any]:
         """What the spec gives the backend's constructor beside the model: its base URL."""
