@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ..results import Cell, PaperTable
 
-__all__ = ["PublishedTable", "published_tables", "place", "standing_figure", "MARK"]
+__all__ = ["PublishedTable", "published_tables", "place", "standing_column", "standing_bars", "standing_figure", "MARK"]
 
 #: the mark after a published row's model name
 MARK = "[paper]"
@@ -62,8 +62,8 @@ class PublishedTable:
 
     def note(self) -> str:
         c = self.citation
-        return (f"{MARK}: {c['table'].split(',')[0]} as printed in {c['paper'].split(':')[0]} ({c['table']}; page: "
-                f"{c['page']}), judged by {c['judge']}, questions: {c['questions']}")
+        return (f"{MARK}: as printed in {c['paper'].split(':')[0]}, {c['table']} (page: {c['page']}), judged by "
+                f"{c['judge']}; questions: {c['questions']}")
 
 
 def _read(benchmark: str, text: str) -> PublishedTable:
@@ -89,7 +89,7 @@ def published_tables(benchmark: str) -> tuple[PublishedTable, ...]:
 def place(tables: Sequence[PaperTable], benchmark: str, scale: float = 100.0) -> tuple[list[PaperTable], list[dict]]:
     """``tables`` (one benchmark's, the runs side by side) with each published table's rows under the runs'
     rows of the table it joins (a table no run has is added, after the others), its note saying what measured
-    them; and one row per published model for the report's what-made-it table (model, judge, questions,
+    them; and, per published table, a row for the report's what-made-it table (its rows, judge, questions,
     source)."""
     out = [PaperTable(t.title, list(t.columns), {k: dict(v) for k, v in t.rows.items()}, t.note, t.decimals)
            for t in tables]
@@ -105,9 +105,10 @@ def place(tables: Sequence[PaperTable], benchmark: str, scale: float = 100.0) ->
             table.rows[label] = cells
         table.columns += [c for c in pub.columns if c not in table.columns]
         table.note = "; ".join(filter(None, [table.note, pub.note()]))
-        about += [{"model": pub.label(r), "judge": pub.citation["judge"], "questions": pub.citation["questions"],
-                   "source": f"{pub.citation['table'].split(',')[0]} of {pub.citation['paper'].split(':')[0]} "
-                             f"(seed {pub.citation['seed']})"} for r in pub.rows]
+        about.append({"model": f"the {len(pub.rows)} rows marked {MARK} of {table.title}", "judge": pub.citation["judge"],
+                      "questions": pub.citation["questions"],
+                      "source": f"{pub.citation['paper'].split(':')[0]}, {pub.citation['table'].split(',')[0]} as "
+                                f"printed (seed {pub.citation['seed']})"})
     return out, about
 
 
@@ -125,27 +126,37 @@ def standing_column(table: PaperTable) -> str | None:
 
 
 def standing_figure(table: PaperTable, runs: Sequence[str], path: str | os.PathLike) -> list[Path]:
-    """One column of ``table`` (:func:`standing_column`) as horizontal bars, best first, the rows of ``runs``
-    in colour and named in bold, the published ones grey: where each run stands among the paper's models.
-    PNG and PDF, as every figure of the report."""
+    """:func:`standing_bars` written to ``path`` as PNG and PDF, as every figure of the report."""
     import matplotlib.pyplot as plt
 
-    from .plots import _COLOURS, _STYLE, COLUMN_WIDTH, save_figure
+    from .plots import _STYLE, save_figure
+
+    with plt.rc_context(_STYLE):
+        return save_figure(standing_bars(table, runs), path)
+
+
+def standing_bars(table: PaperTable, runs: Sequence[str]):
+    """One column of ``table`` (:func:`standing_column`) as horizontal bars, best first, the rows of ``runs``
+    in colour and named in bold, the published ones grey: where each run stands among the paper's models."""
+    import matplotlib.pyplot as plt
+
+    from .plots import _COLOURS, _STYLE, COLUMN_WIDTH, _wrap
 
     column = standing_column(table)
     rows = sorted(((label, cells[column].value) for label, cells in table.rows.items()
                    if column in cells and isinstance(cells[column].value, (int, float))), key=lambda x: -x[1])
     with plt.rc_context(_STYLE):
-        fig, ax = plt.subplots(figsize=(COLUMN_WIDTH, 0.6 + 0.16 * len(rows)), layout="constrained")
-        ys = range(len(rows))[::-1]
-        colours = [_COLOURS[0] if label in runs else "#B0B0B0" for label, _ in rows]
-        ax.barh(list(ys), [v for _, v in rows], color=colours, height=0.7)
-        ax.set_yticks(list(ys), [label for label, _ in rows])
+        fig, ax = plt.subplots(figsize=(COLUMN_WIDTH, 0.75 + 0.16 * len(rows)), layout="constrained")
+        ys = list(range(len(rows)))[::-1]
+        ax.barh(ys, [v for _, v in rows], height=0.7,
+                color=[_COLOURS[0] if label in runs else "#B0B0B0" for label, _ in rows])
+        ax.set_yticks(ys, [label for label, _ in rows])
         for tick, (label, _) in zip(ax.get_yticklabels(), rows):
             tick.set_fontweight("bold" if label in runs else "normal")
         for y, (_, v) in zip(ys, rows):
             ax.text(v, y, f" {v:.{table.decimals}f}", va="center", fontsize=6)
-        ax.set_xlim(0, 100)
+        ax.set_xlim(0, 116)  # 0-100, as every figure, and room for the values printed at the bars' ends
+        ax.set_xticks(range(0, 101, 20))
         ax.set_xlabel(column)
-        ax.set_title(table.title, loc="left")
-        return save_figure(fig, path)
+        fig.suptitle(_wrap(table.title, 50), fontsize=8)
+    return fig
