@@ -412,3 +412,29 @@ def test_run_of_an_api_model_to_a_report_beside_the_papers_rows(tmp_path, capsys
     assert "the 17 rows marked [paper] of R2I-Bench Table 3" in runs and "GPT-4o, temperature 0.1" in runs
     assert "not generated (refused)" in page.locator("#gallery").inner_text()
     page.close()
+
+
+@pytest.mark.slow
+def test_the_mt2ie_agent_draws_with_any_generator_from_the_command_line(tmp_path, tiny_models, capsys, monkeypatch):
+    from t2ireason.benchmarks.mt2ie import BENCHMARK as MT2IE
+
+    monkeypatch.chdir(tmp_path)
+    name = _module(tmp_path, """
+        from PIL import Image
+
+        def draw(prompts, seeds):
+            return [Image.new("RGB", (32, 32), (s % 256, 40, 90)) for s in seeds]
+        """)
+    out = tmp_path / "mt2ie"
+    with serve(lambda r: Fail(400, SAFETY) if r.index == 0 else Images(), models=["gpt-image-1"]) as server:
+        rc = cli.main(["mt2ie", "--model", f"mine=python:{name}:draw", "--model",
+                       f"api=openai:gpt-image-1@{server.base_url}", "--judge", f"hf:{tiny_models['vlm']}",
+                       "--judge-kwargs", '{"device": "cpu"}', "--no-cache", "--out", str(out), "--iterations", "1",
+                       "--seeds", "0", "--seed-prompts-per-seed", "2", "--no-progress"])
+        assert len(server.requests) == 2
+    assert rc == 1 and "failed: " in capsys.readouterr().out  # a refused image is a row's failure, not a crash
+    rows = {(r["model"], r["seed_prompt_id"]): r for r in MT2IE.read_release(out).configs["runs"]}
+    assert len(rows) == 4 and sum(r["failure"] is not None for r in rows.values()) == 1
+    [refused] = [r for r in rows.values() if r["failure"]]
+    assert refused["model"] == "api" and refused["failure"].startswith("drawing failed: HTTP 400") and SAFETY in refused["failure"]
+    assert all(0 <= r["score"] <= 1 for r in rows.values() if r["failure"] is None)

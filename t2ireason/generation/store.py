@@ -125,9 +125,10 @@ class ImageWriter:
 
 class RecordLog:
     """This process's records (``<out>/.generation/records-<rank>.jsonl``): one JSON line per image with
-    something to keep besides its pixels, flushed and synced as written, so a record is on disk before its
-    image is (a kill -9 never leaves an image without its record; a record whose image is missing is drawn
-    again, and the new line wins)."""
+    something to keep besides its pixels, handed to the operating system as written, before its image is
+    (a kill -9 never leaves an image without its record; a record whose image is missing is drawn again, and
+    the new line wins), and synced to the disk when the log closes (a sync per line would serialise an API's
+    images behind the disk)."""
 
     def __init__(self, out_dir: str | os.PathLike, rank: int = 0):
         self.path = Path(out_dir) / RECORDS / f"records-{rank}.jsonl"
@@ -139,10 +140,10 @@ class RecordLog:
             self._file = open(self.path, "a", encoding="utf-8")
         self._file.write(json_text(jsonable({"file": job.file, "time": time.time(), **fields})) + "\n")
         self._file.flush()
-        os.fsync(self._file.fileno())
 
     def close(self) -> None:
         if self._file is not None:
+            os.fsync(self._file.fileno())
             self._file.close()
             self._file = None
 
