@@ -133,10 +133,11 @@ def _add_generation_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bars (logs, CI)")
 
 
-def _generation_config(args: argparse.Namespace):
+def _generation_config(args: argparse.Namespace, images: str | Path | None = None):
     """The generation settings, checked before any row, image or folder (the generator's pre-flight: its
     spec, the settings its backend takes, a model folder, a python callable, an endpoint's key and model;
-    float16 needs a GPU)."""
+    float16 needs a GPU). Where ``images`` holds a finished generation (a re-run), the endpoint is left to
+    the generator's first request: nothing left to draw contacts no server."""
     from .generation import GenerationConfig, preflight_generator
 
     config = GenerationConfig(model=args.model, dtype=args.dtype, steps=args.steps, guidance=args.guidance,
@@ -144,7 +145,8 @@ def _generation_config(args: argparse.Namespace):
                               batch_size=args.batch_size, seed=args.seed, pipeline_kwargs=args.pipeline_kwargs,
                               cpu_offload=args.cpu_offload, vae_slicing=args.vae_slicing, revision=args.revision,
                               quality=args.quality)
-    preflight_generator(config, **args.generator_kwargs)
+    preflight_generator(config, contact=images is None or not (Path(images) / "metadata.parquet").is_file(),
+                        **args.generator_kwargs)
     return config
 
 
@@ -161,7 +163,7 @@ def run_generate(args: argparse.Namespace) -> int:
     from .data import load_rows
     from .generation import FAILURES, generate, plan_jobs, read_failures
 
-    config = _generation_config(args)
+    config = _generation_config(args, args.out)
     rows = load_rows(args.benchmark, args.data, args.configs, limit=args.limit)
     jobs = plan_jobs(args.benchmark, rows, images_per_prompt=args.images_per_prompt, base_seed=args.seed,
                      prompts=_load_prompt_overrides(args.prompts))
@@ -502,7 +504,7 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
 def run_run(args: argparse.Namespace) -> int:
     from .runs import Run
 
-    config = _generation_config(args)
+    config = _generation_config(args, Path(args.out) / "images")
     setting = _check_scoring(args, args.benchmark)
     if not args.source:
         from .data import check_data

@@ -550,7 +550,8 @@ class Run:
         return json.loads(file.read_text(encoding="utf-8"))
 
     def results(self, name: str) -> list[ImageResult]:
-        """The evaluation's scored images, in row order, with image paths made absolute."""
+        """The evaluation's scored images, in row order, with image paths made absolute (none for an image
+        the generation could not make)."""
         from .results import ImageResult
 
         done, _ = _read_results(self.evaluation_dir(name) / RESULTS_FILE)
@@ -559,7 +560,7 @@ class Run:
         for key in order:
             if key in done:
                 r = ImageResult.from_dict(done[key])
-                r.image = str(_within(self.images_dir, key))
+                r.image = None if _not_generated(done[key]) else str(_within(self.images_dir, key))
                 out.append(r)
         return out
 

@@ -16,6 +16,7 @@ import time
 import uuid
 from pathlib import Path
 
+import datasets
 import pyarrow.parquet as pq
 import pytest
 from PIL import Image
@@ -319,8 +320,7 @@ def test_kill_9_mid_generation_then_a_rerun_gives_the_images_of_an_uninterrupted
     if backend == "python":
         name = _module(tmp_path, """
             import time
-            import numpy as np
-            from PIL import Image
+                        from PIL import Image
 
             def draw(prompts, seeds):
                 time.sleep(0.15)
@@ -381,6 +381,8 @@ def test_run_of_an_api_model_to_a_report_beside_the_papers_rows(tmp_path, capsys
         generated = [r for r in server.requests if r.path.endswith("/images/generations")]
         assert all(r.headers["authorization"].startswith("Basic ") for r in generated)
     assert "5 generated, 0 already done, 1 could not be made" in printed and "(1 of them not generated" in printed
+    assert cli.main(argv) == 0  # the server is gone: a re-run with nothing left to do contacts none
+    assert "0 generated, 5 already done, 1 could not be made" in capsys.readouterr().out
     from t2ireason.runs import Run
 
     run = Run.open(out)
@@ -394,6 +396,11 @@ def test_run_of_an_api_model_to_a_report_beside_the_papers_rows(tmp_path, capsys
     assert "fruit" in refused.prompt and refused.replies == []  # the judge was not asked about an image never made
     for path in out.rglob("*"):  # the base URL's password reaches no file of the run
         assert not path.is_file() or b"s3cret-pw" not in path.read_bytes(), path
+    from t2ireason.exports import export_results
+
+    exported = datasets.load_dataset(str(export_results([run], tmp_path / "export", license="cc-by-4.0")),
+                                     BENCH, split="test")
+    assert [r["failure"].startswith("not generated") for r in exported if r["image"] is None] == [True]
 
     assert cli.main(["report", str(out), "--published"]) == 0
     tables = (out / "report" / "tables.md").read_text()

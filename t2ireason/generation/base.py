@@ -139,9 +139,10 @@ class Generator(ABC):
                                      f"its options: {', '.join(names) or 'none'}")
 
     @classmethod
-    def preflight(cls, spec: GeneratorSpec, config: GenerationConfig, options: Mapping[str, Any]) -> None:
+    def preflight(cls, spec: GeneratorSpec, config: GenerationConfig, options: Mapping[str, Any], *,
+                  contact: bool = True) -> None:
         """Everything that can be known before work without loading the model: the settings, the options,
-        the model's folder or endpoint (backends add their own checks)."""
+        the model's folder, and with ``contact`` its endpoint (backends add their own checks)."""
         cls.check_config(config)
         cls.check_options(options)
 
@@ -198,13 +199,14 @@ def load_generator(config: GenerationConfig, *, device: str | None = None, **opt
     return cls(spec, config, **options)
 
 
-def preflight_generator(config: GenerationConfig, **options: Any) -> GeneratorSpec:
+def preflight_generator(config: GenerationConfig, *, contact: bool = True, **options: Any) -> GeneratorSpec:
     """Check ``config``'s generator before anything is made, as the judges' pre-flight does: its spec, the
     settings its backend takes, its options, and what it names (a model folder, a Hub id in the cache offline,
-    a python callable that imports, an endpoint that answers, takes the key and lists the model). Raises a
-    :class:`GeneratorError` with one clear line; returns the parsed spec."""
+    a python callable that imports, a key; with ``contact``, an endpoint that answers, takes the key and lists
+    the model: a resumed step leaves that to the generator's first request, so a step with nothing left to
+    draw contacts no server). Raises a :class:`GeneratorError` with one clear line; returns the parsed spec."""
     spec = config.spec
-    spec.backend_class().preflight(spec, config, options)
+    spec.backend_class().preflight(spec, config, options, contact=contact)
     return spec
 
 

@@ -108,8 +108,9 @@ class DiffusersGenerator(LocalGenerator):
         self.pipeline = pipeline
 
     @classmethod
-    def preflight(cls, spec: GeneratorSpec, config: GenerationConfig, options: Mapping[str, Any]) -> None:
-        super().preflight(spec, config, options)
+    def preflight(cls, spec: GeneratorSpec, config: GenerationConfig, options: Mapping[str, Any], *,
+                  contact: bool = True) -> None:
+        super().preflight(spec, config, options, contact=contact)
         import torch
 
         check_dtype(config.dtype, "cuda" if torch.cuda.is_available() else "cpu")

@@ -162,18 +162,19 @@ class OpenAIImagesGenerator(Generator):
                                  "--width (or neither: the API's default size)")
 
     @classmethod
-    def preflight(cls, spec: GeneratorSpec, config: GenerationConfig, options: Mapping[str, Any]) -> None:
-        """The settings and options, the base URL, the key; then the endpoint: it answers, takes the key and
-        lists the model (unless ``check=False``). No image is asked for."""
-        super().preflight(spec, config, options)
+    def preflight(cls, spec: GeneratorSpec, config: GenerationConfig, options: Mapping[str, Any], *,
+                  contact: bool = True) -> None:
+        """The settings and options, the base URL, the key; then, with ``contact``, the endpoint: it answers,
+        takes the key and lists the model (unless ``check=False``). No image is asked for."""
+        super().preflight(spec, config, options, contact=contact)
         if spec.base_url is not None:
             try:
                 check_base_url(spec.base_url, "the generator's base URL")
             except ValueError as e:
                 raise GeneratorError(f"{e} (in {spec.describe()!r}, what follows {spec.url_rule()} is the base URL)") \
                     from None
-        with cls(spec, config, **options) as generator:
-            if generator._check_first:
+        with cls(spec, config, **options) as generator:  # the key and the transport's options
+            if contact and generator._check_first:
                 generator.check()
 
     def check(self) -> None:

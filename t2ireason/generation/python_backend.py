@@ -91,8 +91,9 @@ class PythonGenerator(LocalGenerator):
         self.device = device
 
     @classmethod
-    def preflight(cls, spec: GeneratorSpec, config: GenerationConfig, options: Mapping[str, Any]) -> None:
-        super().preflight(spec, config, options)
+    def preflight(cls, spec: GeneratorSpec, config: GenerationConfig, options: Mapping[str, Any], *,
+                  contact: bool = True) -> None:
+        super().preflight(spec, config, options, contact=contact)
         import_callable(spec.model)
 
     def draw_batch(self, prompts: Sequence[str], seeds: Sequence[int]) -> list[Any]:

@@ -60,8 +60,9 @@ class TransformersGenerator(LocalGenerator):
         self.model = self.processor = None
 
     @classmethod
-    def preflight(cls, spec: GeneratorSpec, config: GenerationConfig, options: Mapping[str, Any]) -> None:
-        super().preflight(spec, config, options)
+    def preflight(cls, spec: GeneratorSpec, config: GenerationConfig, options: Mapping[str, Any], *,
+                  contact: bool = True) -> None:
+        super().preflight(spec, config, options, contact=contact)
         check_model(spec.model, config.revision, marker="config.json",
                     what="a transformers model folder (save_pretrained)")
         image_model_class(spec.model, config.revision)
