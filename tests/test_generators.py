@@ -262,6 +262,17 @@ def test_python_generator_gets_prompts_seeds_and_settings_and_records_what_it_ca
     manifest = _manifest(tmp_path / "out")
     assert all(json.loads(r["extra"]) == {"steps_taken": 3} and r["seed"] is not None for r in manifest.values())
 
+    # a run records the generator, with its module's SHA-256 (a function's name says nothing of its code)
+    import hashlib
+
+    from t2ireason.runs import Run
+
+    run = Run.create(tmp_path / "run", BENCH, limit=2)
+    run.generate(GenerationConfig(model=f"python:{name}:draw"), progress=False)
+    assert run.manifest["generator"] == {
+        "backend": "python", "model": f"{name}:draw", "seedable": True,
+        "module_sha256": "sha256:" + hashlib.sha256((tmp_path / f"{name}.py").read_bytes()).hexdigest()}
+
     broken = _module(tmp_path, "def draw(prompts, seeds):\n    return 'not a list'\n")
     with pytest.raises(GeneratorError, match="returned a str; it must return a list"):
         generate(jobs, GenerationConfig(model=f"python:{broken}:draw"), tmp_path / "broken", progress=False)
