@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..judges.spec import did_you_mean, split_base_url, url_rule
+from ..judges.spec import SpecText, did_you_mean, split_base_url
 from ..redaction import redacted
 from .base import GeneratorError
 
@@ -38,8 +38,8 @@ _FORMS = ("<Hub id or folder>, diffusers:<Hub id or folder>, openai:<model>[@<ba
           "hf:<Hub id or folder>, python:<module>:<callable>")
 
 
-@dataclass(frozen=True)
-class GeneratorSpec:
+@dataclass(frozen=True, repr=False)
+class GeneratorSpec(SpecText):
     """A parsed generator spec. Its repr and ``str`` are redacted; ``text`` is the spec as written."""
 
     backend: str
@@ -78,23 +78,6 @@ class GeneratorSpec:
                 raise GeneratorError(f"generator spec {redacted(text)!r}: a python generator is named "
                                      "python:<module>:<callable>, e.g. python:my_models:draw")
         return cls(backend, model, base_url, text)
-
-    @classmethod
-    def of(cls, spec: str | GeneratorSpec) -> GeneratorSpec:
-        return spec if isinstance(spec, GeneratorSpec) else cls.parse(spec)
-
-    def __str__(self) -> str:
-        return self.describe()
-
-    def __repr__(self) -> str:
-        return f"GeneratorSpec({self.describe()!r})"
-
-    def describe(self) -> str:
-        """The spec as written, without a URL's ``user:password@``."""
-        return redacted(self.text or f"{self.backend}:{self.model}" + (f"@{self.base_url}" if self.base_url else ""))
-
-    def url_rule(self) -> str:
-        return url_rule(self.text, self.base_url)
 
     def backend_class(self) -> type:
         module_name, cls_name = BACKENDS[self.backend].split(":")

@@ -18,7 +18,7 @@ from typing import Any
 from ..redaction import redacted
 from .base import JudgeError
 
-__all__ = ["JudgeSpec", "BACKENDS", "parse_spec", "split_base_url", "url_rule"]
+__all__ = ["JudgeSpec", "BACKENDS", "parse_spec", "split_base_url", "SpecText"]
 
 #: spec prefix -> "module:class", imported only when used (vllm and openai are optional extras)
 BACKENDS = {
@@ -46,13 +46,6 @@ def split_base_url(model: str) -> tuple[str, str | None]:
     return (model[: found.start()], model[found.end():]) if found else tuple(model.rsplit("@", 1))
 
 
-def url_rule(text: str, base_url: str | None) -> str:
-    """Which '@' of the spec ``text`` its ``base_url`` follows, in words (for a message about a base URL
-    that cannot work)."""
-    last = base_url is not None and text.rpartition("@")[2] == base_url
-    return "the last '@'" if last else "the first '@' followed by http:// or https://"
-
-
 def did_you_mean(word: str, choices: Any) -> str:
     import difflib
 
@@ -60,8 +53,33 @@ def did_you_mean(word: str, choices: Any) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-@dataclass(frozen=True)
-class JudgeSpec:
+class SpecText:
+    """What a parsed spec (a judge's, an image generator's: ``backend``, ``model``, ``base_url``, ``text``)
+    says of itself: its repr and ``str`` are :meth:`describe`, never a base URL's ``user:password@``."""
+
+    @classmethod
+    def of(cls, spec: Any) -> Any:
+        """``spec`` parsed, or as it is when it already is one."""
+        return spec if isinstance(spec, cls) else cls.parse(spec)
+
+    def __str__(self) -> str:
+        return self.describe()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.describe()!r})"
+
+    def describe(self) -> str:
+        """The spec as written, without a URL's ``user:password@``."""
+        return redacted(self.text or f"{self.backend}:{self.model}" + (f"@{self.base_url}" if self.base_url else ""))
+
+    def url_rule(self) -> str:
+        """Which '@' the base URL follows, in words (for a message about a base URL that cannot work)."""
+        last = self.base_url is not None and self.text.rpartition("@")[2] == self.base_url
+        return "the last '@'" if last else "the first '@' followed by http:// or https://"
+
+
+@dataclass(frozen=True, repr=False)
+class JudgeSpec(SpecText):
     """A parsed judge spec. Its repr and ``str`` are redacted (a base URL's ``user:password@``);
     ``text`` is the spec as written."""
 
@@ -94,25 +112,6 @@ class JudgeSpec:
         if not model:
             raise JudgeError(f"judge spec {redacted(text)!r} names no model")
         return cls(backend, model, base_url, text)
-
-    @classmethod
-    def of(cls, spec: str | JudgeSpec) -> JudgeSpec:
-        """``spec`` parsed, or as it is when it already is a :class:`JudgeSpec`."""
-        return spec if isinstance(spec, JudgeSpec) else cls.parse(spec)
-
-    def __str__(self) -> str:
-        return self.describe()
-
-    def __repr__(self) -> str:
-        return f"JudgeSpec({self.describe()!r})"
-
-    def describe(self) -> str:
-        """The spec as written, without a URL's ``user:password@``."""
-        return redacted(self.text or f"{self.backend}:{self.model}" + (f"@{self.base_url}" if self.base_url else ""))
-
-    def url_rule(self) -> str:
-        """Which '@' the base URL follows, in words (for a message about a base URL that cannot work)."""
-        return url_rule(self.text, self.base_url)
 
     def options(self) -> dict[str, Any]:
         """What the spec gives the backend's constructor beside the model: its base URL."""
