@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,11 +41,6 @@ _FORMS = ("<Hub id or folder>, diffusers:<Hub id or folder>, openai:<model>[@<ba
 @dataclass(frozen=True, repr=False)
 class GeneratorSpec(SpecText):
     """A parsed generator spec. Its repr and ``str`` are redacted; ``text`` is the spec as written."""
-
-    backend: str
-    model: str
-    base_url: str | None = field(default=None, repr=False)
-    text: str = field(default="", repr=False, compare=False)
 
     @classmethod
     def parse(cls, text: Any) -> GeneratorSpec:

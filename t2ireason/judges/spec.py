@@ -53,9 +53,15 @@ def did_you_mean(word: str, choices: Any) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
+@dataclass(frozen=True, repr=False)
 class SpecText:
-    """What a parsed spec (a judge's, an image generator's: ``backend``, ``model``, ``base_url``, ``text``)
-    says of itself: its repr and ``str`` are :meth:`describe`, never a base URL's ``user:password@``."""
+    """A parsed spec's parts (a judge's, an image generator's) and what it says of itself: its repr and
+    ``str`` are :meth:`describe`, never a base URL's ``user:password@``; ``text`` is the spec as written."""
+
+    backend: str
+    model: str
+    base_url: str | None = field(default=None, repr=False)
+    text: str = field(default="", repr=False, compare=False)
 
     @classmethod
     def of(cls, spec: Any) -> Any:
@@ -82,11 +88,6 @@ class SpecText:
 class JudgeSpec(SpecText):
     """A parsed judge spec. Its repr and ``str`` are redacted (a base URL's ``user:password@``);
     ``text`` is the spec as written."""
-
-    backend: str
-    model: str
-    base_url: str | None = field(default=None, repr=False)
-    text: str = field(default="", repr=False, compare=False)
 
     @classmethod
     def parse(cls, text: Any) -> JudgeSpec:
