@@ -111,10 +111,19 @@ def add_generate_args(p: argparse.ArgumentParser) -> None:
     _add_data_args(p)
     p.add_argument("--out", required=True, help="output folder (images in the benchmark's official layout + metadata.parquet)")
     _add_generation_args(p)
+    p.add_argument("--retry-failed", action="store_true",
+                   help="draw again the images that failed for a transient reason (server errors, broken replies); "
+                        "a refusal is kept")
 
 
 def _add_generation_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True, help="diffusers model: Hub id or local folder")
+    p.add_argument("--model", required=True,
+                   help="the generator: a diffusers Hub id or folder (or diffusers:<...>), openai:<model>[@<base url>] "
+                        "(the OpenAI Images API: GPT-Image-1, DALL-E 3, compatible servers), hf:<Hub id or folder> "
+                        "(Janus, Janus-Pro), python:<module>:<callable> (your own function of prompts and seeds)")
+    p.add_argument("--generator-kwargs", type=_json_dict, default={},
+                   help='backend options as JSON, e.g. \'{"max_concurrency": 4, "timeout": 120}\' for openai:')
+    p.add_argument("--quality", default=None, help="an image API's quality (OpenAI: low, medium, high, auto; hd)")
     p.add_argument("--dtype", default="auto", choices=["auto", "float32", "float16", "bfloat16"],
                    help="model dtype (default auto: float16 on GPU, float32 on CPU; float16 needs a GPU)")
     p.add_argument("--steps", type=_positive_int, default=None, help="inference steps (default: the pipeline's)")
@@ -135,38 +144,61 @@ def _add_generation_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bars (logs, CI)")
 
 
-def _generation_config(args: argparse.Namespace):
-    """The generation settings, checked before any row, image or folder: float16 needs a GPU."""
-    import torch
+def _generation_config(args: argparse.Namespace, images: str | Path | None = None):
+    """The generation settings, checked before any row, image or folder (the generator's pre-flight: its
+    spec, the settings its backend takes, a model folder, a python callable, an endpoint's key and model;
+    float16 needs a GPU). Where ``images`` holds a finished generation (a re-run), the endpoint is left to
+    the generator's first request: nothing left to draw contacts no server."""
+    from .generation import GenerationConfig, preflight_generator
 
-    from .generation import GenerationConfig, check_dtype, check_model
+    config = GenerationConfig(model=args.model, dtype=args.dtype, steps=args.steps, guidance=args.guidance,
+                              height=args.height, width=args.width, images_per_prompt=args.images_per_prompt,
+                              batch_size=args.batch_size, seed=args.seed, pipeline_kwargs=args.pipeline_kwargs,
+                              cpu_offload=args.cpu_offload, vae_slicing=args.vae_slicing, revision=args.revision,
+                              quality=args.quality)
+    preflight_generator(config, contact=images is None or not (Path(images) / "metadata.parquet").is_file(),
+                        **args.generator_kwargs)
+    return config
 
-    check_dtype(args.dtype, "cuda" if torch.cuda.is_available() else "cpu")
-    check_model(args.model, args.revision)
-    return GenerationConfig(model=args.model, dtype=args.dtype, steps=args.steps, guidance=args.guidance,
-                            height=args.height, width=args.width, images_per_prompt=args.images_per_prompt,
-                            batch_size=args.batch_size, seed=args.seed, pipeline_kwargs=args.pipeline_kwargs,
-                            cpu_offload=args.cpu_offload, vae_slicing=args.vae_slicing, revision=args.revision)
+
+def _generation_said(counts: dict, where) -> str:
+    """What a generation step did, in words (this process's counts)."""
+    said = f"{counts['generated']} generated, {counts['skipped']} already done"
+    if counts.get("failed") or counts.get("failed_before"):
+        said += (f", {counts.get('failed', 0) + counts.get('failed_before', 0)} could not be made (why: "
+                 f"{Path(where) / 'failures.jsonl'})")
+    return said
 
 
 def run_generate(args: argparse.Namespace) -> int:
     from .data import load_rows
-    from .generation import generate, plan_jobs
+    from .generation import FAILURES, generate, plan_jobs, read_failures
 
-    config = _generation_config(args)
+    config = _generation_config(args, args.out)
     rows = load_rows(args.benchmark, args.data, args.configs, limit=args.limit)
     jobs = plan_jobs(args.benchmark, rows, images_per_prompt=args.images_per_prompt, base_seed=args.seed,
                      prompts=_load_prompt_overrides(args.prompts))
-    counts = generate(jobs, config, args.out, progress=not args.no_progress)
+    counts = generate(jobs, config, args.out, progress=not args.no_progress, retry_failed=args.retry_failed,
+                      **args.generator_kwargs)
     from accelerate import PartialState
 
-    if PartialState().is_main_process:
-        print(f"{len(jobs)} images in {args.out} (this process: {counts['generated']} generated, "
-              f"{counts['skipped']} already done); manifest: {Path(args.out) / 'metadata.parquet'}")
-    return 0
+    if not PartialState().is_main_process:
+        return 0
+    print(f"{len(jobs)} images in {args.out} (this process: {_generation_said(counts, args.out)}); "
+          f"manifest: {Path(args.out) / 'metadata.parquet'}")
+    failures = read_failures(args.out)
+    for file, why in list(failures.items())[:5]:
+        print(f"not made: {file}: {why['kind']}: {why['failure']}")
+    transient = sum(why["retryable"] for why in failures.values())
+    if transient:  # a script must not take an outage for a finished generation
+        print(f"{transient} of them failed for a transient reason: run again with --retry-failed "
+              f"(all: {Path(args.out) / FAILURES})")
+    return 1 if transient else 0
 
 
-COMMANDS["generate"] = (add_generate_args, run_generate, "generate the benchmark's images with a diffusers model")
+COMMANDS["generate"] = (add_generate_args, run_generate,
+                        "generate the benchmark's images with any generator (diffusers, OpenAI Images, Janus, "
+                        "a python function)")
 
 
 def _add_judge_args(p: argparse.ArgumentParser, default: str | None = None, required: bool = True) -> None:
@@ -254,7 +286,8 @@ def _add_scoring_args(p: argparse.ArgumentParser) -> None:
                    help="images scored between two saves of the results (resume granularity)")
     p.add_argument("--retry-failed", action="store_true",
                    help="score again the images that failed because the judge was unreachable (time-outs, "
-                        "server errors); a failed reply is not retried")
+                        "server errors); a failed reply is not retried (with `run`, also draw again the images "
+                        "that failed for such a reason; a refusal is kept)")
     p.add_argument("--allow-failed", action="store_true",
                    help="exit 0 even when images failed because the judge was unreachable (default: exit 1)")
     p.add_argument("--lock-timeout", type=finite_float(0), default=LOCK_TIMEOUT,
@@ -324,6 +357,8 @@ def _evaluate(run, args: argparse.Namespace) -> dict:
     judge = scores["judge"]
     failed, transient = scores["num_failed"], scores.get("num_retryable", 0)
     said = f"{failed} failed"
+    if scores.get("num_not_generated"):
+        said += f" ({scores['num_not_generated']} of them not generated)"
     if transient:
         said += (f", {transient} of them because the judge was unreachable: run again with --retry-failed "
                  "when it is back")
@@ -432,12 +467,16 @@ def add_report_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--embed-images", action="store_true",
                    help="embed the images in the HTML (one self-contained file) instead of relative links")
     p.add_argument("--title", default=None, help="title of the HTML report")
+    p.add_argument("--published", action="store_true",
+                   help="show each paper's main table as printed beside the runs (rows marked [paper], with the "
+                        "judge and questions the paper used), and where each run stands among them")
 
 
 def _report(runs, args: argparse.Namespace, out) -> dict:
     from .report.writer import write_report
 
-    report = write_report(runs, out, evaluation=args.evaluation, embed_images=args.embed_images, title=args.title)
+    report = write_report(runs, out, evaluation=args.evaluation, embed_images=args.embed_images, title=args.title,
+                          published=getattr(args, "published", False))
     print(report["headline"])
     if report.get("unfinished"):
         print(f"not reported, not finished yet: {', '.join(report['unfinished'])}")
@@ -528,7 +567,7 @@ def run_run(args: argparse.Namespace) -> int:
     from .runs import Run
 
     _check_hub_args(args)
-    config = _generation_config(args)
+    config = _generation_config(args, Path(args.out) / "images")
     setting = _check_scoring(args, args.benchmark, args.out)
     if not args.source:
         from .data import check_data
@@ -545,8 +584,9 @@ def run_run(args: argparse.Namespace) -> int:
         print(f"[1/4] rows of {args.benchmark} from {args.data or 'the sample shipped with t2i-reason'}")
     print("[2/4] generate")
     counts = run.generate(config, prompts=_load_prompt_overrides(args.prompts), progress=not args.no_progress,
-                          lock_timeout=args.lock_timeout)
-    print(f"      {counts['generated']} generated, {counts['skipped']} already done -> {run.images_dir}")
+                          lock_timeout=args.lock_timeout, retry_failed=args.retry_failed,
+                          generator_kwargs=args.generator_kwargs)
+    print(f"      {_generation_said(counts, run.images_dir)} -> {run.images_dir}")
     print("[3/4] evaluate")
     scores = _evaluate(run, args)
     print("[4/4] report")

@@ -24,7 +24,7 @@ from pathlib import Path
 from .prompts import verbatim
 from .testing import _clip_image_processor, _clip_vision_config, _done, _mark, _seed
 
-__all__ = ["Family", "FAMILIES", "build_family", "TEMPLATES", "TEMPLATE_SHA256"]
+__all__ = ["Family", "FAMILIES", "build_family", "TEMPLATES", "TEMPLATE_SHA256", "build_tiny_janus", "JANUS_TEMPLATE"]
 
 # -- the published chat templates (data, verbatim) ------------------------------------------------
 # Each is a package data file, templates/chat_templates/<file>.txt: its #| lines cite the checkpoint it
@@ -104,9 +104,10 @@ def _sentencepiece_tokenizer(cls_name: str, specials: list[str], *, bos: str, eo
 
 def _byte_level_tokenizer(cls_name: str, specials: list[str], *, eos: str, bos: str | None = None,
                           pad: str | None = None, unk: str | None = None, add_bos: bool = False,
-                          non_special: tuple[str, ...] = ()):
-    """A byte-level BPE (GPT-2, Qwen2, Llama 3, SmolLM2): ``Ġ`` marks spaces; ``Yes`` and
-    ``ĠYes`` are distinct single tokens."""
+                          non_special: tuple[str, ...] = (), extra: dict | None = None):
+    """A byte-level BPE (GPT-2, Qwen2, Llama 3, SmolLM2, DeepSeek): ``Ġ`` marks spaces; ``Yes`` and
+    ``ĠYes`` are distinct single tokens. ``extra``: more of the tokenizer's arguments
+    (``extra_special_tokens``)."""
     import transformers
     from tokenizers import pre_tokenizers
     from transformers import AddedToken
@@ -115,7 +116,7 @@ def _byte_level_tokenizer(cls_name: str, specials: list[str], *, eos: str, bos: 
     merges = _word_merges(_WORDS, "Ġ")
     symbols = alphabet + ["".join(m) for m in merges]
     vocab = {s: i for i, s in enumerate(dict.fromkeys(symbols))}
-    kwargs = {"eos_token": eos, "unk_token": unk or eos, "pad_token": pad or eos, "bos_token": bos}
+    kwargs = {"eos_token": eos, "unk_token": unk or eos, "pad_token": pad or eos, "bos_token": bos, **(extra or {})}
     if cls_name == "PreTrainedTokenizerFast":  # a checkpoint shipping only tokenizer.json (Llama 3)
         from tokenizers import Tokenizer, decoders, models
 
@@ -431,6 +432,57 @@ def build_family(name: str, root: str | Path) -> Path:
         return path
     _seed()
     return family.build(path)
+
+
+# -- an image generator: Janus-Pro (transformers' JanusForConditionalGeneration) -------------------------------
+
+#: A chat template of ours in the form Janus-Pro's published one renders a conversation (a user turn is
+#: "<|User|>: {text}\n\n", the generation prompt "<|Assistant|>:", as transformers' test_processing_janus
+#: expects of the checkpoint's template): not the published text, which is longer; enough to draw from a prompt.
+JANUS_TEMPLATE = (
+    "{% for message in messages %}{% if message['role'] | lower == 'user' %}<|User|>: {% else %}<|Assistant|>: "
+    "{% endif %}{% for content in message['content'] %}{% if content['type'] == 'text' %}{{ content['text'] }}"
+    "{% elif content['type'] == 'image' %}<image_placeholder>{% endif %}{% endfor %}"
+    "{% if message['role'] | lower == 'user' %}{{ '\n\n' }}{% else %}<｜end▁of▁sentence｜>{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}<|Assistant|>:{% endif %}")
+
+
+def build_tiny_janus(path: str | Path) -> Path:
+    """A ~280k-parameter Janus-Pro (``JanusForConditionalGeneration``: a 2-layer Llama of width 32, a 1-layer
+    SigLIP-style vision tower, a VQ model whose decoder draws 16 x 16 images from 16 image tokens) with a
+    ``JanusProcessor`` (the PIL image processor: no torchvision), a DeepSeek-style byte-level tokenizer (BOS
+    ``<｜begin▁of▁sentence｜>``, ``<image_placeholder>``, ``<begin_of_image>``, ``<end_of_image>``) and the
+    generation config transformers' conversion script writes (classifier-free guidance 5, temperature 1, the
+    pad and begin-of-image ids), saved to ``path``: ``hf:<path>`` draws with it. Reuses ``path`` if built."""
+    from transformers import JanusConfig, JanusForConditionalGeneration, JanusProcessor, LlamaConfig
+    from transformers.models.janus.image_processing_pil_janus import JanusImageProcessorPil
+
+    path = Path(path)
+    if _done(path, "janus"):
+        return path
+    _seed()
+    image_tokens = {"image_token": "<image_placeholder>", "boi_token": "<begin_of_image>", "eoi_token": "<end_of_image>"}
+    tok = _byte_level_tokenizer("PreTrainedTokenizerFast", list(image_tokens.values()), eos="<｜end▁of▁sentence｜>",
+                                bos="<｜begin▁of▁sentence｜>", pad="<｜▁pad▁｜>", add_bos=True,
+                                extra={"extra_special_tokens": image_tokens})
+    processor = JanusProcessor(image_processor=JanusImageProcessorPil(size={"height": 32, "width": 32}),
+                               tokenizer=tok, chat_template=JANUS_TEMPLATE, num_image_tokens=16)
+    vision = {"image_size": 32, "patch_size": 8, "num_image_tokens": 16, "hidden_size": 32, "projection_dim": 32,
+              "num_hidden_layers": 1, "num_attention_heads": 4, "mlp_ratio": 2}
+    # the VQ aligner maps code embeddings to the language model's width, its head back (both 32 here)
+    vq = {"embed_dim": 8, "num_embeddings": 16, "latent_channels": 8, "base_channels": 32, "channel_multiplier": [1, 1, 1],
+          "num_res_blocks": 1, "projection_dim": 32, "image_token_embed_dim": 32}
+    config = JanusConfig(text_config=LlamaConfig(**{**_TEXT, "max_position_embeddings": 256}, **_ids(tok)).to_dict(),
+                         vision_config=vision, vq_config=vq, image_token_id=tok.convert_tokens_to_ids("<image_placeholder>"))
+    model = JanusForConditionalGeneration(config).eval()
+    generation = model.generation_config
+    generation._from_model_config = False  # else the custom entries below are dropped when it is read back
+    generation.temperature, generation.guidance_scale = 1.0, 5
+    generation.pad_token_id = tok.pad_token_id
+    generation.generation_kwargs = {"boi_token_id": tok.convert_tokens_to_ids("<begin_of_image>")}
+    model.save_pretrained(path)
+    processor.save_pretrained(path)
+    return _mark(path, "janus", parameters=sum(p.numel() for p in model.parameters()), image_size=16)
 
 
 def describe(path: str | Path) -> dict:

@@ -1,4 +1,4 @@
-"""A local OpenAI-compatible server (chat completions, and any other JSON endpoint), programmable per test.
+"""A local OpenAI-compatible server (chat completions, image generations, any other JSON endpoint), programmable per test.
 
 The HTTP judge is tested over real HTTP, on the real client code path, against
 this server: a starlette app run by uvicorn on 127.0.0.1 (a free port) in a
@@ -10,6 +10,8 @@ background thread. What it does for each request is a *behaviour*:
   same behaviour, its path in ``ReceivedRequest.path``), and the misbehaviours of real servers and
   proxies: ``Drip()`` (a reply trickling in a byte at a time), ``Huge(200_000_000)`` (a
   reply too large to hold), ``Disconnect()`` (the connection closed without a reply);
+- ``Images()``: an OpenAI Images reply (``POST /v1/images/generations``), the images as ``b64_json`` or
+  as ``url`` links this server serves;
 - a list of actions, used in arrival order (the last one repeats);
 - a plain string, shorthand for ``Answer(text)`` (also as a list item);
 - a function of the :class:`ReceivedRequest` returning an action or a plain
@@ -54,7 +56,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Answer", "Fail", "Hang", "Malformed", "JSONBody", "Drip", "Huge", "Disconnect", "ReceivedRequest",
+__all__ = ["Answer", "Fail", "Hang", "Malformed", "JSONBody", "Images", "Drip", "Huge", "Disconnect", "ReceivedRequest",
            "ChatServer", "serve"]
 
 
@@ -116,6 +118,21 @@ class JSONBody:
 
 
 @dataclass(frozen=True)
+class Images:
+    """An OpenAI Images reply to ``POST /v1/images/generations``: as many images as the request's ``n`` (or
+    ``count``), each drawn from the request's prompt, model and the image's index (the same request gives the
+    same pixels), at the request's ``size`` (16x16 without one), as ``b64_json``, or with ``url`` as links this
+    server serves (``GET /v1/_files/<name>``; under ``url_base`` instead, another server's address, to link
+    elsewhere), each with a ``revised_prompt``, and the reply's ``usage``."""
+
+    url: bool = False
+    url_base: str | None = None
+    count: int | None = None
+    revised_prompt: bool = True
+    delay: float = 0.0
+
+
+@dataclass(frozen=True)
 class Drip:
     """A 200 reply that trickles in: ``count`` bytes of leading whitespace one every
     ``interval`` seconds, then a normal completion of ``text``. Each byte resets a
@@ -143,7 +160,7 @@ class Disconnect:
     delay: float = 0.0
 
 
-Action = Answer | Fail | Hang | Malformed | JSONBody | Drip | Huge | Disconnect
+Action = Answer | Fail | Hang | Malformed | JSONBody | Images | Drip | Huge | Disconnect
 
 
 @dataclass
@@ -168,6 +185,11 @@ class ReceivedRequest:
             if m.get("role") == "user":
                 return "\n".join(_texts(m.get("content")))
         return ""
+
+    @property
+    def prompt(self) -> str | None:
+        """An image request's prompt."""
+        return self.body.get("prompt")
 
     @property
     def image_urls(self) -> list[str]:
@@ -208,6 +230,9 @@ class ChatServer:
         self.in_flight = 0
         self.max_in_flight = 0
         self.base_url: str | None = None
+        #: the headers of each ``GET /v1/_files/<name>`` (an image a reply linked to), in order
+        self.downloads: list[dict[str, str]] = []
+        self.files: dict[str, bytes] = {}
         self._seen: dict[str, int] = {}
         self._stopping = False
         self._server = None
@@ -284,6 +309,8 @@ class ChatServer:
             return Response(action.body, media_type="application/json")
         if isinstance(action, JSONBody):
             return JSONResponse(action.body)
+        if isinstance(action, Images):
+            return JSONResponse(self._images(req, action))
         return JSONResponse(_completion(req, action))
 
     async def _drip(self, req: ReceivedRequest, action: Drip):
@@ -308,6 +335,39 @@ class ChatServer:
         return JSONResponse({"object": "list", "data": [{"id": m, "object": "model", "owned_by": "test"}
                                                         for m in served]})
 
+    def _images(self, req: ReceivedRequest, action: Images) -> dict[str, Any]:
+        """An OpenAI ``images.generations`` reply for ``req`` (see :class:`Images`)."""
+        import base64
+
+        body = req.body
+        n = action.count if action.count is not None else int(body.get("n") or 1)
+        data = []
+        for i in range(n):
+            png = _png(f"{body.get('model')}\x1f{body.get('prompt')}\x1f{i}", str(body.get("size") or "16x16"))
+            item: dict[str, Any] = {}
+            if action.url:
+                name = f"{len(self.files)}.png"
+                self.files[name] = png
+                item["url"] = f"{action.url_base or self.base_url}/_files/{name}"
+            else:
+                item["b64_json"] = base64.b64encode(png).decode()
+            if action.revised_prompt:
+                item["revised_prompt"] = f"revised: {body.get('prompt')}"
+            data.append(item)
+        words = len(str(body.get("prompt") or "").split())
+        return {"created": math.floor(time.time()), "data": data,
+                "usage": {"input_tokens": words, "output_tokens": 100 * n, "total_tokens": words + 100 * n}}
+
+    async def _file(self, request):
+        """An image a reply linked to (``GET /v1/_files/<name>``)."""
+        from starlette.responses import JSONResponse, Response
+
+        self.downloads.append(dict(request.headers))
+        data = self.files.get(request.path_params["name"])
+        if data is None:
+            return JSONResponse({"error": {"message": "no such file"}}, status_code=404)
+        return Response(data, media_type="image/png")
+
     async def _stats(self, request):
         """What was received, for callers in another process (``GET /v1/_stats``)."""
         from starlette.responses import JSONResponse
@@ -321,6 +381,7 @@ class ChatServer:
         return Starlette(routes=[Route("/v1/chat/completions", self._chat, methods=["POST"]),
                                  Route("/v1/models", self._models, methods=["GET"]),
                                  Route("/v1/_stats", self._stats, methods=["GET"]),
+                                 Route("/v1/_files/{name}", self._file, methods=["GET"]),
                                  Route("/v1/{path:path}", self._chat, methods=["POST"])])
 
     def start(self) -> ChatServer:
@@ -404,6 +465,24 @@ def _connection(request) -> asyncio.Transport:
     if transport is None:
         raise RuntimeError("Disconnect needs uvicorn's HTTP protocol (no transport found under the request)")
     return transport
+
+
+def _png(key: str, size: str) -> bytes:
+    """A PNG of ``size`` (``"WxH"``) drawn from ``key``: a gradient between two colours of its digest."""
+    import hashlib
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    w, _, h = size.partition("x")
+    width, height = (int(w), int(h)) if w.isdigit() and h.isdigit() else (16, 16)
+    d = np.frombuffer(hashlib.sha256(key.encode()).digest(), dtype=np.uint8).astype(float)
+    ramp = np.linspace(0, 1, width)[None, :, None]
+    pixels = (d[:3] * (1 - ramp) + d[3:6] * ramp) * np.ones((height, 1, 1))
+    buf = io.BytesIO()
+    Image.fromarray(pixels.astype(np.uint8)).save(buf, format="PNG")
+    return buf.getvalue()
 
 
 def _completion(req: ReceivedRequest, answer: Answer) -> dict[str, Any]:

@@ -169,8 +169,8 @@ def test_threaded_writes_give_the_same_bytes_and_an_interrupted_run_resumes(tiny
     including a file cut short (a PNG without its end, which PIL would still decode)."""
     import threading
 
-    from t2ireason import generation
     from t2ireason.generation import generate, load_pipeline
+    from t2ireason.generation import store as generation  # the image writer's module
 
     config = GenerationConfig(model=str(tiny_models["sd"]), steps=2, height=64, width=64, batch_size=2)
     jobs = plan_jobs(BENCH, load_rows(BENCH)[:5])  # batches of 2, 2 and a tail of 1

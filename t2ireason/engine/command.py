@@ -222,9 +222,10 @@ def _run(args: argparse.Namespace) -> int:
     from .pipeline import run_engine
     from .work import Workdir
 
-    if args.images_per_prompt != 1 or args.prompts:
-        raise ValueError("the engine draws one image per prompt, from its own prompts: "
-                         "--images-per-prompt and --prompts are for `t2ireason generate`")
+    if args.images_per_prompt != 1 or args.prompts or args.generator_kwargs:
+        raise ValueError("the engine draws one image per prompt, from its own prompts, with the generator's "
+                         "default options: --images-per-prompt, --prompts and --generator-kwargs are for "
+                         "`t2ireason generate`")
     out = args.out or str(Path(args.work) / "dataset")
     if args.until == "export" and not args.license:
         raise ValueError("--license is needed to write the release (or stop earlier with --until)")

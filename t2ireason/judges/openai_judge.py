@@ -60,6 +60,7 @@ from ..transport import (
     json_bytes,
     public_url,
     refused_credentials,
+    served_hint,
     transient,
     unavailable,
 )
@@ -441,19 +442,10 @@ class OpenAIJudge(Judge):
         wire = self.transport
         budget = Budget(min(wire.deadline, _CHECK_DEADLINE))
         retries = min(wire.max_retries, 2)
-        listed: list[str] | None = None
-        try:  # an error status is not asked again: the probe follows
-            listing = await wire.get("/models", budget=budget, max_retries=retries, retry_connect=False,
-                                     retry_status=False)
-            data = listing.get("data") if isinstance(listing, dict) else None
-            if isinstance(data, list):
-                listed = [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
-        except Exception as e:
-            # no usable list (none served, or one the server fails to give): the one-token request
-            # decides; a refused key is said now
-            absent = failure_kind(e) == "malformed" or failure_kind(e) == "status" and e.status not in (401, 403)
-            if not absent:
-                raise self._unusable(e, "listing the served models (GET /models)") from None
+        try:  # no usable list (none served, or one the server fails to give): the one-token request decides
+            listed = await wire.served_models(budget=budget, max_retries=retries)
+        except Exception as e:  # unreachable, or the key refused: said now
+            raise self._unusable(e, "listing the served models (GET /models)") from None
         if listed and (self.model in listed or f"models/{self.model}" in listed):
             return
         body = json_bytes({"model": self.model, "messages": [{"role": "user", "content": "Reply with OK."}],
@@ -467,15 +459,8 @@ class OpenAIJudge(Judge):
             if status in (400, 422) and not refused_name:
                 return  # it answers, and took the model: only this tiny request displeased it
             if status == 404 or refused_name:
-                served = ""
-                if listed:
-                    import difflib
-
-                    close = difflib.get_close_matches(self.model, listed, n=1, cutoff=0.6)
-                    served = (f"; it serves {', '.join(listed[:20])}{' ...' if len(listed) > 20 else ''}"
-                              + (f" (did you mean {close[0]!r}?)" if close else ""))
-                raise JudgeError(f"{self}: the server does not serve a model named {self.model!r}{served} "
-                                 f"({wire.describe(e)})") from None
+                raise JudgeError(f"{self}: the server does not serve a model named {self.model!r}"
+                                 f"{served_hint(self.model, listed)} ({wire.describe(e)})") from None
             raise self._unusable(e, "a one-token test request") from None
 
     def _unusable(self, exc: BaseException, doing: str) -> JudgeError:

@@ -18,7 +18,7 @@ from typing import Any
 from ..redaction import redacted
 from .base import JudgeError
 
-__all__ = ["JudgeSpec", "BACKENDS", "parse_spec"]
+__all__ = ["JudgeSpec", "BACKENDS", "parse_spec", "split_base_url", "SpecText"]
 
 #: spec prefix -> "module:class", imported only when used (vllm and openai are optional extras)
 BACKENDS = {
@@ -32,6 +32,20 @@ BACKENDS = {
 _URL_START = re.compile(r"@(?=https?://)", re.IGNORECASE)
 
 
+def split_base_url(model: str) -> tuple[str, str | None]:
+    """``(model, base_url)`` of ``model[@base_url]``: the base URL starts at the first '@' followed by
+    ``http://`` or ``https://`` (a URL's own ``user:password@`` stays in it), else at the last '@'. The
+    rule of every spec that names an endpoint (judges, image generators).
+
+    >>> split_base_url("gpt-image-1@http://user:pw@host:8000/v1")
+    ('gpt-image-1', 'http://user:pw@host:8000/v1')
+    """
+    if "@" not in model:
+        return model, None
+    found = _URL_START.search(model)
+    return (model[: found.start()], model[found.end():]) if found else tuple(model.rsplit("@", 1))
+
+
 def did_you_mean(word: str, choices: Any) -> str:
     import difflib
 
@@ -39,15 +53,41 @@ def did_you_mean(word: str, choices: Any) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-@dataclass(frozen=True)
-class JudgeSpec:
-    """A parsed judge spec. Its repr and ``str`` are redacted (a base URL's ``user:password@``);
-    ``text`` is the spec as written."""
+@dataclass(frozen=True, repr=False)
+class SpecText:
+    """A parsed spec's parts (a judge's, an image generator's) and what it says of itself: its repr and
+    ``str`` are :meth:`describe`, never a base URL's ``user:password@``; ``text`` is the spec as written."""
 
     backend: str
     model: str
     base_url: str | None = field(default=None, repr=False)
     text: str = field(default="", repr=False, compare=False)
+
+    @classmethod
+    def of(cls, spec: Any) -> Any:
+        """``spec`` parsed, or as it is when it already is one."""
+        return spec if isinstance(spec, cls) else cls.parse(spec)
+
+    def __str__(self) -> str:
+        return self.describe()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.describe()!r})"
+
+    def describe(self) -> str:
+        """The spec as written, without a URL's ``user:password@``."""
+        return redacted(self.text or f"{self.backend}:{self.model}" + (f"@{self.base_url}" if self.base_url else ""))
+
+    def url_rule(self) -> str:
+        """Which '@' the base URL follows, in words (for a message about a base URL that cannot work)."""
+        last = self.base_url is not None and self.text.rpartition("@")[2] == self.base_url
+        return "the last '@'" if last else "the first '@' followed by http:// or https://"
+
+
+@dataclass(frozen=True, repr=False)
+class JudgeSpec(SpecText):
+    """A parsed judge spec. Its repr and ``str`` are redacted (a base URL's ``user:password@``);
+    ``text`` is the spec as written."""
 
     @classmethod
     def parse(cls, text: Any) -> JudgeSpec:
@@ -68,32 +108,11 @@ class JudgeSpec:
             raise JudgeError(f"unknown judge backend {backend!r} in {redacted(text)!r}; known: {', '.join(BACKENDS)}"
                              + did_you_mean(backend, BACKENDS))
         base_url = None
-        if "@" in model and backend == "openai":
-            found = _URL_START.search(model)
-            model, base_url = (model[: found.start()], model[found.end():]) if found else model.rsplit("@", 1)
+        if backend == "openai":
+            model, base_url = split_base_url(model)
         if not model:
             raise JudgeError(f"judge spec {redacted(text)!r} names no model")
         return cls(backend, model, base_url, text)
-
-    @classmethod
-    def of(cls, spec: str | JudgeSpec) -> JudgeSpec:
-        """``spec`` parsed, or as it is when it already is a :class:`JudgeSpec`."""
-        return spec if isinstance(spec, JudgeSpec) else cls.parse(spec)
-
-    def __str__(self) -> str:
-        return self.describe()
-
-    def __repr__(self) -> str:
-        return f"JudgeSpec({self.describe()!r})"
-
-    def describe(self) -> str:
-        """The spec as written, without a URL's ``user:password@``."""
-        return redacted(self.text or f"{self.backend}:{self.model}" + (f"@{self.base_url}" if self.base_url else ""))
-
-    def url_rule(self) -> str:
-        """Which '@' the base URL follows, in words (for a message about a base URL that cannot work)."""
-        last = self.base_url is not None and self.text.rpartition("@")[2] == self.base_url
-        return "the last '@'" if last else "the first '@' followed by http:// or https://"
 
     def options(self) -> dict[str, Any]:
         """What the spec gives the backend's constructor beside the model: its base URL."""

@@ -40,25 +40,32 @@ def _run_row(run: Run, evaluation: str, label: str) -> dict[str, Any]:
     judge = scores.get("judge") or {}
     judge_model = judge.get("model_name") or (portable_model(str(judge["model"]))[0] if judge.get("model") else None)
     generator = (run.manifest.get("generation") or {}).get("model")
+    data = run.manifest.get("data")
     return {"model": label, "evaluation": evaluation,
             "judge": f"{judge.get('backend')}:{judge_model}" if judge_model else judge.get("backend"),
             "preset": judge.get("preset"),
+            "questions": f"the release's ({portable_model(data)[0] if data else 'the sample shipped with t2i-reason'})",
             "generator": portable_model(str(generator))[0] if generator else None,
-            "images": scores["num_images"], "failed": scores["num_failed"], "re-asks": scores["num_reasks"],
+            "images": scores["num_images"], "failed": scores["num_failed"],
+            "not generated": scores.get("num_not_generated", 0), "re-asks": scores["num_reasks"],
             "t2i-reason": scores.get("t2ireason_version")}
 
 
 def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike, *, evaluation: str | None = None,
-                 embed_images: bool = False, title: str | None = None) -> dict[str, Any]:
+                 embed_images: bool = False, title: str | None = None, published: bool = False) -> dict[str, Any]:
     """The paper-style report of one run or several side by side (and of MT2IE output folders:
     their rankings): ``tables.md``, ``tables.csv`` and ``tables.tex`` (the papers' layouts, 95%
     intervals where computed), ``plots/`` (every table as bars and, over three or more categories,
     a radar; the per-image score distribution; PNG and PDF each) and one ``report.html`` holding
-    every table and figure and the gallery of each prompt's images across the models. Returns the
-    paths, the Markdown of every table and of the headline table of each benchmark."""
+    every table and figure and the gallery of each prompt's images across the models. With
+    ``published``, each paper's main table as printed joins the runs' (rows marked ``[paper]``, the
+    judge and questions it used said with it: :mod:`t2ireason.report.published`), with a figure of where
+    each run stands among them. Returns the paths, the Markdown of every table and of the headline
+    table of each benchmark."""
     from .html import Section, write_html_report
     from .latex import ONE_COLUMN, to_latex
     from .plots import layout, mt2ie_iterations, score_distribution, table_bars, table_radar
+    from .published import MARK, place, standing_figure
     from .tables import side_by_side, to_csv, to_markdown
 
     out = Path(out)
@@ -73,14 +80,18 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
     markdown, headlines, csv_parts, every_table, plots, sections = [], [], [], [], [], []
     for bench_name, group in by_bench.items():
         bench = get_benchmark(bench_name)
-        per_model = [bench.paper_tables(run.scores(n)["aggregate"], label) for run, n, label in group]
-        tables = side_by_side(per_model)
+        aggregates = [run.scores(n)["aggregate"] for run, n, _ in group]
+        runs_tables = side_by_side([bench.paper_tables(a, label) for a, (_, _, label) in zip(aggregates, group)])
+        about: list[dict] = []
+        tables = runs_tables
+        if published:  # the paper's rows under the runs', on the runs' scale
+            tables, about = place(runs_tables, bench_name, aggregates[0].get("scale", 100.0))
         markdown.append(f"## {bench.pretty_name}\n\n{to_markdown(tables)}")
         headlines.append(to_markdown(tables[:1]))
         csv_parts.append(to_csv(tables))
         every_table += tables
         figures = []
-        for table in tables:
+        for table in runs_tables:
             axes = layout(table).axes
             if not table.rows or not axes:  # nothing judged in it (every image failed): no figure to draw
                 continue
@@ -88,6 +99,11 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
             figures += table_bars(table, f"{stem}_bars")
             if len(axes) >= 3:
                 figures += table_radar(table, f"{stem}_radar")
+        labels = [label for _, _, label in group]
+        for table in tables:
+            if about and any(r.endswith(MARK) for r in table.rows) and any(r in table.rows for r in labels):
+                stem = out / "plots" / f"{bench_name}_{figure_name(table.title, bench.pretty_name)}"
+                figures += standing_figure(table, labels, f"{stem}_standing")
         results = {label: run.results(n) for run, n, label in group}
         figures += score_distribution({label: [r.score for r in rs] for label, rs in results.items()},
                                       out / "plots" / f"{bench_name}_scores",
@@ -95,7 +111,7 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
                                       unscorable={label: sum(r.unscorable for r in rs) for label, rs in results.items()})
         plots += figures
         sections.append(Section(bench.pretty_name, results, tables, [f for f in figures if f.suffix == ".png"],
-                                [_run_row(run, n, label) for run, n, label in group]))
+                                [_run_row(run, n, label) for run, n, label in group] + about))
     for folder in agents:  # MT2IE writes its own benchmark: its output is a ranking, not a run
         table = json.loads((folder / "summary.json").read_text(encoding="utf-8")).get("table")
         if not table:

@@ -16,14 +16,17 @@ API root (``http://host:8000/v1``) and gives a protocol:
 - :meth:`Transport.run_batch`: a synchronous call that runs one coroutine per item on the transport's
   private event loop, all in flight at once, handing results to the caller's thread as they arrive; the
   first item that raises ends the batch (what waits for a slot is not sent);
-- :meth:`Transport.check_once`: a check of the endpoint run once before the first request.
+- :meth:`Transport.check_once`: a check of the endpoint run once before the first request;
+  :meth:`Transport.served_models` the models it lists (:func:`served_hint` says them in a message);
+- :meth:`Transport.download`: the bytes a reply links to (an image), with the same limits, the credentials
+  sent only to the API's own origin.
 
 A base URL's ``user:password@`` becomes the HTTP Basic ``Authorization`` header in place of the key (one
 header: aiohttp refuses a URL's credentials beside its own). The key and the password never appear in a
 repr, a log line, an exception or a message.
 """
 
-from .client import Budget, Transport, json_bytes
+from .client import Budget, Transport, json_bytes, served_hint
 from .failures import (
     HTTPStatus,
     Malformed,
@@ -51,7 +54,7 @@ from .settings import (
     public_url,
 )
 
-__all__ = ["Transport", "Budget", "json_bytes", "HTTPStatus", "Malformed", "ReplyTooLarge", "TimedOut",
+__all__ = ["Transport", "Budget", "json_bytes", "served_hint", "HTTPStatus", "Malformed", "ReplyTooLarge", "TimedOut",
            "error_message", "failure_kind", "refused_credentials", "retry_after", "retryable", "transient",
            "unavailable", "Endpoint", "OPENAI_HOST", "OPTION_RULES", "check_base_url", "check_values", "public_url", "DEFAULT_TIMEOUT",
            "DEFAULT_DEADLINE", "DEFAULT_MAX_RETRIES", "DEFAULT_MAX_RETRY_AFTER", "DEFAULT_MAX_REPLY_BYTES"]

@@ -42,7 +42,7 @@ from .settings import (
     ssl_context,
 )
 
-__all__ = ["Transport", "Budget", "json_bytes"]
+__all__ = ["Transport", "Budget", "json_bytes", "served_hint"]
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -92,6 +92,18 @@ def _annotate(exc: BaseException, attempts: int, budget: Budget, stopped: str | 
 def json_bytes(obj: Any) -> bytes:
     """Compact JSON."""
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
+
+def served_hint(model: str, listed: Sequence[str] | None) -> str:
+    """What a server lists, for a message about a model it does not serve: ``"; it serves a, b (did you
+    mean 'a'?)"``, or nothing without a list."""
+    if not listed:
+        return ""
+    import difflib
+
+    close = difflib.get_close_matches(model, list(listed), n=1, cutoff=0.6)
+    return (f"; it serves {', '.join(listed[:20])}{' ...' if len(listed) > 20 else ''}"
+            + (f" (did you mean {close[0]!r}?)" if close else ""))
 
 
 # -- the private event loop --------------------------------------------------------------------------------
@@ -183,8 +195,10 @@ class Transport:
         # The credentials live only in these headers; scrub() removes them from any text we emit. Replies
         # are asked uncompressed (and counted as they arrive, decompressed if a server compresses anyway)
         # against max_reply_bytes.
-        self._headers = {"Authorization": self.endpoint.authorization, "Content-Type": "application/json",
-                         "Accept": "application/json", "Accept-Encoding": "identity", "User-Agent": user_agent}
+        self._headers = {"Content-Type": "application/json", "Accept": "application/json",
+                         "Accept-Encoding": "identity", "User-Agent": user_agent}
+        # sent with each request to the API root, never to another origin (a file a reply links to)
+        self._auth = {"Authorization": self.endpoint.authorization}
         self._session = None  # the aiohttp session, made on the private loop at the first request
         self._loop: _LoopThread | None = None
         self._closed = False
@@ -450,6 +464,14 @@ class Transport:
         response models over the same aiohttp transport) cost three to four times the CPU of the
         exchange itself per request, and that CPU time is what bounds how many requests one
         event loop keeps in flight (perf/README.md)."""
+        data = await self._exchange(method, self.root + path, path, body, self._auth)
+        try:
+            return json.loads(data)
+        except ValueError:
+            raise Malformed(f"not JSON ({data[:200]!r})") from None
+
+    async def _exchange(self, method: str, url: str, path: str, body: bytes | None, headers: dict | None) -> bytes:
+        """One HTTP exchange: the reply's bytes, or an error status raised as :class:`HTTPStatus`."""
         if self._session is None:  # on the private loop, which is the only one using it
             import aiohttp
             from yarl import URL
@@ -459,14 +481,45 @@ class Transport:
                 headers=self._headers, proxy=proxy, proxy_auth=proxy and aiohttp.BasicAuth.from_url(URL(proxy)),
                 connector=aiohttp.TCPConnector(limit=0, ssl=ssl_context()),  # the semaphore bounds it
                 timeout=aiohttp.ClientTimeout(total=None))  # _on_the_wire bounds every attempt whole
-        async with self._session.request(method, self.root + path, data=body) as response:
+        async with self._session.request(method, url, data=body, headers=headers) as response:
             data = await self._read(response)
             if response.status >= 400:
                 raise HTTPStatus(response.status, error_message(data), response.headers, path)
-        try:
-            return json.loads(data)
-        except ValueError:
-            raise Malformed(f"not JSON ({data[:200]!r})") from None
+        return data
+
+    async def download(self, url: str, *, budget: Budget | None = None) -> bytes:
+        """The bytes at ``url`` (an absolute URL: an image a reply links to), in one of the slots, retried,
+        bounded by ``timeout``, ``deadline`` and ``max_reply_bytes`` as every request is. The API's
+        credentials go only to the API's own origin."""
+        from urllib.parse import urlsplit
+
+        def origin(u: str) -> tuple:
+            parts = urlsplit(u)
+            return parts.scheme.lower(), (parts.hostname or "").lower(), parts.port
+
+        headers = self._auth if origin(url) == origin(self.root) else None
+        budget = budget or Budget(self.deadline)
+
+        async def attempt():
+            return await self._on_the_wire(lambda: self._exchange("GET", url, url, None, headers), budget)
+
+        return await self._with_retries(attempt, budget)
+
+    async def served_models(self, *, budget: Budget, max_retries: int) -> list[str] | None:
+        """The model ids ``GET /models`` lists, or None when the server gives no usable list (no such route,
+        an error status other than a refused key, a body that is not a list). A failure to connect, a time-out
+        or a refused key (401, 403) is raised."""
+        try:  # an error status is not asked again
+            listing = await self.get("/models", budget=budget, max_retries=max_retries, retry_connect=False,
+                                     retry_status=False)
+        except Exception as e:
+            if failure_kind(e) == "malformed" or failure_kind(e) == "status" and e.status not in (401, 403):
+                return None
+            raise
+        data = listing.get("data") if isinstance(listing, dict) else None
+        if not isinstance(data, list):
+            return None
+        return [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
 
     async def _read(self, response) -> bytes:
         """The reply body, refused once it passes ``max_reply_bytes`` (announced, or as it arrives)."""

@@ -256,6 +256,8 @@ class _Agent:
         drawn = batch_or_each(lambda rs: drawer([r["prompt"] for r in rs], [r["image_seed"] for r in rs]), rows)
         images = []
         for row, (image, error) in zip(rows, drawn):
+            if error is None and isinstance(image, BaseException):  # a drawer's failed image (a refusal...)
+                error = str(image) or type(image).__name__
             if error is None:
                 try:
                     path = BENCHMARK.image_path(row)
@@ -300,8 +302,9 @@ def run_mt2ie(models: Mapping[str, Any], judge: Any, seed_prompts: Any = None, *
     """Run MT2IE for every model and return a summary with the ranking table (:func:`rank_models`).
 
     ``models`` maps a name (letters, digits, ``._-``) to a drawer (``drawer(prompts, seeds) -> PIL
-    images``, e.g. :class:`~t2ireason.generation.Drawer`), a :class:`GenerationConfig`, or a diffusers
-    folder or Hub id. ``judge`` is a judge or a spec (``load_judge``); it writes the prompts and scores
+    images``, e.g. :class:`~t2ireason.generation.Drawer`; an exception in an image's place is that image's
+    failure), a :class:`GenerationConfig`, or a generator spec (a diffusers folder or Hub id,
+    ``openai:<model>``, ``hf:<folder>``, ``python:<module>:<callable>``). ``judge`` is a judge or a spec (``load_judge``); it writes the prompts and scores
     the images (default in the CLI: :data:`PAPER_JUDGE`). ``seed_prompts``: a ``seed_prompts.jsonl``
     file or its folder, or a list of ``{"id", "category", "prompt"}`` (default: the shipped ones).
     Defaults are the paper's setup: iterative mode, 5 prompts per run, 5 random seeds, 4 seed prompts
@@ -344,9 +347,14 @@ def run_mt2ie(models: Mapping[str, Any], judge: Any, seed_prompts: Any = None, *
                        temperature=prompt_temperature, bar=bar)
         for name, spec in models.items():
             drawer = spec if callable(spec) else Drawer(spec if isinstance(spec, GenerationConfig)
-                                                        else GenerationConfig(model=str(spec)), name=name)
-            agent.run_model(name, drawer, iterations)
-            del drawer  # a pipeline we loaded is freed before the next model's
+                                                        else GenerationConfig(model=str(spec)), name=name,
+                                                        failures="return")
+            try:
+                agent.run_model(name, drawer, iterations)
+            finally:
+                if isinstance(drawer, Drawer):
+                    drawer.close()  # a model we loaded is freed before the next model's
+            del drawer
 
     planned = [(t.run_id(m, mode), i) for m in models for t in tracks for i in range(iterations)]
     rows = [store.done[key] for key in planned if key in store.done]

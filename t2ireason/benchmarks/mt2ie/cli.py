@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ...generation import GenerationConfig, check_model
+from ...generation import GenerationConfig, preflight_generator
 from ...judges import load_judge, preflight
 from . import agent
 from .protocol import PROMPT_TEMPERATURE
@@ -23,8 +23,8 @@ __all__ = ["add_mt2ie_args", "run_mt2ie_command"]
 def _model_pair(text: str) -> tuple[str, str]:
     name, sep, model = text.partition("=")
     if not sep or not name or not model:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected name=<diffusers folder or hub id>, "
-                                         "e.g. sd21=stabilityai/stable-diffusion-2-1")
+        raise argparse.ArgumentTypeError(f"{text!r}: expected name=<diffusers folder or hub id> or another generator "
+                                         "spec, e.g. sd21=stabilityai/stable-diffusion-2-1 or gptimage=openai:gpt-image-1")
     if not agent.MODEL_NAME.fullmatch(name):
         raise argparse.ArgumentTypeError(f"model name {name!r}: use letters, digits, '.', '_' and '-'")
     return name, model
@@ -64,7 +64,9 @@ def add_mt2ie_args(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("--model", dest="models", action="append", type=_model_pair, required=True,
                    metavar="NAME=MODEL",
-                   help="a T2I model to evaluate, as name=<diffusers folder or hub id>; repeat for several")
+                   help="a T2I model to evaluate, as name=<generator spec>: a diffusers folder or Hub id, "
+                        "openai:<model>[@<base url>], hf:<Janus folder or Hub id>, python:<module>:<callable>; "
+                        "repeat for several")
     _add_judge_args(p, default=agent.PAPER_JUDGE)
     judge = next(a for a in p._actions if a.dest == "judge")
     judge.help += f" (default: {agent.PAPER_JUDGE}, the paper's VQAScore judge; it also writes the prompts)"
@@ -118,12 +120,12 @@ def run_mt2ie_command(args: argparse.Namespace) -> int:
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise ValueError(f"model name(s) given twice: {', '.join(twice)}")
-    for _, model in args.models:
-        check_model(model)
     models = {name: GenerationConfig(model=model, dtype=args.dtype, steps=args.steps, height=args.height,
                                      width=args.width, batch_size=args.batch_size,
                                      pipeline_kwargs=args.pipeline_kwargs)
               for name, model in args.models}
+    for config in models.values():  # each generator checked before the judge is asked anything
+        preflight_generator(config)
     judge = load_judge(args.judge, cache=args.cache, **args.judge_kwargs)
     # before any image is drawn: the judge answers about an image, and gives VQAScore's probabilities
     preflight(judge, structured=False, probabilities=args.scoring == "vqascore")

@@ -1,0 +1,117 @@
+"""The seeded, resumable, sharded driver every backend runs under (:func:`generate`).
+
+The path of one image: a benchmark row gives a prompt and the file name of the official layout; the image's
+seed comes from (benchmark, prompt id, sample index), never from the process, so the same images come out
+however many processes share the work; the image is written atomically, so an interrupted run restarts where
+it stopped and never counts a half-written file. An image the backend could not make is recorded with its
+reason (``failures.jsonl``), never a crash and never a silently missing image. At the end the output folder
+holds ``metadata.parquet``, which makes the folder itself a dataset: ``load_dataset(<folder>)`` gives an
+``image`` column the metrics take directly.
+
+A re-run skips the finished images and the recorded failures: a refusal is the model's answer to that prompt
+(asking again costs as much and is refused again), kept as such; ``retry_failed`` draws again the images whose
+failure was the server's or the network's (``retryable``: an error status after every retry, a broken reply).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..files import remove_partial_files
+from ..progress import progress_bar
+from .base import Drawn, Generator, load_generator
+from .jobs import GenerationConfig, Job, check_job_paths
+from .store import CONFIG_FILE, ImageWriter, RecordLog, read_records, readable, write_manifest
+
+__all__ = ["generate"]
+
+
+def generate(jobs: Sequence[Job], config: GenerationConfig, out_dir: str | os.PathLike, *,
+             pipeline: Any = None, generator: Generator | None = None, state: Any = None, progress: bool = True,
+             writers: int = 4, retry_failed: bool = False, **options: Any) -> dict[str, int]:
+    """Make the images of ``jobs`` this process is responsible for; skip finished ones and recorded failures
+    (those whose failure was transient too, with ``retry_failed``: they are drawn again).
+
+    The generator is ``config.model``'s (:func:`~t2ireason.generation.load_generator`, with ``options``), or
+    ``generator``, or the diffusers ``pipeline`` given. ``writers`` threads encode and write the finished images
+    while the next batch draws (:class:`~t2ireason.generation.ImageWriter`; ``0`` writes each batch before
+    drawing the next).
+
+    Runs under ``accelerate launch``/``torchrun`` (each process takes its share via
+    ``PartialState.split_between_processes``) or as one plain process. Returns counts for this process:
+    ``generated``, ``skipped`` (finished before), and, when there are any, ``failed`` (images that could not
+    be made now) and ``failed_before`` (recorded failures kept).
+    """
+    import torch
+    from accelerate import PartialState
+
+    out = Path(out_dir)
+    check_job_paths(jobs, out)
+    spec = config.spec
+    state = state or PartialState(cpu=not torch.cuda.is_available())
+    if pipeline is None and generator is None:
+        spec.backend_class().check_config(config)
+        if spec.backend == "diffusers":
+            from .diffusers_backend import check_dtype
+
+            check_dtype(config.dtype, str(state.device))
+    out.mkdir(parents=True, exist_ok=True)
+    if state.is_main_process:
+        (out / CONFIG_FILE).write_text(json.dumps(config.to_dict(), indent=2))
+        remove_partial_files(out)  # left by a process killed mid-write; never counted as done
+    state.wait_for_everyone()
+    counts = {"generated": 0, "skipped": 0}
+    failed = failed_before = 0
+    with state.split_between_processes(list(jobs)) as mine:
+        records = read_records(out)
+        todo = []
+        for job, done in zip(mine, readable([out / j.file for j in mine])):
+            record = records.get(job.file) or {}
+            if done:
+                counts["skipped"] += 1
+            elif record.get("failure") and not (retry_failed and record.get("retryable")):
+                failed_before += 1
+            else:
+                todo.append(job)
+        if todo:
+            if generator is not None:
+                gen, ours = generator, False
+            elif pipeline is not None:
+                from .diffusers_backend import DiffusersGenerator
+
+                gen, ours = DiffusersGenerator(spec, config, device=str(state.device), pipeline=pipeline), True
+            else:
+                gen, ours = load_generator(config, device=str(state.device), **options), True
+            desc = f"generating (rank {state.process_index})" if state.num_processes > 1 else "generating"
+            try:
+                with progress_bar(len(todo), progress and state.is_local_main_process, desc=desc, unit="img") as bar, \
+                        ImageWriter(writers, max_pending=max(2 * writers, config.batch_size)) as writer, \
+                        RecordLog(out, state.process_index) as log:
+                    def on_drawn(job: Job, drawn: Drawn) -> None:
+                        nonlocal failed
+                        if drawn.image is not None:
+                            if drawn.extra or records.get(job.file):  # before the image: never one without it
+                                log.add(job, extra=drawn.extra)
+                            writer.submit(drawn.image, out / job.file)
+                            counts["generated"] += 1
+                        else:
+                            log.add(job, failure=drawn.failure, kind=drawn.kind or "error",
+                                    retryable=drawn.retryable, extra=drawn.extra)
+                            failed += 1
+                        bar.update(1)
+
+                    gen.draw(todo, on_drawn)
+            finally:
+                if ours:
+                    gen.close()
+    state.wait_for_everyone()
+    if state.is_main_process:
+        write_manifest(jobs, config, out, generator=spec.identity())
+    state.wait_for_everyone()
+    if failed or failed_before:
+        counts.update(failed=failed, failed_before=failed_before)
+    return counts

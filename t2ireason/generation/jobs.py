@@ -1,0 +1,152 @@
+"""What a generation makes: its settings (:class:`GenerationConfig`, saved with the images) and its images
+(:class:`Job`: a prompt, a sample, a file in the benchmark's official layout, a seed from what identifies the
+image, never from the process that makes it)."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..benchmarks import get_benchmark
+from ..files import inside
+
+if TYPE_CHECKING:
+    from ..benchmarks import Benchmark
+    from .spec import GeneratorSpec
+
+__all__ = ["GenerationConfig", "Job", "image_seed", "plan_jobs", "check_job_paths", "DTYPES"]
+
+DTYPES = ("auto", "float32", "float16", "bfloat16")
+#: fields added after runs were first recorded: written to a run's record only when set, so a run made
+#: before them resumes with the same configuration
+_LATER_FIELDS = {"quality": None}
+
+
+@dataclass
+class GenerationConfig:
+    """Everything that decides the pixels; saved with the images.
+
+    ``model`` is a generator spec (:class:`~t2ireason.generation.GeneratorSpec`): a diffusers pipeline's
+    Hub id or folder (or ``diffusers:<...>``), ``openai:<model>[@<base url>]``, ``hf:<Hub id or folder>``
+    or ``python:<module>:<callable>``. Each backend takes the settings it can honour and refuses the
+    others before anything is made (:meth:`Generator.check_config`)."""
+
+    model: str
+    dtype: str = "auto"  # "auto": float16 on GPU, float32 on CPU
+    steps: int | None = None
+    guidance: float | None = None
+    height: int | None = None
+    width: int | None = None
+    images_per_prompt: int = 1
+    batch_size: int = 1  # prompts per pipeline call
+    seed: int = 0  # mixed into every image's seed, to draw another set of samples
+    pipeline_kwargs: dict[str, Any] = field(default_factory=dict)
+    cpu_offload: bool = False
+    vae_slicing: bool = False
+    revision: str | None = None
+    quality: str | None = None  # an image API's quality setting (OpenAI: low, medium, high, auto; hd)
+
+    def __post_init__(self):
+        for name in ("images_per_prompt", "batch_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("steps", "height", "width"):
+            if getattr(self, name) is not None and getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.guidance is not None and not (isinstance(self.guidance, (int, float)) and math.isfinite(self.guidance)
+                                              and self.guidance >= 0):
+            raise ValueError(f"guidance must be a finite number >= 0, got {self.guidance!r}")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"unknown dtype {self.dtype!r}; use {', '.join(DTYPES)}")
+
+    @property
+    def spec(self) -> GeneratorSpec:
+        """``model`` parsed (raises :class:`~t2ireason.generation.GeneratorError` for an unknown backend)."""
+        from .spec import GeneratorSpec
+
+        return GeneratorSpec.parse(self.model)
+
+    def call_kwargs(self) -> dict[str, Any]:
+        kw = dict(self.pipeline_kwargs)
+        for ours, theirs in (("steps", "num_inference_steps"), ("guidance", "guidance_scale"),
+                             ("height", "height"), ("width", "width")):
+            if getattr(self, ours) is not None:
+                kw[theirs] = getattr(self, ours)
+        return kw
+
+    def to_dict(self) -> dict[str, Any]:
+        """The settings as recorded (``run.json``, ``generation_config.json``, the manifest): the model spec
+        without a base URL's ``user:password@``."""
+        from ..redaction import redacted
+
+        d = dataclasses.asdict(self)
+        d["model"] = redacted(self.model)
+        return {k: v for k, v in d.items() if k not in _LATER_FIELDS or v != _LATER_FIELDS[k]}
+
+
+@dataclass(frozen=True)
+class Job:
+    """One image to make."""
+
+    prompt_id: str
+    prompt: str
+    sample: int
+    file: str  # relative to the output folder, in the benchmark's official layout
+    seed: int
+    config: str | None = None
+
+
+def image_seed(benchmark: str, prompt_id: str, sample: int, base_seed: int = 0) -> int:
+    """A 63-bit seed from what identifies the image (not from the process that makes it)."""
+    digest = hashlib.sha256(f"{benchmark}\x1f{prompt_id}\x1f{sample}\x1f{base_seed}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def plan_jobs(benchmark: Benchmark | str, rows: Sequence[dict[str, Any]], *, images_per_prompt: int = 1,
+              base_seed: int = 0, prompts: dict[Any, str] | None = None) -> list[Job]:
+    """Every image of a run, in a fixed order. ``prompts`` replaces each row's prompt (the rewritten
+    prompts of the decoupled baselines), by any id the benchmark takes for the row
+    (:meth:`~t2ireason.benchmarks.base.Benchmark.id_forms`); a row without one is an error, never
+    drawn from its original prompt in silence."""
+    bench = get_benchmark(benchmark) if isinstance(benchmark, str) else benchmark
+    if prompts:
+        prompts = _rewritten(bench, rows, prompts)
+    jobs, seen = [], set()
+    for row in rows:
+        pid = bench.row_id(row)
+        if pid in seen:
+            raise ValueError(f"duplicate prompt id {pid!r} in the rows of {bench.name}")
+        seen.add(pid)
+        prompt = prompts[pid] if prompts else bench.prompt(row)
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise ValueError(f"row {pid!r} of {bench.name} has no prompt")
+        for s in range(images_per_prompt):
+            jobs.append(Job(pid, prompt, s, bench.image_path(row, s),
+                            image_seed(bench.name, pid, s, base_seed), row.get("config")))
+    files = [j.file for j in jobs]
+    if len(set(files)) != len(files):
+        raise ValueError(f"{bench.name}: two images map to the same file; check image_path")
+    return jobs
+
+
+def _rewritten(bench: Benchmark, rows: Sequence[dict[str, Any]], prompts: dict[Any, str]) -> dict[str, str]:
+    """``prompts`` by the row id of each of ``rows``; every row must have one."""
+    joined = bench.row_ids(rows).join(prompts, "rewritten prompts")
+    lacking = [bench.row_id(r) for r in rows if bench.row_id(r) not in joined]
+    if lacking:
+        shown = ", ".join(lacking[:3]) + (", ..." if len(lacking) > 3 else "")
+        raise ValueError(f"{len(lacking)} of {len(rows)} rows of {bench.name} have no rewritten prompt ({shown}); "
+                         f"the prompts given name rows such as {next(iter(prompts))!r}")
+    return joined
+
+
+def check_job_paths(jobs: Sequence[Job], out_dir: str | os.PathLike) -> None:
+    """Every image file of ``jobs`` stays inside ``out_dir``: a file name made from a hostile
+    id (``../../outside/x``) is refused, naming it, before anything is written."""
+    for job in jobs:
+        inside(out_dir, job.file)

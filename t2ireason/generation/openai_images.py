@@ -1,0 +1,285 @@
+"""The ``openai:`` backend: the OpenAI Images API, ``POST <base>/images/generations``, over the HTTP judge's
+transport (:mod:`t2ireason.transport`: bounded concurrency, retries with ``Retry-After``, a deadline, reply
+limits, error kinds, the key never in a message).
+
+``openai:gpt-image-1``, ``openai:dall-e-3``, or any server or provider speaking the same API
+(``openai:<model>@http://host:8000/v1``). The run's settings become the request's: ``--height``/``--width``
+its ``size`` (``"<width>x<height>"``), ``--quality`` its ``quality``, the samples of one prompt its ``n`` (up to
+``max_n`` a request: 1 for DALL-E 3, which takes no more, 10 otherwise), ``--pipeline-kwargs`` any other field
+(``style``, ``background``, ``output_format``, ``moderation``...). Replies may carry each image as ``b64_json``
+or as a ``url`` (fetched with the same limits; the key goes only to the API's own origin). What a reply says
+besides the image (``revised_prompt``, ``usage``, the size and quality it used) is kept with the image. An API
+takes no seed: each image is recorded as not seeded.
+
+Before the first request the endpoint is checked (:meth:`OpenAIImagesGenerator.check`): it answers, takes the
+key and, when it lists its models, lists this one. A refusal (an error status whose message is a content
+policy's, such as OpenAI's HTTP 400 "rejected by the safety system") is that image's failure, kind
+``refused``; another failure after the transport's retries is an ``error``, ``retryable`` when the server or
+the network failed. A refused key ends the generation; so does an endpoint that evidently cannot answer
+(unreachable, timing out or overloaded after every retry: :class:`GeneratorUnavailable`), unless
+``on_unavailable="record"``: images made before are kept either way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import concurrent.futures
+import io
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..transport import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_MAX_RETRY_AFTER,
+    OPTION_RULES,
+    Budget,
+    Malformed,
+    Transport,
+    check_base_url,
+    check_values,
+    failure_kind,
+    json_bytes,
+    refused_credentials,
+    served_hint,
+    transient,
+    unavailable,
+)
+from .base import Drawn, Generator, GeneratorError, GeneratorUnavailable
+
+if TYPE_CHECKING:
+    from PIL import Image
+
+    from .jobs import GenerationConfig, Job
+    from .spec import GeneratorSpec
+
+__all__ = ["OpenAIImagesGenerator"]
+
+#: an image takes tens of seconds to draw (a minute at high quality): longer bounds than a judge's
+DEFAULT_TIMEOUT = 300.0
+DEFAULT_DEADLINE = 900.0
+#: ten 1,536 x 1,024 PNGs as base64 are about 40 MB
+DEFAULT_MAX_REPLY_BYTES = 128 * 2**20
+#: seconds the endpoint check may take in all
+_CHECK_DEADLINE = 30.0
+#: what a content policy's refusal says (OpenAI: "Your request was rejected as a result of our safety system")
+_REFUSAL = re.compile(r"safety|content.?policy|moderation|rejected|blocked|not allowed|inappropriate", re.IGNORECASE)
+
+_OPTION_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    **OPTION_RULES,
+    "check": (lambda x: isinstance(x, bool), "True or False"),
+    "on_unavailable": (lambda x: x in ("raise", "record"), "'raise' or 'record'"),
+    "max_n": (lambda x: x is None or (isinstance(x, int) and not isinstance(x, bool) and x >= 1),
+              "None or a whole number >= 1"),
+    "response_format": (lambda x: x in (None, "b64_json", "url"), "None, 'b64_json' or 'url'"),
+}
+
+
+def _groups(jobs: Sequence[Job], max_n: int) -> list[list[Job]]:
+    """Consecutive jobs of one prompt, at most ``max_n`` a group: one request each."""
+    groups: list[list[Job]] = []
+    for job in jobs:
+        last = groups[-1] if groups else None
+        if last and len(last) < max_n and (last[0].prompt_id, last[0].prompt) == (job.prompt_id, job.prompt):
+            last.append(job)
+        else:
+            groups.append([job])
+    return groups
+
+
+def _check_reply(reply: Any) -> dict[str, Any]:
+    """An images reply, or :class:`Malformed` (retried as a malformed reply is)."""
+    data = reply.get("data") if isinstance(reply, dict) else None
+    if not isinstance(data, list) or not all(
+            isinstance(d, dict) and isinstance(d.get("b64_json") or d.get("url"), str) for d in data):
+        raise Malformed(f"not an images reply ({str(reply)[:200]})")
+    return reply
+
+
+def _decode(data: bytes) -> Image.Image:
+    from PIL import Image
+
+    image = Image.open(io.BytesIO(data))
+    image.load()
+    return image
+
+
+class OpenAIImagesGenerator(Generator):
+    """Images from an OpenAI-compatible Images API (see the module's description). Options: ``api_key``
+    (else ``OPENAI_API_KEY``; a server of your own may need none), the transport's ``max_concurrency``,
+    ``timeout``, ``deadline``, ``max_retries``, ``max_retry_after``, ``max_reply_bytes``, ``backoff_base``,
+    ``backoff_max``; ``check`` (the endpoint check before the first request), ``on_unavailable``
+    (``"raise"`` or ``"record"``), ``max_n`` (images a request), ``response_format`` (``None``: ``b64_json``
+    for DALL-E models, which default to links, and the server's default otherwise)."""
+
+    backend = "openai"
+    seedable = False
+    takes = frozenset({"height", "width", "quality", "pipeline_kwargs"})
+
+    def __init__(self, spec: GeneratorSpec, config: GenerationConfig, *, api_key: str | None = None,
+                 max_concurrency: int = 8, timeout: float = DEFAULT_TIMEOUT, deadline: float = DEFAULT_DEADLINE,
+                 max_retries: int = DEFAULT_MAX_RETRIES, max_retry_after: float = DEFAULT_MAX_RETRY_AFTER,
+                 max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES, backoff_base: float = 1.0, backoff_max: float = 60.0,
+                 check: bool = True, on_unavailable: str = "raise", max_n: int | None = None,
+                 response_format: str | None = None):
+        super().__init__(spec, config)
+        self.check_values(max_concurrency=max_concurrency, timeout=timeout, deadline=deadline,
+                          max_retries=max_retries, max_retry_after=max_retry_after, max_reply_bytes=max_reply_bytes,
+                          backoff_base=backoff_base, backoff_max=backoff_max, check=check,
+                          on_unavailable=on_unavailable, max_n=max_n, response_format=response_format)
+        self.model = spec.model
+        dall_e = self.model.lower().startswith("dall-e")
+        self.max_n = max_n or (1 if self.model.lower().startswith("dall-e-3") else 10)
+        self.response_format = response_format or ("b64_json" if dall_e else None)
+        self.on_unavailable = on_unavailable
+        self._check_first = check
+        self._decoder: concurrent.futures.ThreadPoolExecutor | None = None
+        try:
+            self.transport = Transport(
+                spec.base_url, api_key=api_key, name=repr(self), model=self.model,
+                user_agent="t2i-reason (OpenAI Images generator)", max_concurrency=max_concurrency, timeout=timeout,
+                deadline=deadline, max_retries=max_retries, max_retry_after=max_retry_after,
+                max_reply_bytes=max_reply_bytes, backoff_base=backoff_base, backoff_max=backoff_max)
+        except ValueError as e:  # no key for OpenAI's own endpoint, or two credentials
+            raise GeneratorError(str(e)) from None
+
+    # -- checked before anything is made -------------------------------------------------------------
+
+    @classmethod
+    def check_values(cls, **options: Any) -> None:
+        try:
+            check_values(options, _OPTION_RULES, "the openai generator")
+        except ValueError as e:
+            raise GeneratorError(str(e)) from None
+
+    @classmethod
+    def check_config(cls, config: GenerationConfig) -> None:
+        super().check_config(config)
+        if (config.height is None) != (config.width is None):
+            raise GeneratorError("the openai generator asks for a size, width x height: give both --height and "
+                                 "--width (or neither: the API's default size)")
+
+    @classmethod
+    def preflight(cls, spec: GeneratorSpec, config: GenerationConfig, options: Mapping[str, Any], *,
+                  contact: bool = True) -> None:
+        """The settings and options, the base URL, the key; then, with ``contact``, the endpoint: it answers,
+        takes the key and lists the model (unless ``check=False``). No image is asked for."""
+        super().preflight(spec, config, options, contact=contact)
+        if spec.base_url is not None:
+            try:
+                check_base_url(spec.base_url, "the generator's base URL")
+            except ValueError as e:
+                raise GeneratorError(f"{e} (in {spec.describe()!r}, what follows {spec.url_rule()} is the base URL)") \
+                    from None
+        with cls(spec, config, **options) as generator:  # the key and the transport's options
+            if contact and generator._check_first:
+                generator.check()
+
+    def check(self) -> None:
+        """Make sure the endpoint answers, takes the key and (when it lists its models) serves the model:
+        :class:`GeneratorUnavailable` if it cannot be reached or does not answer, :class:`GeneratorError` if it
+        refuses the key or lists models without this one."""
+        self.transport.run(self.transport.check_once(self._check_endpoint, force=True))
+
+    async def _ensure_checked(self) -> None:
+        if self._check_first:
+            await self.transport.check_once(self._check_endpoint)
+
+    async def _check_endpoint(self) -> None:
+        wire = self.transport
+        try:
+            listed = await wire.served_models(budget=Budget(min(wire.deadline, _CHECK_DEADLINE)),
+                                              max_retries=min(wire.max_retries, 2))
+        except Exception as e:
+            text = wire.describe(e)
+            if refused_credentials(e):
+                raise GeneratorError(f"{self} refused the credentials: {text}") from None
+            raise GeneratorUnavailable(f"{self} cannot answer: {text} (while listing the served models, GET /models); "
+                                       "start the server or correct the URL") from None
+        if listed is not None and self.model not in listed and f"models/{self.model}" not in listed:
+            raise GeneratorError(f"{self}: the server does not list a model named {self.model!r}"
+                                 f"{served_hint(self.model, listed)} (a proxy that serves more than it lists: pass "
+                                 "--generator-kwargs '{\"check\": false}')")
+
+    # -- identity ----------------------------------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        return f"OpenAIImagesGenerator({self.spec.describe()})"
+
+    # -- drawing -----------------------------------------------------------------------------------------
+
+    def draw(self, jobs: Sequence[Job], on_drawn: Callable[[Job, Drawn], None]) -> None:
+        """Every job's image, all requests in flight at once (at most ``max_concurrency`` on the wire), each
+        image handed to ``on_drawn`` in this thread as its reply arrives."""
+        groups = _groups(jobs, self.max_n)
+
+        def handed(i: int, drawn: list[Drawn]) -> None:
+            for job, d in zip(groups[i], drawn):
+                on_drawn(job, d)
+
+        self.transport.run_batch(groups, self._ask, before=self._ensure_checked, on_result=handed)
+
+    def _body(self, prompt: str, n: int) -> dict[str, Any]:
+        config = self.config
+        body: dict[str, Any] = {"model": self.model, "prompt": prompt, "n": n}
+        if config.height is not None and config.width is not None:
+            body["size"] = f"{config.width}x{config.height}"
+        if config.quality is not None:
+            body["quality"] = config.quality
+        if self.response_format is not None:
+            body["response_format"] = self.response_format
+        return {**body, **config.pipeline_kwargs}
+
+    async def _ask(self, group: list[Job]) -> list[Drawn]:
+        """One request for a group's images; a failure becomes each image's. Raises only for a refused key,
+        an endpoint that cannot answer (``on_unavailable="raise"``), or a cancellation."""
+        body = self._body(group[0].prompt, len(group))
+        try:
+            reply = await self.transport.post("/images/generations", json_bytes(body), read=_check_reply)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            text = self.transport.describe(e)
+            if refused_credentials(e):
+                raise GeneratorError(f"{self} refused the credentials: {text}. Images made before are kept; fix the "
+                                     "key (or its permissions) and run again") from None
+            if self.on_unavailable == "raise" and unavailable(e):
+                raise GeneratorUnavailable(f"{self} cannot answer: {text}. Images made before are kept; run the same "
+                                           "command again to go on") from None
+            refused = failure_kind(e) == "status" and 400 <= e.status < 500 and bool(_REFUSAL.search(e.message))
+            return [Drawn.failed(text, "refused" if refused else "error", transient(e)) for _ in group]
+        shared = {k: v for k, v in reply.items() if k != "data" and isinstance(v, (str, int, float, bool, dict))}
+        if len(group) > 1:
+            shared["images_in_request"] = len(group)
+        items = reply["data"][: len(group)]
+        drawn = list(await asyncio.gather(*(self._image(item, shared) for item in items)))
+        short = f"the server returned {len(items)} of the {len(group)} images asked for"
+        return drawn + [Drawn.failed(short, "error", True, shared) for _ in range(len(group) - len(items))]
+
+    async def _image(self, item: dict[str, Any], shared: dict[str, Any]) -> Drawn:
+        """One image of a reply, decoded in a worker thread (never on the loop that keeps requests in flight)."""
+        extra = {**{k: v for k, v in item.items() if k not in ("b64_json", "url")}, **shared}
+        loop = asyncio.get_running_loop()
+        if self._decoder is None:
+            self._decoder = concurrent.futures.ThreadPoolExecutor(min(4, os.cpu_count() or 1),
+                                                                  thread_name_prefix="t2ireason-image-decode")
+        try:
+            if item.get("b64_json"):
+                data = await loop.run_in_executor(self._decoder, base64.b64decode, item["b64_json"])
+            else:
+                data = await self.transport.download(item["url"])
+            image = await loop.run_in_executor(self._decoder, _decode, data)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # a link that fails, bytes that are not an image: this image's failure
+            text = self.transport.describe(e) if failure_kind(e) != "other" else f"{type(e).__name__}: {e}"
+            return Drawn.failed(f"the image could not be read: {self.transport.scrub(text)}", "error", True, extra)
+        return Drawn(image, extra=extra)
+
+    def close(self) -> None:
+        self.transport.close()
+        decoder, self._decoder = self._decoder, None
+        if decoder is not None:
+            decoder.shutdown(wait=False)
