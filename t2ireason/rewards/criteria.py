@@ -402,11 +402,11 @@ class Criteria:
     # -- keys, the cache, the locks -------------------------------------------------------------------
 
     def _key(self, inputs: dict[str, Any]) -> str:
-        text = json_text({"metric": self.metric, "inputs": inputs, "llm": self._llm_identity(),
+        text = json_text({"metric": self.metric, "inputs": inputs, "llm": self.llm_identity(),
                           "method": self.method.method()}, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()
 
-    def _llm_identity(self) -> dict[str, Any] | None:
+    def llm_identity(self) -> dict[str, Any] | None:
         if self.llm is None:
             return None
         return {k: v for k, v in self.llm.identity().items() if not SECRET_NAME.fullmatch(str(k))}
@@ -424,7 +424,7 @@ class Criteria:
                 todo = [k for k in missing if k not in stored]
                 if todo:
                     made = dict(zip(todo, self._make([wanted[k][0] for k in todo], [wanted[k][1] for k in todo])))
-                    kept = [(k, "criteria", self._llm_identity() or {}, {"metric": self.metric, "inputs": wanted[k][0]},
+                    kept = [(k, "criteria", self.llm_identity() or {}, {"metric": self.metric, "inputs": wanted[k][0]},
                              {"row": m.row, "notes": m.notes}) for k, m in made.items() if m.failure is None]
                     if kept and self.store is not None:
                         self.store.put_many(kept)
