@@ -17,11 +17,14 @@ R2I_QUESTIONS = [
 
 
 def llm_reply(request) -> str:
+    """A criteria LLM's reply to the turn asked (a re-ask repeats the turn before it): :func:`turn_reply`."""
+    return turn_reply(next(m.text for m in reversed(request.messages)
+                           if m.role == "user" and not m.text.startswith("Your previous reply could not be used")))
+
+
+def turn_reply(text: str) -> str:
     """A criteria LLM's reply to the project's fields prompt, R2I-Bench's three A.4 steps, T2I-ReasonBench's
     stage I (entity) and the project's checklist prompt."""
-    # the turn asked (a re-ask repeats the turn before it)
-    text = next(m.text for m in reversed(request.messages)
-                if m.role == "user" and not m.text.startswith("Your previous reply could not be used"))
     if "Write the following about it" in text:
         keys = [line.split('"')[1] for line in text.splitlines() if line.startswith('- "')]
         return json.dumps({k: f"the {k} of it" for k in keys})
