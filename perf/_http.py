@@ -50,18 +50,18 @@ IMAGE_IN_FLIGHT = 16
 MODEL = "test-model"
 
 
-def _server_process(latency: float, conn) -> None:
-    with serve(Answer("Yes", delay=latency), record=False) as server:
+def _server_process(latency: float, conn, text: str = "Yes") -> None:
+    with serve(Answer(text, delay=latency), record=False) as server:
         conn.send(server.base_url)
         conn.recv()  # until the parent says stop
 
 
 @contextlib.contextmanager
-def _server(latency: float = LATENCY):
-    """The test server in its own process; yields its base URL."""
+def _server(latency: float = LATENCY, text: str = "Yes"):
+    """The test server in its own process, answering ``text`` to every request; yields its base URL."""
     ctx = multiprocessing.get_context("spawn")
     parent, child = ctx.Pipe()
-    proc = ctx.Process(target=_server_process, args=(latency, child), daemon=True)
+    proc = ctx.Process(target=_server_process, args=(latency, child, text), daemon=True)
     proc.start()
     try:
         yield parent.recv()

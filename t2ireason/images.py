@@ -7,7 +7,8 @@ image and reused, not once per question.
 
 Images reach a judge as they are: an image read from a file (or from encoded
 bytes) keeps those bytes and is sent as them, with their own media type (a PNG
-stays a PNG, bit for bit); an image made in memory is encoded losslessly (PNG).
+stays a PNG, bit for bit); an image made in memory is encoded losslessly (PNG, at zlib's fastest level:
+a reward's images are new at every step, and their encoding is on the judge's path).
 Re-encoding (JPEG...) or resizing happens only when a caller asks for it.
 
 An official preset that must feed a judge what the authors' scripts fed it prepares the images
@@ -129,6 +130,8 @@ class JudgeImage:
                 img.save(buf, format="JPEG", quality=quality)
             elif fmt == "WEBP":
                 img.save(buf, format="WEBP", lossless=True)
+            elif fmt == "PNG":  # zlib's fastest level: 3 to 7 times less time than PIL's 6, a sixth more bytes
+                img.save(buf, format="PNG", compress_level=1)
             else:
                 img.save(buf, format=fmt)
             self._encoded[key] = (MEDIA_TYPES[fmt], buf.getvalue())
@@ -343,50 +346,64 @@ def _pixels(batch: Any, lo: float, hi: float, first: int) -> list[Any]:
     ``[lo, hi]`` (an ImageError in its place when they leave it), the conversion done where the data is."""
     import numpy as np
 
+    scale = 255.0 / (hi - lo)
     if _is_tensor(batch):
         import torch
 
         x = batch.detach()
-        if x.shape[1] in (1, 3, 4) and x.shape[-1] not in (1, 3, 4):
-            x = x.permute(0, 2, 3, 1)  # channels last, as PIL takes them
+        lows = highs = None
+        channels_first = x.shape[1] in (1, 3, 4) and x.shape[-1] not in (1, 3, 4)
         if x.is_floating_point():
-            x = (x.float() - lo) / (hi - lo)
-            dims = tuple(range(1, x.ndim))
-            bad = ~((x >= -1e-3) & (x <= 1 + 1e-3)).flatten(1).all(1)  # rounding noise passes; NaN does not
-            lows, highs = x.amin(dim=dims), x.amax(dim=dims)
-            x = (x.clamp(0.0, 1.0) * 255).round().to(torch.uint8)
+            flat = x.reshape(len(x), -1)
+            lows, highs = flat.amin(1).float().cpu().tolist(), flat.amax(1).float().cpu().tolist()
+            pixels = _quantized(x, lo, scale, channels_first)
         elif x.dtype == torch.uint8:
-            bad = lows = highs = None
+            pixels = (x.permute(0, 2, 3, 1) if channels_first else x).contiguous().to("cpu").numpy()
         else:
             raise ImageError(f"image tensors must be float or uint8, got {x.dtype}")
-        pixels = x.contiguous().to("cpu").numpy()  # one transfer for the whole batch
-        if bad is not None:
-            bad, lows, highs = bad.cpu().tolist(), lows.cpu().tolist(), highs.cpu().tolist()
     else:
         arr = np.asarray(batch)
         if arr.shape[1] in (1, 3, 4) and arr.shape[-1] not in (1, 3, 4):
             arr = arr.transpose(0, 2, 3, 1)  # channels last, as PIL takes them
+        lows = highs = None
         if arr.dtype.kind == "f":
-            arr = (arr.astype(np.float32) - lo) / (hi - lo)
             flat = arr.reshape(len(arr), -1)
-            bad = (~((flat >= -1e-3) & (flat <= 1 + 1e-3)).all(1)).tolist()
             lows, highs = flat.min(1).tolist(), flat.max(1).tolist()
-            arr = (np.clip(arr, 0.0, 1.0) * 255).round().astype(np.uint8)
-        elif arr.dtype == np.uint8:
-            bad = lows = highs = None
-        else:
+            with np.errstate(invalid="ignore"):  # a NaN image is refused below; its pixels are never read
+                arr = np.clip((arr.astype(np.float32) - lo) * scale, 0.0, 255.0).round().astype(np.uint8)
+        elif arr.dtype != np.uint8:
             raise ImageError(f"image arrays in a batch must be float or uint8, got {arr.dtype}")
         pixels = arr
+    tolerance = 1e-3 * (hi - lo)  # rounding noise passes; NaN does not
+    bad = None if lows is None else [not (lo - tolerance <= a and b <= hi + tolerance) for a, b in zip(lows, highs)]
     out: list[Any] = []
     for k, image in enumerate(pixels):
         if bad is not None and bad[k]:
-            shown = (f"[{lows[k] * (hi - lo) + lo:.4g}, {highs[k] * (hi - lo) + lo:.4g}]"
-                     if lows[k] == lows[k] and highs[k] == highs[k] else "NaN")
+            shown = f"[{lows[k]:.4g}, {highs[k]:.4g}]" if lows[k] == lows[k] and highs[k] == highs[k] else "NaN"
             out.append(ImageError(f"image {first + k}: float values must lie in [{lo:g}, {hi:g}] (value_range); "
                                   f"got {shown}"))
         else:
             out.append(image)
     return out
+
+
+def _quantized(x: Any, lo: float, scale: float, channels_first: bool) -> Any:
+    """Float pixels in ``[lo, lo + 255 / scale]`` of a batch as 8-bit ones, channels last, on the host
+    (numpy): mapped to 0-255, rounded (half to even, as numpy rounds) and clamped where the data is, then
+    copied to the host in one transfer. On the host a few images at a time, so that the passes over them
+    stay in the processor's cache (a 64-image batch of 512 px holds 50M floats, and a fresh 200 MB buffer
+    costs more to fault in than to compute)."""
+    import torch
+
+    shape = (x.shape[0], *x.shape[2:], x.shape[1]) if channels_first else tuple(x.shape)
+    out = torch.empty(shape, dtype=torch.uint8, device=x.device)
+    step = len(x) if x.device.type != "cpu" else max(1, (1 << 20) // max(1, x[0].numel()))
+    for k in range(0, len(x), step):
+        part = x[k:k + step].float()
+        part = part.sub(lo).mul_(scale) if lo else part.mul(scale)
+        part = part.round_().clamp_(0, 255).to(torch.uint8)
+        out[k:k + step].copy_(part.permute(0, 2, 3, 1) if channels_first else part)
+    return out.to("cpu").numpy()
 
 
 def load_images(images: Any, *, base_dir: str | os.PathLike | None = None,
