@@ -18,13 +18,14 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
 import torch
 
-#: the tiny run's prompts: in no benchmark
-TINY_PROMPTS = ["a red cube to the left of a blue sphere", "three cats asleep on a windowsill"]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _cli  # noqa: E402 - the examples' shared options, beside this file
 
 
 def best_of_n(pipe: Any, reward: Any, prompts: list[str], n: int, *, seed: int = 0,
@@ -45,46 +46,23 @@ def best_of_n(pipe: Any, reward: Any, prompts: list[str], n: int, *, seed: int =
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("prompts", nargs="*", help="the prompts (default with --tiny: two of the example's own)")
-    parser.add_argument("--tiny", default=None, help="build (or reuse) the tiny random models in this folder and use them")
-    parser.add_argument("--pipeline", default=None, help="a diffusers pipeline: Hub id or folder")
-    parser.add_argument("--reward", default=None,
-                        help='a reward name, or a JSON object of names to weights (default with --tiny: '
-                             '{"vqascore": 0.5, "clip_score": 0.5})')
-    parser.add_argument("--judge", default=None, help="the judge spec (default: each metric's preset's)")
-    parser.add_argument("--criteria-llm", default=None, help="the LLM that makes a prompt's criteria")
-    parser.add_argument("--clip-model", default=None, help="CLIPScore's model")
+    _cli.add_args(parser)
     parser.add_argument("--n", type=int, default=4, help="candidates per prompt")
-    parser.add_argument("--steps", type=int, default=None, help="inference steps (default: the pipeline's)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--steps", type=int, default=None, help="inference steps (default: the pipeline's; 2 with --tiny)")
     parser.add_argument("--out", default=None, help="write each prompt's best image and a summary here")
     args = parser.parse_args(argv)
+    run = _cli.settings(parser, args, tiny_reward='{"vqascore": 0.5, "clip_score": 0.5}')
+    args.steps = args.steps or (2 if args.tiny else None)
 
     from diffusers import DiffusionPipeline
 
     from t2ireason import load_reward
 
-    judge_kwargs = None
-    if args.tiny:
-        from t2ireason.testing import build_all
-
-        models = build_all(args.tiny)
-        args.pipeline = args.pipeline or str(models["sd"])
-        args.judge = args.judge or f"hf:{models['vlm']}"
-        args.clip_model = args.clip_model or str(models["clip"])
-        args.reward = args.reward or '{"vqascore": 0.5, "clip_score": 0.5}'
-        args.prompts = args.prompts or TINY_PROMPTS
-        args.steps = args.steps or 2
-        judge_kwargs = {"device": "cpu"}
-    if not args.pipeline or not args.reward or not args.prompts:
-        parser.error("give --pipeline, --reward and prompts (or --tiny FOLDER)")
-    name = json.loads(args.reward) if args.reward.lstrip().startswith("{") else args.reward
-    pipe = DiffusionPipeline.from_pretrained(args.pipeline)
+    pipe = DiffusionPipeline.from_pretrained(run["pipeline"])
     pipe.set_progress_bar_config(disable=True)
     call = {"num_inference_steps": args.steps} if args.steps else {}
-    with load_reward(name, judge=args.judge, judge_kwargs=judge_kwargs, criteria_llm=args.criteria_llm,
-                     model=args.clip_model) as reward:
-        results = best_of_n(pipe, reward, args.prompts, args.n, seed=args.seed, **call)
+    with load_reward(run["reward"], **run["reward_kwargs"]) as reward:
+        results = best_of_n(pipe, reward, run["prompts"], args.n, seed=args.seed, **call)
     for r in results:
         shown = ", ".join(f"{s:.4g}" for s in r["scores"])
         print(f"{r['prompt']!r}: candidate {r['best']} (seed {r['seed']}) of [{shown}]")

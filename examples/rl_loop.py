@@ -23,12 +23,15 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
 
-TINY_PROMPTS = ["a red cube to the left of a blue sphere", "three cats asleep on a windowsill"]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _cli  # noqa: E402 - the examples' shared options, beside this file
 
 
 @dataclass
@@ -124,43 +127,24 @@ def train(pipe: Any, reward: Any, prompts: list[str], *, steps: int, group_size:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("prompts", nargs="*", help="the training prompts (default with --tiny: two of the example's own)")
-    parser.add_argument("--tiny", default=None, help="build (or reuse) the tiny random models in this folder and use them")
-    parser.add_argument("--pipeline", default=None, help="a Stable Diffusion pipeline (DDIM-able): Hub id or folder")
-    parser.add_argument("--reward", default=None, help='a reward name or a JSON object of names to weights')
-    parser.add_argument("--judge", default=None, help="the judge spec")
-    parser.add_argument("--criteria-llm", default=None, help="the LLM that makes a prompt's criteria")
+    _cli.add_args(parser)
     parser.add_argument("--steps", type=int, default=3, help="policy-gradient updates")
     parser.add_argument("--group-size", type=int, default=4, help="images per prompt and step")
-    parser.add_argument("--denoising-steps", type=int, default=None, help="DDIM steps per image")
+    parser.add_argument("--denoising-steps", type=int, default=None, help="DDIM steps per image (2 with --tiny)")
     parser.add_argument("--lr", type=float, default=1e-4)
-    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
+    run = _cli.settings(parser, args, tiny_reward="vqascore")
 
     from diffusers import DDIMScheduler, DiffusionPipeline
 
     from t2ireason import load_reward
 
-    judge_kwargs = None
-    if args.tiny:
-        from t2ireason.testing import build_all
-
-        models = build_all(args.tiny)
-        args.pipeline = args.pipeline or str(models["sd"])
-        args.judge = args.judge or f"hf:{models['vlm']}"
-        args.reward = args.reward or "vqascore"
-        args.prompts = args.prompts or TINY_PROMPTS
-        args.denoising_steps = args.denoising_steps or 2
-        judge_kwargs = {"device": "cpu"}
-    if not args.pipeline or not args.reward or not args.prompts:
-        parser.error("give --pipeline, --reward and prompts (or --tiny FOLDER)")
-    name = json.loads(args.reward) if args.reward.lstrip().startswith("{") else args.reward
     torch.manual_seed(args.seed)
-    pipe = DiffusionPipeline.from_pretrained(args.pipeline)
+    pipe = DiffusionPipeline.from_pretrained(run["pipeline"])
     pipe.scheduler = DDIMScheduler.from_config(pipe.scheduler.config)
-    with load_reward(name, judge=args.judge, judge_kwargs=judge_kwargs, criteria_llm=args.criteria_llm) as reward:
-        log = train(pipe, reward, args.prompts, steps=args.steps, group_size=args.group_size,
-                    denoising_steps=args.denoising_steps or 20, lr=args.lr, seed=args.seed)
+    with load_reward(run["reward"], **run["reward_kwargs"]) as reward:
+        log = train(pipe, reward, run["prompts"], steps=args.steps, group_size=args.group_size,
+                    denoising_steps=args.denoising_steps or (2 if args.tiny else 20), lr=args.lr, seed=args.seed)
     for record in log:
         print(json.dumps(record))
     return 0

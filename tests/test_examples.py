@@ -30,7 +30,7 @@ def test_best_of_n_keeps_the_candidate_the_reward_ranks_first(tiny_models, tmp_p
     best_of_n = example("best_of_n")
     assert best_of_n.main(["--tiny", str(tiny_models["sd"].parent), "--n", "3", "--out", str(tmp_path)]) == 0
     results = json.loads((tmp_path / "best_of_n.json").read_text())
-    assert [r["prompt"] for r in results] == best_of_n.TINY_PROMPTS
+    assert [r["prompt"] for r in results] == best_of_n._cli.TINY_PROMPTS
     for r in results:
         assert len(r["scores"]) == 3 and all(0 <= s <= 1 for s in r["scores"]) and r["failed"] == 0
         assert r["scores"][r["best"]] == max(r["scores"])
