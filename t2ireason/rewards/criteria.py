@@ -335,8 +335,8 @@ class Criteria:
 
     ``choice`` is what the metric judges a prompt by when its metadata does not say: T2I-ReasonBench's
     dimension, PRISM-Bench's track (default: the project's general alignment template); ``language``
-    PRISM-Bench's language (default ``en``). :attr:`counts` says how many rows were given, read from the
-    cache, made, and failed; :attr:`used` holds every row this object gave, by key, in order."""
+    PRISM-Bench's language (default ``en``). :attr:`counts` says how many rows were given, read from memory
+    or the cache, made, and failed so far; :attr:`used` holds every row this object made or read, by key."""
 
     def __init__(self, metric: str, llm: Any = None, *, cache: str | Path | bool = True, choice: str | None = None,
                  language: str | None = None):
@@ -419,7 +419,10 @@ class Criteria:
         made: dict[str, Made] = {}
         if missing:
             with self._locked(missing):
-                stored = self.store.get_many(missing) if self.store is not None else {}
+                with self._lock:  # made meanwhile by another thread of this process
+                    stored = {k: {"row": self.used[k]} for k in missing if k in self.used}
+                if self.store is not None:
+                    stored.update(self.store.get_many([k for k in missing if k not in stored]))
                 out.update({k: (v["row"], None) for k, v in stored.items()})
                 todo = [k for k in missing if k not in stored]
                 if todo:
@@ -440,20 +443,20 @@ class Criteria:
 
     @contextmanager
     def _locked(self, keys: list[str]):
-        """The keys' stripe locks, in order (no two holders wait for each other): a thread lock, then the file's."""
-        if self.store is None:
-            yield
-            return
+        """The keys' stripe locks, in order (no two holders wait for each other): a thread lock, then (with a
+        cache file) the file's, which other processes take."""
         from filelock import FileLock
 
-        folder = self.store.path.with_name(self.store.path.name + ".locks")
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = None if self.store is None else self.store.path.with_name(self.store.path.name + ".locks")
+        if folder is not None:
+            folder.mkdir(parents=True, exist_ok=True)
         with ExitStack() as stack:
             for stripe in sorted({int(k[:8], 16) % LOCK_STRIPES for k in keys}):
                 with _THREAD_LOCKS_LOCK:
-                    lock = _THREAD_LOCKS.setdefault((str(folder), stripe), threading.Lock())
+                    lock = _THREAD_LOCKS.setdefault((str(folder or id(self)), stripe), threading.Lock())
                 stack.enter_context(lock)
-                stack.enter_context(FileLock(str(folder / f"{stripe:04d}.lock")))
+                if folder is not None:
+                    stack.enter_context(FileLock(str(folder / f"{stripe:04d}.lock")))
             yield
 
     def _make(self, inputs: list[dict[str, Any]], idents: list[Any]) -> list[Made]:

@@ -306,3 +306,20 @@ def test_a_metric_module_takes_a_tensor_batch():
     vqa = load_metric("vqascore", judge=ScriptedJudge(probabilities=[0.5, 0.75]), cache=False)
     out = vqa.compute(predictions=torch.rand(2, 3, 8, 8), references=["a cube", "a cat"])
     assert out["scores"] == [0.5, 0.75] and out["num_failed"] == 0
+
+
+def test_two_workers_meeting_a_new_prompt_at_once_make_its_criteria_once():
+    """Two submitted calls scored at once (workers=2), no cache file: the second waits on the prompt's lock
+    and takes the row the first made."""
+    import time
+
+    def slow(request):
+        time.sleep(0.2)  # both calls are making criteria at the same time, without the lock
+        return llm_reply(request)
+
+    llm = CountingLLM(slow)
+    reward = load_reward("r2i_score", judge=r2i_judge(), criteria_llm=llm, criteria_cache=False, workers=2)
+    futures = [reward.submit([Image.new("RGB", (8, 8))], [PROMPTS[0]]) for _ in range(2)]
+    assert [f.result()[0] for f in futures] == [pytest.approx([EXPECTED])] * 2
+    assert len(llm.requests) == 4
+    reward.close()
