@@ -74,7 +74,7 @@ def load_reward(name: str | Mapping[Any, float], judge: Any = None, *, criteria_
         if preset is not None or options is not None:
             raise ValueError("preset and options are one metric's: load that metric alone with them and put the "
                              "reward in the mapping ({load_reward('r2i_score', preset=...): 0.7, ...})")
-        shared = _loaded(judge, judge_kwargs, owned)
+        shared = _loaded(judge, judge_kwargs, owned, cache) if judge is not None else None
         components: list[Component] = []
         scorers: dict[str, Any] = {}
         for key, weight in name.items():
@@ -85,8 +85,8 @@ def load_reward(name: str | Mapping[Any, float], judge: Any = None, *, criteria_
                 owned.append(key)
                 continue
             metric, part = _parse(key)
-            if metric not in scorers:
-                scorers[metric] = _scorer(metric, shared, llm, settings, shared=True)
+            if metric not in scorers:  # each metric's preset judge where none is given
+                scorers[metric] = _scorer(metric, shared, llm, settings, shared=shared is not None)
             components.append(Component(key, scorers[metric], part, float(weight)))
     else:
         metric, part = _parse(name)
@@ -108,8 +108,9 @@ def _parse(key: Any) -> tuple[str, str | None]:
     return metric, part or None
 
 
-def _loaded(judge: Any, kwargs: dict[str, Any] | None, owned: list[Any]) -> Any:
-    """A judge spec loaded (and owned, to be closed with the reward), or the object given, or None."""
+def _loaded(judge: Any, kwargs: dict[str, Any] | None, owned: list[Any], cache: str | bool = False) -> Any:
+    """A judge spec loaded (and owned, to be closed with the reward; with the response cache ``cache``), or the
+    object given, or None."""
     from ..judges import JudgeSpec, load_judge, validate_judge
 
     if not isinstance(judge, str | JudgeSpec):
@@ -117,7 +118,7 @@ def _loaded(judge: Any, kwargs: dict[str, Any] | None, owned: list[Any]) -> Any:
             raise ValueError("judge options go with a judge spec, not a judge object (set them on the object)")
         return judge
     validate_judge(judge, kwargs)
-    loaded = load_judge(judge, **(kwargs or {}))
+    loaded = load_judge(judge, cache=cache, **(kwargs or {}))
     owned.append(loaded)
     return loaded
 
