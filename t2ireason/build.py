@@ -518,27 +518,47 @@ def _modified_files(bench: Benchmark, verification: dict[str, Any] | None) -> li
                     "revision, or a damaged copy)") for rel in verification["mismatched"]]
 
 
-def _write(bench: Benchmark, release: Any, built: list[str], tables: dict[str, pa.Table], tmp: Path,
-           report: BuildReport, repo_id: str | None, eval_yaml: bool, framework: str | None) -> None:
-    infos, metadata_configs, counts, files = {}, {}, {}, []
-    for config in built:
-        features = bench.config_features(config)
-        table = tables[config]
+def write_configs(bench: Benchmark, tables: dict[str, pa.Table], folder: Path) -> tuple[dict, dict, list[str]]:
+    """Each config's table as ``<config>/<split>-00000-of-00001.parquet`` in ``folder``: ``(infos,
+    metadata_configs, files)``, the ``datasets`` card metadata of each config (its features, split, size;
+    its data files, the default config) and the files written. ``load_dataset(<folder>)`` with no config
+    gives the whole benchmark where a config holds it (``all``)."""
+    infos, metadata_configs, files = {}, {}, []
+    for config, table in tables.items():
         rel = f"{config}/{bench.split}-00000-of-00001.parquet"
-        (tmp / config).mkdir()
-        pq.write_table(table, tmp / rel)
+        (folder / config).mkdir()
+        pq.write_table(table, folder / rel)
         files.append(rel)
         infos[config] = datasets.DatasetInfo(
-            features=features, config_name=config, dataset_size=table.nbytes,
-            download_size=(tmp / rel).stat().st_size,
+            features=bench.config_features(config), config_name=config, dataset_size=table.nbytes,
+            download_size=(folder / rel).stat().st_size,
             splits=datasets.SplitDict.from_split_dict([{"name": bench.split, "num_bytes": table.nbytes,
                                                         "num_examples": table.num_rows}]))
         metadata_configs[config] = {"data_files": [{"split": bench.split, "path": f"{config}/{bench.split}-*"}]}
-        counts[config] = {"rows": table.num_rows} | {k: int(v) for k, v in release.counts.get(config, {}).items()
-                                                     if k != "rows"}
-    # load_dataset(<folder>) with no config gives the default: the whole benchmark where a config holds it
-    metadata_configs["all" if "all" in built else built[0]]["default"] = True
-    report.configs = counts
+    metadata_configs["all" if "all" in tables else next(iter(tables))]["default"] = True
+    return infos, metadata_configs, files
+
+
+def card_data(bench: Benchmark, license: str, infos: dict[str, datasets.DatasetInfo], metadata_configs: dict,
+              rows: int, tags: Sequence[str] = ()) -> Any:
+    """The YAML header of a dataset card of ``bench``'s rows (``huggingface_hub.DatasetCardData``): its
+    configs and their features, so that ``load_dataset`` reads the folder and the Hub shows it."""
+    from huggingface_hub import DatasetCardData
+
+    base = ["t2i-reason", "benchmark", bench.name] if bench.metric else ["t2i-reason", bench.name]
+    data = DatasetCardData(pretty_name=bench.pretty_name, license=license, language=list(bench.language),
+                           task_categories=["text-to-image"], size_categories=[size_category(rows)],
+                           tags=[*base, *tags])
+    datasets.utils.metadata.MetadataConfigs(metadata_configs).to_dataset_card_data(data)
+    datasets.info.DatasetInfosDict(infos).to_dataset_card_data(data)
+    return data
+
+
+def _write(bench: Benchmark, release: Any, built: list[str], tables: dict[str, pa.Table], tmp: Path,
+           report: BuildReport, repo_id: str | None, eval_yaml: bool, framework: str | None) -> None:
+    infos, metadata_configs, files = write_configs(bench, {c: tables[c] for c in built}, tmp)
+    report.configs = {c: {"rows": tables[c].num_rows} | {k: int(v) for k, v in release.counts.get(c, {}).items()
+                                                         if k != "rows"} for c in built}
 
     schemas: dict[str, dict[str, Any]] = {}  # one table of fields per distinct schema
     for config in built:
@@ -564,14 +584,9 @@ def _write(bench: Benchmark, release: Any, built: list[str], tables: dict[str, p
 def _card(bench: Benchmark, report: BuildReport, infos: dict[str, datasets.DatasetInfo],
           metadata_configs: dict[str, dict], schemas: list[dict[str, Any]], repo_id: str | None,
           has_eval_yaml: bool) -> str:
-    from huggingface_hub import DatasetCard, DatasetCardData
+    from huggingface_hub import DatasetCard
 
-    total = sum(c["rows"] for c in report.configs.values())
-    data = DatasetCardData(pretty_name=bench.pretty_name, license=report.license, language=list(bench.language),
-                           task_categories=["text-to-image"], size_categories=[size_category(total)],
-                           tags=["t2i-reason", "benchmark", bench.name] if bench.metric else ["t2i-reason", bench.name])
-    datasets.utils.metadata.MetadataConfigs(metadata_configs).to_dataset_card_data(data)
-    datasets.info.DatasetInfosDict(infos).to_dataset_card_data(data)
+    data = card_data(bench, report.license, infos, metadata_configs, sum(c["rows"] for c in report.configs.values()))
     anomalies = [{"kind": kind, "count": n, "example": _where(next(a for a in report.anomalies if a["kind"] == kind))}
                  for kind, n in sorted(report.anomaly_counts().items())]
     count_columns = list(dict.fromkeys(k for c in report.configs.values() for k in c if k != "rows"))

@@ -599,6 +599,12 @@ def run_run(args: argparse.Namespace) -> int:
 COMMANDS["run"] = (add_run_args, run_run, "build, generate, evaluate and report in one go (resumable)")
 
 
+# -- criteria for new prompts (what a reward makes, as a dataset) ---------------------------------------------
+
+COMMANDS["criteria"] = (_lazy(".rewards.command", "add_criteria_args"), _lazy(".rewards.command", "run_criteria"),
+                        "a benchmark's criteria made for a file of prompts, written as a dataset its metric reads")
+
+
 # -- a judge against people: a rating study and its agreement ----------------------------------------------
 
 COMMANDS["rate"] = (_lazy(".study.command", "add_rate_args"), _lazy(".study.command", "run_rate"),

@@ -16,18 +16,19 @@ __all__ = ["load_rows", "check_data"]
 
 
 def check_data(benchmark: Benchmark | str, data: str | os.PathLike | None, configs: Sequence[str] | None = None,
-               *, revision: str | None = None) -> None:
+               *, revision: str | None = None) -> list[str] | None:
     """``data`` checked before anything is created or generated: a local folder (see
     :func:`t2ireason.files.missing_folder`) must exist, and a local folder or a Hub dataset id
     (its config list read from the Hub, or from the local cache offline) must hold the configs asked
-    (default: all) of this benchmark, not another's; a ValueError says which and how to fix it."""
+    (default: every config it holds, at least one) of this benchmark, not another's; a ValueError says
+    which and how to fix it. Returns the configs asked (None for the shipped sample)."""
     from pathlib import Path
 
     from .files import missing_folder
 
     bench = get_benchmark(benchmark) if isinstance(benchmark, str) else benchmark
     if data is None:
-        return
+        return None
     said = missing_folder(data)
     if said:
         raise ValueError(f"--data: {said}; give a folder built by `t2ireason build {bench.name} --out <folder>`, "
@@ -50,7 +51,8 @@ def check_data(benchmark: Benchmark | str, data: str | os.PathLike | None, confi
         raise ValueError(f"--data: {data} is no folder here, and no Hub dataset that can be read ({cause}); check "
                          f"the id (and --data-revision), log in (`hf auth login`) for a private or gated dataset, "
                          f"or give a folder built by `t2ireason build {bench.name} --out <folder>`") from None
-    wanted = list(configs or bench.configs)
+    # a folder of some configs (`t2ireason criteria` writes those its rows fall in) is read whole
+    wanted = list(configs or [c for c in bench.configs if c in have] or bench.configs)
     report = folder / "build_report.json"
     built = json.loads(report.read_text(encoding="utf-8")).get("benchmark") if report.is_file() else None
     if built and built != bench.name or not set(have) <= set(bench.configs):
@@ -62,6 +64,7 @@ def check_data(benchmark: Benchmark | str, data: str | os.PathLike | None, confi
     if absent:
         raise ValueError(f"--data: {data} has no config {', '.join(absent)} of {bench.name} (its release has none); "
                          f"pass --configs among {', '.join(c for c in bench.configs if c in have)}")
+    return wanted
 
 
 @functools.lru_cache(maxsize=32)
@@ -79,9 +82,9 @@ def load_rows(benchmark: Benchmark | str, data: str | os.PathLike | None = None,
     """The rows of ``configs`` (default: all), each once, in config order; with ``limit``, the first
     ``limit`` of them.
 
-    ``data`` is a Hub dataset id or a folder written by ``datasets_scripts/build.py``
-    (read with ``load_dataset``), or None for the small release shipped with the
-    package (read with the benchmark's own release reader). Configs that are
+    ``data`` is a Hub dataset id or a folder written by ``datasets_scripts/build.py`` or ``t2ireason
+    criteria`` (read with ``load_dataset``; default configs: those it holds), or None for the small
+    release shipped with the package (read with the benchmark's own release reader). Configs that are
     unions of others (``all``, languages...) overlap: rows are kept once, by id.
     Configs are read one after the other and reading stops once ``limit`` rows are in hand.
     """
@@ -91,8 +94,7 @@ def load_rows(benchmark: Benchmark | str, data: str | os.PathLike | None = None,
         raise ValueError(f"unknown config(s) {unknown} of {bench.name}; known: {', '.join(bench.configs)}")
     if limit is not None and limit < 1:
         raise ValueError(f"limit must be at least 1, got {limit}")
-    check_data(bench, data, configs, revision=revision)
-    configs = list(configs or bench.configs)
+    configs = check_data(bench, data, configs, revision=revision) or list(configs or bench.configs)
     if data is None:
         release = bench.read_release(bench.sample_path())
         per_config: Iterable[Iterable[dict[str, Any]]] = (release.configs.get(c, []) for c in configs)

@@ -230,8 +230,9 @@ class ImageMetric(evaluate.Metric):
         if not direct:
             return super().compute(predictions=predictions, references=references, **kwargs)
         for i, img in enumerate(predictions):
-            if not isinstance(img, _IMAGE_TYPES) and type(img).__module__ != "numpy":
-                raise ValueError(f"predictions[{i}] is a {type(img).__name__}; pass a PIL image or a file path")
+            if not isinstance(img, _IMAGE_TYPES) and type(img).__module__.split(".")[0] not in ("numpy", "torch"):
+                raise ValueError(f"predictions[{i}] is a {type(img).__name__}; pass a PIL image, a file path, "
+                                 "a numpy array or a torch tensor")
         refs = self._arrow_round_trip(references)
         with temp_seed(self.seed):
             return self._compute(predictions=list(predictions), references=refs, **kwargs)

@@ -400,3 +400,33 @@ def test_a_bad_image_is_named_by_its_path_or_place_and_type_never_an_object_repr
         as_image(b"\x00\x01")
     places = load_images([b"x", picture], places=[7, 9])  # named by their place in the caller's own list
     assert str(places[0]).startswith("cannot read image #7 (bytes)")
+
+
+def test_torch_tensors_are_images_as_numpy_arrays_are():
+    """A CxHxW (or HxWxC) tensor in [0, 1] or uint8 is the picture of the same HxWxC array; a batch is
+    refused by as_image and split by image_batch, converted on its device, an image out of range failing alone."""
+    import torch
+
+    from t2ireason.images import image_batch
+
+    pixels = np.random.default_rng(0).integers(0, 256, (5, 7, 3), dtype=np.uint8)
+    digest = as_image(pixels).digest
+    chw = torch.from_numpy(pixels).permute(2, 0, 1)
+    assert as_image(chw).digest == digest
+    assert as_image(chw.float() / 255).digest == digest
+    assert as_image(chw.to(torch.bfloat16) / 255).size == (7, 5)  # bfloat16 (no numpy type) read through float32
+    assert as_image(torch.from_numpy(pixels)).digest == digest  # HxWxC
+    with pytest.raises(ImageError, match="is a batch"):
+        as_image(chw[None])
+    batch = torch.stack([chw, chw.flip(1)]).float() / 127.5 - 1
+    batch[1, 0, 0, 0] = float("nan")
+    first, second = image_batch(batch, value_range=(-1, 1))
+    assert as_image(first).digest == digest
+    assert isinstance(second, ImageError) and "image 1: float values must lie in [-1, 1] (value_range); got NaN" in str(second)
+    with pytest.raises(ImageError, match="image 1"):
+        as_image(second)  # the error in its place is raised where the image is read: it fails alone
+    arrays = image_batch(np.stack([pixels, pixels]).astype(np.float32) / 255)  # numpy: B x H x W x C
+    assert [as_image(a).digest for a in arrays] == [digest, digest]
+    assert image_batch([chw, "a.png"])[1] == "a.png"  # a list keeps what is not an array
+    with pytest.raises(ValueError, match="high > low"):
+        image_batch(batch, value_range=(1, 1))

@@ -24,7 +24,7 @@ from ...parsing import ReplyParseError, as_score, cut_off, extract_json
 from ...prompts import verbatim
 from .release import json_type
 
-__all__ = ["SYSTEM_PROMPT", "AXES", "PROTOCOLS", "IMAGE_PREPARATIONS", "IMAGE_BYTES", "PRESETS", "REPLY_SCHEMA",
+__all__ = ["SYSTEM_PROMPT", "AXES", "PROTOCOLS", "GENERAL_TRACK", "IMAGE_PREPARATIONS", "IMAGE_BYTES", "PRESETS", "REPLY_SCHEMA",
            "template", "judge_requests", "parse_judgement", "clean_and_parse_json", "official_judgement", "Judgement"]
 
 #: the system message of the authors' GPT-4.1 script (also in every template's system section)
@@ -37,6 +37,9 @@ PROTOCOLS = ("paper", "official")
 IMAGE_PREPARATIONS = (None, "qwen_vl_utils")
 #: ``image_bytes``: "file" (a file's own bytes) or "pil" (opened and saved again by PIL, as eval_gpt41.py sends)
 IMAGE_BYTES = ("file", "pil")
+#: the track of a prompt of no PRISM-Bench track (a reward's prompt): its alignment template is the project's
+#: own (``templates/prism_bench/project/alignment_general.txt``), under either protocol; not a config
+GENERAL_TRACK = "general"
 
 #: what the authors' eval_gpt41.py sends with every request
 _GPT41_SAMPLING = Sampling(temperature=0.0, top_p=1.0, seed=42, max_tokens=4096)
@@ -92,8 +95,10 @@ _SECTION = re.compile(r"^===== (system|user \(text\)) =====\n", re.M)
 @cache
 def template(protocol: str, name: str) -> tuple[str | None, str]:
     """``(system message or None, user text with its {text_prompt} slot)`` of template ``name``
-    (``alignment_<track>`` or ``aesthetic``) under ``protocol``, exactly as the file gives them."""
-    text = verbatim(f"prism_bench/{protocol_name(protocol)}", name)
+    (``alignment_<track>`` or ``aesthetic``) under ``protocol``, exactly as the file gives them; the
+    :data:`GENERAL_TRACK`'s alignment template is the project's own under either protocol."""
+    folder = "project" if name == f"alignment_{GENERAL_TRACK}" else protocol_name(protocol)
+    text = verbatim(f"prism_bench/{folder}", name)
     parts = _SECTION.split(text)
     if parts[0] or len(parts) < 3:
         raise ValueError(f"template prism_bench/{protocol}/{name} does not open with a '===== <role> =====' line")

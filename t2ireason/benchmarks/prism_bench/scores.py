@@ -24,6 +24,7 @@ from ..base import given_path, one_of, paired, sampling_option, step_options
 from .protocol import (
     AXES,
     FROM_TEMPLATE,
+    GENERAL_TRACK,
     IMAGE_BYTES,
     IMAGE_PREPARATIONS,
     REPLY_SCHEMA,
@@ -89,8 +90,9 @@ def score(bench: Any, rows: Sequence[dict[str, Any]], images: Sequence[Any], jud
         loaded = pil_reencoded(loaded)
     for row, given, image in zip(rows, images, loaded):
         track = row.get("track")
-        if track not in TRACKS:
-            raise ValueError(f"row {row.get('id')!r} has track {track!r}; known: {', '.join(TRACKS)}")
+        if track not in TRACKS and track != GENERAL_TRACK:
+            raise ValueError(f"row {row.get('id')!r} has track {track!r}; known: {', '.join(TRACKS)} "
+                             f"(and {GENERAL_TRACK}, the project's own template for a prompt of no track)")
         result = ImageResult(
             id=bench.row_id(row), prompt=row["prompt"], score=None, config=config_name(track, row["language"]),
             image=image.source if not isinstance(image, ImageError) else given_path(given),

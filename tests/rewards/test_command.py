@@ -1,0 +1,99 @@
+"""`t2ireason criteria`: a file of prompts in, a dataset of the benchmark's schema out, which the metric, the
+rows loader of `t2ireason evaluate --data` and a reward all read; the criteria LLM asked over real HTTP."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from PIL import Image
+
+from t2ireason.cli import main
+from t2ireason.testing_http import serve
+
+from .scripted import turn_reply
+
+
+def test_r2i_criteria_for_a_file_of_prompts_are_a_dataset_the_metric_and_evaluate_read(tmp_path, capsys):
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text(json.dumps({"id": "apples", "prompt": "one more apple than the two on the plate"}) + "\n"
+                       + json.dumps({"prompt": "a clock showing a quarter past three",
+                                     "reference_caption": "A clock whose hands show 3:15."}) + "\n")
+    cache, out = tmp_path / "criteria.sqlite", tmp_path / "made"
+    with serve(lambda r: turn_reply(r.text)) as server:
+        command = ["criteria", "--benchmark", "r2i-bench", "--prompts", str(prompts), "--criteria-llm",
+                   f"openai:test-model@{server.base_url}", "--cache", str(cache)]
+        code = main([*command, "--out", str(out)])
+        asked = len(server.requests)
+        assert code == 0, capsys.readouterr()
+        assert asked == 1 + 3 * 2  # one reference caption written (the other prompt gave its own), 3 steps each
+        assert "2 prompts: 2 made, 0 from the cache" in capsys.readouterr().out
+        # made once: the same prompts again (into another folder) are read from the cache, nothing asked
+        assert main([*command, "--out", str(tmp_path / "again")]) == 0
+        assert len(server.requests) == asked
+    assert "0 made, 2 from the cache" in capsys.readouterr().out
+
+    import datasets
+
+    from t2ireason.data import load_rows
+    from t2ireason.judges.scripted import ScriptedJudge
+    from t2ireason.metric import load_metric
+
+    rows = list(datasets.load_dataset(str(out), "all", split="test"))
+    assert [r["id"] for r in rows] == ["custom/custom/apples", "custom/custom/2"]
+    assert rows[1]["reference_caption"] == "A clock whose hands show 3:15." and all(r["has_questions"] for r in rows)
+    assert [q["weight"] for q in rows[0]["questions"]] == [9.0, 2.0]
+    assert load_rows("r2i-bench", str(out)) == rows  # what `t2ireason evaluate --data <folder>` reads
+    report = json.loads((out / "build_report.json").read_text())
+    assert report["benchmark"] == "r2i-bench" and report["criteria_llm"]["model"] == "test-model"
+    r2i = load_metric("r2i_score", judge=ScriptedJudge(lambda r: '```json\n{"1": 1, "2": 0}\n```'), cache=False,
+                      progress=False)
+    assert r2i.compute(predictions=[Image.new("RGB", (8, 8))] * 2, references=rows)["scores"] == [9 / 11, 9 / 11]
+
+
+
+def test_a_prompt_whose_criteria_fail_is_kept_listed_and_exits_1(tmp_path, capsys):
+    prompts = tmp_path / "prompts.txt"
+    prompts.write_text("a titration curve of a weak acid\n\na map of the Silk Road\n")
+    with serve(lambda r: "no JSON" if "Silk Road" in json.dumps(r.messages) else turn_reply(r.text)) as server:
+        code = main(["criteria", "--benchmark", "worldgenbench", "--prompts", str(prompts), "--criteria-llm",
+                     f"openai:test-model@{server.base_url}", "--no-cache", "--out", str(tmp_path / "out")])
+    assert code == 1
+    printed = capsys.readouterr().out
+    assert "1 made, 0 from the cache, 0 given, 1 failed" in printed and "failed: nature-2: checklist:" in printed
+    report = json.loads((tmp_path / "out" / "build_report.json").read_text())
+    assert [f["prompt"] for f in report["failed"]] == ["a map of the Silk Road"]
+    import datasets
+
+    rows = datasets.load_dataset(str(tmp_path / "out"), "nature", split="test")
+    assert [len(r["checklist"]) for r in rows] == [3, 0]  # kept, with no checklist: scored, it fails with a reason
+
+
+def test_prism_bench_needs_no_llm_and_names_each_prompts_track(tmp_path, capsys):
+    prompts = tmp_path / "prompts.csv"
+    prompts.write_text('prompt,track\n"a sign that reads OPEN",text_rendering\na cat,\n')
+    assert main(["criteria", "--benchmark", "prism-bench", "--prompts", str(prompts), "--out", str(tmp_path / "o")]) == 0
+    import datasets
+
+    rows = datasets.load_dataset(str(tmp_path / "o"), "all", split="test")
+    assert [(r["track"], r["language"]) for r in rows] == [("text_rendering", "en"), ("general", "en")]
+    assert datasets.get_dataset_config_names(str(tmp_path / "o")) == ["all", "en", "text_rendering_en"]
+
+
+@pytest.mark.parametrize("content, said", [
+    ("", "holds no prompt"),
+    ('{"text": "no prompt key"}\n', "prompt 1: needs a non-empty 'prompt' string"),
+    ("{not json\n", "line 1: not JSON"),
+])
+def test_a_bad_prompts_file_is_one_line(tmp_path, capsys, content, said):
+    path = tmp_path / "p.jsonl"
+    path.write_text(content)
+    assert main(["criteria", "--benchmark", "prism-bench", "--prompts", str(path), "--out", str(tmp_path / "o")]) == 2
+    assert said in capsys.readouterr().err
+
+
+def test_an_llm_made_benchmark_without_an_llm_is_refused(tmp_path, capsys):
+    (tmp_path / "p.txt").write_text("a cat\n")
+    assert main(["criteria", "--benchmark", "r2i-bench", "--prompts", str(tmp_path / "p.txt"),
+                 "--out", str(tmp_path / "o")]) == 2
+    assert "--criteria-llm is needed" in capsys.readouterr().err
