@@ -30,7 +30,7 @@ PIP_INSTALL := -m pip install --quiet --no-cache-dir
 # Tests and the demo never reach a model or dataset hub.
 OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_HUB_DISABLE_TELEMETRY=1
 
-.PHONY: install test demo lint perf browser latex vision clean
+.PHONY: install test demo lint perf browser latex vision vllm-resolves clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -69,9 +69,15 @@ latex:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq texlive-latex-base \
 	    texlive-latex-recommended >/dev/null; }
 
+# The [vllm] extra must resolve on the index (vLLM pins transformers and torch exactly). uv's resolver reads
+# each wheel's metadata by HTTP range requests: about 95 MB of index pages and metadata, a few seconds, nothing left on disk;
+# pip's dry run would download vLLM and the CUDA torch whole (GBs).
+vllm-resolves: install
+	echo ".[vllm]" | $(VENV)/bin/uv pip compile --quiet --no-cache --python $(PY) --output-file /dev/null -
+
 # The torchvision environment is built after the main suite, whose Space test has removed its own
 # virtualenv (about 2 GB) by then: the two never take disk at once.
-test: install browser latex
+test: install browser latex vllm-resolves
 	$(OFFLINE) $(PY) -m pytest $(PYTEST_ARGS)
 	@$(MAKE) --no-print-directory vision
 	$(OFFLINE) $(VISION_PY) -m pytest -m torchvision $(PYTEST_ARGS) || [ $$? -eq 5 ]  # 5: PYTEST_ARGS chose none of them
