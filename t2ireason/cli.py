@@ -305,6 +305,8 @@ def _check_scoring(args: argparse.Namespace, benchmark: str, run: str):
     bench = get_benchmark(benchmark)
     setting = judge_setting(bench, args.preset, args.judge, args.judge_kwargs or None, args.options)
     check_setting(bench, setting)
+    if setting.preset_settings is not None:  # which of the preset's backend settings the judge gets, in one line,
+        print(setting.preset_settings.line())  # before the judge is contacted or anything is made
     if not _finished(run, args, setting):
         check_loadable(bench, setting)
     return setting
@@ -345,11 +347,6 @@ def _preflight(args: argparse.Namespace, setting, folder: str) -> None:
 
 
 def _evaluate(run, args: argparse.Namespace) -> dict:
-    from .scoring import judge_setting
-
-    report = judge_setting(run.bench, args.preset, args.judge, args.judge_kwargs or None, args.options).preset_settings
-    if report is not None:  # which of the preset's backend settings the judge gets, in one line
-        print(report.line())
     scores = run.evaluate(args.judge, preset=args.preset, judge_kwargs=args.judge_kwargs or None,
                           options=args.options, name=args.name, cache=args.cache, chunk_size=args.chunk_size,
                           progress=not args.no_progress, retry_failed=args.retry_failed,

@@ -458,3 +458,22 @@ def test_the_mt2ie_agent_draws_with_any_generator_from_the_command_line(tmp_path
     [refused] = [r for r in rows.values() if r["failure"]]
     assert refused["model"] == "api" and refused["failure"].startswith("drawing failed: HTTP 400") and SAFETY in refused["failure"]
     assert all(0 <= r["score"] <= 1 for r in rows.values() if r["failure"] is None)
+
+
+def test_drawing_in_process_leaves_the_callers_gradients_on(janus, tiny_models, tmp_path):
+    """As found merging the rewards: the diffusers and Janus backends switched gradients off for the whole
+    thread (``torch.set_grad_enabled(False)`` on load), so a training loop that drew its samples in-process
+    then failed its backward pass ('element 0 of tensors does not require grad')."""
+    import torch
+
+    from t2ireason.generation import generate
+
+    jobs = plan_jobs(BENCH, load_rows(BENCH)[:2])
+    for model, extra in ((str(tiny_models["sd"]), {"steps": 2, "height": 64, "width": 64}), (f"hf:{janus}", {})):
+        assert torch.is_grad_enabled()
+        out = tmp_path / model.replace(":", "_").replace("/", "_")
+        assert generate(jobs, GenerationConfig(model=model, batch_size=2, **extra), out, progress=False)["generated"] == 2
+        assert torch.is_grad_enabled(), model
+        weight = torch.ones(2, requires_grad=True)
+        (weight * 3).sum().backward()  # a training step after drawing
+        assert weight.grad.tolist() == [3.0, 3.0]

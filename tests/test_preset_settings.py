@@ -184,7 +184,7 @@ def test_a_dated_snapshot_of_the_presets_api_model_gets_its_settings(tmp_path, c
 
     setting = judge_setting(R2I, "official", "openai:gpt-4o-2024-08-06")
     report = setting.preset_settings
-    assert report.same_model and set(report.applied) == {"sampling", "sampling_params"} and not report.not_applied
+    assert report.same_model and set(report.applied) == {"sampling", "sampling_params", "max_retries"} and not report.not_applied
     assert setting.judge_kwargs["sampling_params"] == ["temperature"]
     assert "the API model name 'gpt-4o-2024-08-06' (a dated snapshot of 'gpt-4o')" in report.line()
     report = judge_setting(PRISM, "official", "openai:gpt-4.1@http://127.0.0.1:9/v1").preset_settings

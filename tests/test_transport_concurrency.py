@@ -5,9 +5,17 @@ skipped, a slot handed to a waiter cancelled before it ran passed on."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 
 from t2ireason.testing_http import Answer, serve
 from t2ireason.transport.concurrency import AdaptiveLimit
+
+
+def _run(coroutine):
+    """``asyncio.run`` in a thread of its own: in a whole-suite run the browser tests' playwright leaves an
+    event loop running in the main thread, where ``asyncio.run`` refuses to start."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
 
 
 def test_slots_go_in_order_and_cancelled_waiters_lose_none():
@@ -33,19 +41,19 @@ def test_slots_go_in_order_and_cancelled_waiters_lose_none():
         await limit.acquire()  # not queued behind the cancelled waiters
         assert limit.in_use == 1 and got == ["c"]
 
-    asyncio.run(scenario())
+    _run(scenario())
 
 
 def test_a_cut_comes_once_a_round_and_answers_raise_the_limit_again():
     limit = AdaptiveLimit(8, "test")
-    rounds = [asyncio.run(limit.acquire()) for _ in range(8)]
+    rounds = [_run(limit.acquire()) for _ in range(8)]
     for r in rounds:  # eight requests of one round time out: one cut
         limit.release(r, "busy", "timed out")
     assert (limit.limit, limit.cuts, limit.lowest) == (4, 1, 4)
-    limit.release(asyncio.run(limit.acquire()), "failed")  # a failure of another kind says nothing of load
+    limit.release(_run(limit.acquire()), "failed")  # a failure of another kind says nothing of load
     assert limit.limit == 4
     for _ in range(4):
-        limit.release(asyncio.run(limit.acquire()), "answered")
+        limit.release(_run(limit.acquire()), "answered")
     assert limit.limit == 5 and limit.record() == {"max_concurrency": 8, "lowest": 4, "now": 5, "cuts": 1}
     assert AdaptiveLimit(8).record() is None  # never cut: nothing to record
 

@@ -69,7 +69,6 @@ def resolve_dtype(name: str, device: str):
 
 def load_pipeline(config: GenerationConfig, device: str):
     """The diffusers pipeline, once per process, with the memory options users expect."""
-    import torch
     from diffusers import DiffusionPipeline
 
     pipe = DiffusionPipeline.from_pretrained(config.spec.model, dtype=resolve_dtype(config.dtype, device),
@@ -80,8 +79,7 @@ def load_pipeline(config: GenerationConfig, device: str):
         pipe.to(device)
     if config.vae_slicing and hasattr(getattr(pipe, "vae", None), "enable_slicing"):
         pipe.vae.enable_slicing()
-    pipe.set_progress_bar_config(disable=True)
-    torch.set_grad_enabled(False)
+    pipe.set_progress_bar_config(disable=True)  # (its __call__ runs without gradients: diffusers' own no_grad)
     return pipe
 
 

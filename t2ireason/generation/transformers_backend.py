@@ -68,19 +68,20 @@ class TransformersGenerator(LocalGenerator):
         image_model_class(spec.model, config.revision)
 
     def _load(self) -> None:
-        import torch
         from transformers import AutoProcessor
 
         cls = image_model_class(self.spec.model, self.config.revision)
         self.model = cls.from_pretrained(self.spec.model, dtype=resolve_dtype(self.config.dtype, self.device),
                                          revision=self.config.revision).to(self.device).eval()
         self.processor = AutoProcessor.from_pretrained(self.spec.model, revision=self.config.revision)
-        torch.set_grad_enabled(False)
 
     def draw_batch(self, prompts: Sequence[str], seeds: Sequence[int]) -> list[Image.Image]:
+        import torch
+
         if self.model is None:
             self._load()
-        return [self._draw_one(p, s) for p, s in zip(prompts, seeds)]
+        with torch.inference_mode():  # never the caller's grad mode changed (a training loop may draw in-process)
+            return [self._draw_one(p, s) for p, s in zip(prompts, seeds)]
 
     def _draw_one(self, prompt: str, seed: int) -> Image.Image:
         import torch
