@@ -674,7 +674,8 @@ def main(add_args: Any, run: Any, argv: Sequence[str] | None = None, description
     """Entry point shared by datasets_scripts/build.py and push.py: one clear line on bad input."""
     import sys
 
-    from .cli import Parser, stdout_reader_may_leave
+    from .cli import Parser
+    from .console import stdout_reader_may_leave
 
     with stdout_reader_may_leave():
         parser = Parser(description=description)

@@ -12,9 +12,7 @@ import json
 import math
 import signal
 import sys
-import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -457,86 +455,9 @@ COMMANDS["evaluate"] = (add_evaluate_args, run_evaluate,
                         "score a run's images with the benchmark's metric (resumable; one run, many judges)")
 
 
-def add_report_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("runs", nargs="+", help="run folders, several side by side (and `t2ireason mt2ie` output folders)")
-    p.add_argument("--out", default=None, help="report folder (default: <run>/report for one run)")
-    p.add_argument("--evaluation", default=None, help="report only this evaluation of each run (default: all)")
-    p.add_argument("--embed-images", action="store_true",
-                   help="embed the images in the HTML (one self-contained file) instead of relative links")
-    p.add_argument("--title", default=None, help="title of the HTML report")
-    p.add_argument("--published", action="store_true",
-                   help="show each paper's main table as printed beside the runs (rows marked [paper], with the "
-                        "judge and questions the paper used), and where each run stands among them")
-
-
-def _report(runs, args: argparse.Namespace, out) -> dict:
-    from .report.writer import write_report
-
-    report = write_report(runs, out, evaluation=args.evaluation, embed_images=args.embed_images, title=args.title,
-                          published=getattr(args, "published", False))
-    print(report["headline"])
-    if report.get("unfinished"):
-        print(f"not reported, not finished yet: {', '.join(report['unfinished'])}")
-    print(f"every table: {report['tables_md']}, {report['tables_csv']} and {report['tables_tex']}")
-    folders = sorted({str(p.parent) for p in report["plots"]})
-    print(f"figures: {sum(p.suffix == '.png' for p in report['plots'])} (PNG and PDF) in {', '.join(folders)}")
-    for page in report["html"]:
-        print(f"HTML report: {page}")
-    return report
-
-
-def run_report(args: argparse.Namespace) -> int:
-    if args.out is None and len(args.runs) > 1:
-        raise ValueError("several runs are reported side by side: say where with --out")
-    _report(args.runs, args, args.out or Path(args.runs[0]) / "report")
-    return 0
-
-
-COMMANDS["report"] = (add_report_args, run_report,
+COMMANDS["report"] = (_lazy(".report.command", "add_report_args"), _lazy(".report.command", "run_report"),
                       "paper-style tables (Markdown, CSV), plots and an HTML gallery of one run or several")
-
-
-def add_export_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("runs", nargs="+", help="run folders with finished evaluations")
-    p.add_argument("--out", required=True, help="dataset folder to write (Parquet per benchmark config + README.md)")
-    p.add_argument("--license", required=True, help="license of the images and judgements, e.g. cc-by-4.0")
-    p.add_argument("--evaluation", default=None, help="export only this evaluation of each run (default: all)")
-    p.add_argument("--repo", default=None, help="also publish the folder to this Hub dataset repository")
-    p.add_argument("--private", action="store_true", help="create the repository as private")
-    p.add_argument("--dry-run", action="store_true", help="with --repo: list what would be uploaded, send nothing")
-    p.add_argument("--benchmark-dataset", action="append", default=[], metavar="BENCHMARK=ID[@COMMIT]",
-                   help="the Hub dataset (and commit) a benchmark's runs scored, for the model repositories' "
-                        ".eval_results entries (default: the run's data source when it is a Hub id); repeatable")
-
-
-def run_export(args: argparse.Namespace) -> int:
-    from .exports import EVAL_RESULTS_DIR, EVAL_RESULTS_SKIPPED, export_results
-    from .publish import folder_files, publish
-
-    given = {}
-    for text in args.benchmark_dataset:
-        bench, sep, dataset = text.partition("=")
-        if not sep or not bench or not dataset:
-            raise ValueError(f"--benchmark-dataset expects BENCHMARK=ID[@COMMIT], got {text!r}")
-        given[bench] = dataset
-    folder = export_results(args.runs, args.out, license=args.license, evaluation=args.evaluation, repo_id=args.repo,
-                            benchmark_datasets=given)
-    print(f"results dataset in {folder} ({len(folder_files(folder))} files); "
-          f"load_dataset({str(folder)!r}, <benchmark>) reads it")
-    written = sorted((folder / EVAL_RESULTS_DIR).glob("*/.eval_results/*.yaml"))
-    if written:
-        print(f"Hub evaluation results for model repositories (copy each <model>/.eval_results/ into the model's "
-              f"repository): {', '.join(str(p.relative_to(folder)) for p in written)}")
-    if (folder / EVAL_RESULTS_SKIPPED).is_file():
-        print("no .eval_results for " + (folder / EVAL_RESULTS_SKIPPED).read_text(encoding="utf-8").strip())
-    if args.repo:
-        plan = publish(folder, args.repo, private=args.private or None, dry_run=args.dry_run)
-        verb = "would upload" if args.dry_run else "uploaded"
-        print(f"{verb} {len(plan['files'])} files to dataset {plan['repo_id']}")
-    return 0
-
-
-COMMANDS["export"] = (add_export_args, run_export,
+COMMANDS["export"] = (_lazy(".report.command", "add_export_args"), _lazy(".report.command", "run_export"),
                       "scored runs as a Hub dataset (image, prompt, every answer and reasoning), optionally pushed")
 
 
@@ -588,7 +509,9 @@ def run_run(args: argparse.Namespace) -> int:
     scores = _evaluate(run, args)
     print("[4/4] report")
     args.evaluation, args.title = scores["evaluation"], None
-    _report([run], args, run.path / "report")
+    from .report.command import print_report
+
+    print_report([run], args, run.path / "report")
     print(f"run folder: {run.path}")
     return _evaluation_status(run, scores, args)
 
@@ -701,78 +624,16 @@ def user_error_text(e: BaseException) -> str | None:
     return " ".join(str(message).split())
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, how Slurm and Kubernetes stop a job: handled as Ctrl-C is (finished work kept)."""
-
-
-def _terminate(signum: int, frame: Any) -> None:
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
-    raise Terminated
-
-
-@contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM raised as :class:`Terminated` in the main thread while a command runs."""
-    if threading.current_thread() is not threading.main_thread():  # signal handlers live in the main thread
-        yield
-        return
-    before = signal.signal(signal.SIGTERM, _terminate)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, before)
-
-
-class _StdoutReaderMayLeave:
-    """``sys.stdout`` while a command runs. When its reader goes away (``t2ireason build ... | head``),
-    what is left to print goes to the null device and the command finishes its work with the exit
-    status of that work: no traceback and no error for output that nobody reads any more."""
-
-    def __init__(self, stream):
-        self._stream = stream
-
-    def write(self, text: str) -> int:
-        try:
-            return self._stream.write(text)
-        except BrokenPipeError:
-            self._to_null()
-            return len(text)
-
-    def flush(self) -> None:
-        try:
-            self._stream.flush()
-        except BrokenPipeError:
-            self._to_null()
-
-    def _to_null(self) -> None:
-        import os
-
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, self._stream.fileno())  # the stream's buffer and every later write go there
-        os.close(null)
-
-    def __getattr__(self, name: str):
-        return getattr(self._stream, name)
-
-
-@contextmanager
-def stdout_reader_may_leave() -> Iterator[None]:
-    """Within it, a closed pipe on stdout (see :class:`_StdoutReaderMayLeave`) stops no work."""
-    stdout = sys.stdout
-    sys.stdout = _StdoutReaderMayLeave(stdout)
-    try:
-        yield
-    finally:
-        sys.stdout.flush()  # what is still buffered, while a closed pipe is still caught
-        sys.stdout = stdout
-
-
 def main(argv: Sequence[str] | None = None) -> int:
+    from .console import stdout_reader_may_leave
+
     with stdout_reader_may_leave():
         return _main(list(sys.argv[1:] if argv is None else argv))
 
 
 def _main(argv: list[str]) -> int:
+    from .console import Terminated, sigterm_as_interrupt
+
     if not argv:  # as git does: the commands, rather than an error about the missing one
         build_parser(None).print_help(sys.stderr)
         return 2
@@ -784,7 +645,7 @@ def _main(argv: list[str]) -> int:
             return 2
     _, run, _ = COMMANDS[args.command]
     try:
-        with _sigterm_as_interrupt():
+        with sigterm_as_interrupt():
             return run(args)
     except KeyboardInterrupt as e:
         said = "terminated (SIGTERM)" if isinstance(e, Terminated) else "interrupted"

@@ -1,0 +1,84 @@
+"""The commands of reports and exports: ``t2ireason report`` (tables, figures, the HTML page of runs side
+by side) and ``t2ireason export`` (scored runs as a Hub dataset, ``.eval_results`` entries)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+__all__ = ["add_report_args", "print_report", "run_report", "add_export_args", "run_export"]
+
+
+def add_report_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("runs", nargs="+", help="run folders, several side by side (and `t2ireason mt2ie` output folders)")
+    p.add_argument("--out", default=None, help="report folder (default: <run>/report for one run)")
+    p.add_argument("--evaluation", default=None, help="report only this evaluation of each run (default: all)")
+    p.add_argument("--embed-images", action="store_true",
+                   help="embed the images in the HTML (one self-contained file) instead of relative links")
+    p.add_argument("--title", default=None, help="title of the HTML report")
+    p.add_argument("--published", action="store_true",
+                   help="show each paper's main table as printed beside the runs (rows marked [paper], with the "
+                        "judge and questions the paper used), and where each run stands among them")
+
+
+def print_report(runs, args: argparse.Namespace, out) -> dict:
+    from .writer import write_report
+
+    report = write_report(runs, out, evaluation=args.evaluation, embed_images=args.embed_images, title=args.title,
+                          published=getattr(args, "published", False))
+    print(report["headline"])
+    if report.get("unfinished"):
+        print(f"not reported, not finished yet: {', '.join(report['unfinished'])}")
+    print(f"every table: {report['tables_md']}, {report['tables_csv']} and {report['tables_tex']}")
+    folders = sorted({str(p.parent) for p in report["plots"]})
+    print(f"figures: {sum(p.suffix == '.png' for p in report['plots'])} (PNG and PDF) in {', '.join(folders)}")
+    for page in report["html"]:
+        print(f"HTML report: {page}")
+    return report
+
+
+def run_report(args: argparse.Namespace) -> int:
+    if args.out is None and len(args.runs) > 1:
+        raise ValueError("several runs are reported side by side: say where with --out")
+    print_report(args.runs, args, args.out or Path(args.runs[0]) / "report")
+    return 0
+
+
+def add_export_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("runs", nargs="+", help="run folders with finished evaluations")
+    p.add_argument("--out", required=True, help="dataset folder to write (Parquet per benchmark config + README.md)")
+    p.add_argument("--license", required=True, help="license of the images and judgements, e.g. cc-by-4.0")
+    p.add_argument("--evaluation", default=None, help="export only this evaluation of each run (default: all)")
+    p.add_argument("--repo", default=None, help="also publish the folder to this Hub dataset repository")
+    p.add_argument("--private", action="store_true", help="create the repository as private")
+    p.add_argument("--dry-run", action="store_true", help="with --repo: list what would be uploaded, send nothing")
+    p.add_argument("--benchmark-dataset", action="append", default=[], metavar="BENCHMARK=ID[@COMMIT]",
+                   help="the Hub dataset (and commit) a benchmark's runs scored, for the model repositories' "
+                        ".eval_results entries (default: the run's data source when it is a Hub id); repeatable")
+
+
+def run_export(args: argparse.Namespace) -> int:
+    from ..exports import EVAL_RESULTS_DIR, EVAL_RESULTS_SKIPPED, export_results
+    from ..publish import folder_files, publish
+
+    given = {}
+    for text in args.benchmark_dataset:
+        bench, sep, dataset = text.partition("=")
+        if not sep or not bench or not dataset:
+            raise ValueError(f"--benchmark-dataset expects BENCHMARK=ID[@COMMIT], got {text!r}")
+        given[bench] = dataset
+    folder = export_results(args.runs, args.out, license=args.license, evaluation=args.evaluation, repo_id=args.repo,
+                            benchmark_datasets=given)
+    print(f"results dataset in {folder} ({len(folder_files(folder))} files); "
+          f"load_dataset({str(folder)!r}, <benchmark>) reads it")
+    written = sorted((folder / EVAL_RESULTS_DIR).glob("*/.eval_results/*.yaml"))
+    if written:
+        print(f"Hub evaluation results for model repositories (copy each <model>/.eval_results/ into the model's "
+              f"repository): {', '.join(str(p.relative_to(folder)) for p in written)}")
+    if (folder / EVAL_RESULTS_SKIPPED).is_file():
+        print("no .eval_results for " + (folder / EVAL_RESULTS_SKIPPED).read_text(encoding="utf-8").strip())
+    if args.repo:
+        plan = publish(folder, args.repo, private=args.private or None, dry_run=args.dry_run)
+        verb = "would upload" if args.dry_run else "uploaded"
+        print(f"{verb} {len(plan['files'])} files to dataset {plan['repo_id']}")
+    return 0
