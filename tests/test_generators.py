@@ -477,3 +477,21 @@ def test_drawing_in_process_leaves_the_callers_gradients_on(janus, tiny_models, 
         weight = torch.ones(2, requires_grad=True)
         (weight * 3).sum().backward()  # a training step after drawing
         assert weight.grad.tolist() == [3.0, 3.0]
+
+
+def test_a_drawer_refuses_a_setting_its_backend_cannot_take(tmp_path, monkeypatch):
+    """Found in review: a Drawer (the MT2IE agent's from Python, the data engine's) reached its backend
+    without the settings check the pre-flight makes, so `quality` for a python model (or `steps` for an API)
+    was dropped in silence and the images drawn without it."""
+    from t2ireason.generation import Drawer
+
+    monkeypatch.chdir(tmp_path)
+    name = _module(tmp_path, """
+        from PIL import Image
+
+        def draw(prompts, seeds):
+            return [Image.new("RGB", (8, 8)) for _ in prompts]
+        """)
+    with pytest.raises(GeneratorError, match=r"the python generator cannot take --quality \('high'\)"):
+        Drawer(GenerationConfig(model=f"python:{name}:draw", quality="high"), device="cpu")(["a cat"], [1])
+    assert len(Drawer(GenerationConfig(model=f"python:{name}:draw"), device="cpu")(["a cat"], [1])) == 1

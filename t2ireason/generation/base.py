@@ -190,9 +190,12 @@ class LocalGenerator(Generator):
 
 def load_generator(config: GenerationConfig, *, device: str | None = None, **options: Any) -> Generator:
     """The generator ``config.model`` names, made (a local model is loaded when it first draws). ``device``
-    reaches local backends; ``options`` the backend's own (an API's ``max_concurrency``, ``timeout``...)."""
+    reaches local backends; ``options`` the backend's own (an API's ``max_concurrency``, ``timeout``...).
+    A setting the backend cannot honour is refused here too, never dropped in silence (a :class:`Drawer`, the
+    data engine and a script reach the backend by this way alone, without the pre-flight)."""
     spec = config.spec
     cls = spec.backend_class()
+    cls.check_config(config)
     cls.check_options(options)
     if device is not None and "device" in cls.option_names():
         options = {"device": device, **options}
