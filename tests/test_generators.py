@@ -495,3 +495,21 @@ def test_a_drawer_refuses_a_setting_its_backend_cannot_take(tmp_path, monkeypatc
     with pytest.raises(GeneratorError, match=r"the python generator cannot take --quality \('high'\)"):
         Drawer(GenerationConfig(model=f"python:{name}:draw", quality="high"), device="cpu")(["a cat"], [1])
     assert len(Drawer(GenerationConfig(model=f"python:{name}:draw"), device="cpu")(["a cat"], [1])) == 1
+
+
+def test_a_drawer_refuses_prompts_and_seeds_of_different_lengths(tmp_path, monkeypatch):
+    """Found in review: the prompts were zipped with the seeds, so a missing seed dropped its prompt in silence
+    (the caller got fewer images than prompts, or a None in the last place)."""
+    from t2ireason.generation import Drawer
+
+    monkeypatch.chdir(tmp_path)
+    name = _module(tmp_path, """
+        from PIL import Image
+
+        def draw(prompts, seeds):
+            return [Image.new("RGB", (8, 8)) for _ in prompts]
+        """)
+    drawer = Drawer(GenerationConfig(model=f"python:{name}:draw"), device="cpu")
+    with pytest.raises(ValueError, match="2 prompts and 1 seeds; give one seed per prompt"):
+        drawer(["a cat", "a dog"], [1])
+    assert [image.size for image in drawer(["a cat", "a dog"], [1, 2])] == [(8, 8), (8, 8)]

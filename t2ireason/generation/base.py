@@ -233,6 +233,9 @@ class Drawer:
     def __call__(self, prompts: Sequence[str], seeds: Sequence[int]) -> list[Any]:
         from .jobs import Job
 
+        prompts, seeds = list(prompts), list(seeds)
+        if len(prompts) != len(seeds):  # never drawn as far as the shorter list goes
+            raise ValueError(f"{self.name}: {len(prompts)} prompts and {len(seeds)} seeds; give one seed per prompt")
         if self._generator is None:
             device = self.device
             if device is None and self.config.spec.backend != "openai":
