@@ -19,6 +19,7 @@ from pathlib import Path
 import datasets
 import pyarrow.parquet as pq
 import pytest
+import torch
 from PIL import Image
 
 from t2ireason import cli
@@ -513,3 +514,14 @@ def test_a_drawer_refuses_prompts_and_seeds_of_different_lengths(tmp_path, monke
     with pytest.raises(ValueError, match="2 prompts and 1 seeds; give one seed per prompt"):
         drawer(["a cat", "a dog"], [1])
     assert [image.size for image in drawer(["a cat", "a dog"], [1, 2])] == [(8, 8), (8, 8)]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="float16 is refused only without a GPU")
+def test_float16_for_a_janus_on_the_cpu_is_refused_before_any_folder(janus, tmp_path, capsys):
+    """Found in review: only a diffusers pipeline's float16 was refused in the pre-flight and before the
+    output folder; an `hf:` model's was refused when it loaded, after `generate` had made the folder."""
+    rc, err = _generate_cli(tmp_path, capsys, "--model", f"hf:{janus}", "--dtype", "float16")
+    assert rc == 2 and "dtype float16 needs a GPU" in err and len(err.strip().splitlines()) == 1, err
+    with pytest.raises(ValueError, match="dtype float16 needs a GPU"):
+        generate(_jobs(1), GenerationConfig(model=f"hf:{janus}", dtype="float16"), tmp_path / "direct", progress=False)
+    assert not (tmp_path / "direct").exists()

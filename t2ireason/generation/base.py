@@ -173,6 +173,17 @@ class LocalGenerator(Generator):
     """A model in this process, drawn ``config.batch_size`` prompts at a time: subclasses implement
     :meth:`draw_batch`, returning per prompt what :meth:`Drawn.of` reads."""
 
+    @classmethod
+    def preflight(cls, spec: GeneratorSpec, config: GenerationConfig, options: Mapping[str, Any], *,
+                  contact: bool = True) -> None:
+        super().preflight(spec, config, options, contact=contact)
+        if "dtype" in cls.takes:  # float16 needs a GPU: said before the model loads, whichever backend loads it
+            import torch
+
+            from .diffusers_backend import check_dtype
+
+            check_dtype(config.dtype, "cuda" if torch.cuda.is_available() else "cpu")
+
     @abstractmethod
     def draw_batch(self, prompts: Sequence[str], seeds: Sequence[int]) -> Sequence[Any]:
         """One image per prompt, each from its seed."""
