@@ -525,3 +525,27 @@ def test_float16_for_a_janus_on_the_cpu_is_refused_before_any_folder(janus, tmp_
     with pytest.raises(ValueError, match="dtype float16 needs a GPU"):
         generate(_jobs(1), GenerationConfig(model=f"hf:{janus}", dtype="float16"), tmp_path / "direct", progress=False)
     assert not (tmp_path / "direct").exists()
+
+
+def test_the_mt2ie_agent_stops_at_a_refused_key_and_a_rerun_draws_those_rows(tmp_path):
+    """Found in review: the agent took a generator that cannot be used at all (here a refused key) for each
+    row's failure, asked again prompt by prompt, saved the rows as done and went on: a re-run never drew them.
+    It ends the run as `generate` does, the rows made before kept, and the re-run draws the rest."""
+    from t2ireason.benchmarks.mt2ie import BENCHMARK as MT2IE
+    from t2ireason.benchmarks.mt2ie.store import Store
+    from t2ireason.judges.scripted import ScriptedJudge
+    from t2ireason.mt2ie import run_mt2ie
+
+    key = {"refused": True}
+    pool = [{"id": f"s{k}", "category": "animals", "prompt": p} for k, p in enumerate(["a dog", "a cat"], 1)]
+    judge = ScriptedJudge(lambda r: "Prompt: a dog", probabilities=lambda q: 0.9)
+    with serve(lambda r: Fail(401, "invalid api key") if key["refused"] else Images(), models=["gpt-image-1"]) as server:
+        models = {"api": f"openai:gpt-image-1@{server.base_url}"}
+        kwargs = dict(out_dir=tmp_path, iterations=1, seeds=[0], seed_prompts_per_seed=2, progress=False)
+        with pytest.raises(GeneratorError, match="refused the credentials"):
+            run_mt2ie(models, judge, pool, **kwargs)
+        assert Store(tmp_path).done == {}  # no row saved as done: the re-run draws them
+        key["refused"] = False
+        summary = run_mt2ie(models, judge, pool, **kwargs)
+    rows = MT2IE.read_release(tmp_path).configs["runs"]
+    assert summary["failed"] == 0 and len(rows) == 2 and all(r["score"] == 0.9 and r["image"] for r in rows)
