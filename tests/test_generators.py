@@ -19,6 +19,7 @@ from pathlib import Path
 import datasets
 import pyarrow.parquet as pq
 import pytest
+import torch
 from PIL import Image
 
 from t2ireason import cli
@@ -477,3 +478,74 @@ def test_drawing_in_process_leaves_the_callers_gradients_on(janus, tiny_models, 
         weight = torch.ones(2, requires_grad=True)
         (weight * 3).sum().backward()  # a training step after drawing
         assert weight.grad.tolist() == [3.0, 3.0]
+
+
+def test_a_drawer_refuses_a_setting_its_backend_cannot_take(tmp_path, monkeypatch):
+    """Found in review: a Drawer (the MT2IE agent's from Python, the data engine's) reached its backend
+    without the settings check the pre-flight makes, so `quality` for a python model (or `steps` for an API)
+    was dropped in silence and the images drawn without it."""
+    from t2ireason.generation import Drawer
+
+    monkeypatch.chdir(tmp_path)
+    name = _module(tmp_path, """
+        from PIL import Image
+
+        def draw(prompts, seeds):
+            return [Image.new("RGB", (8, 8)) for _ in prompts]
+        """)
+    with pytest.raises(GeneratorError, match=r"the python generator cannot take --quality \('high'\)"):
+        Drawer(GenerationConfig(model=f"python:{name}:draw", quality="high"), device="cpu")(["a cat"], [1])
+    assert len(Drawer(GenerationConfig(model=f"python:{name}:draw"), device="cpu")(["a cat"], [1])) == 1
+
+
+def test_a_drawer_refuses_prompts_and_seeds_of_different_lengths(tmp_path, monkeypatch):
+    """Found in review: the prompts were zipped with the seeds, so a missing seed dropped its prompt in silence
+    (the caller got fewer images than prompts, or a None in the last place)."""
+    from t2ireason.generation import Drawer
+
+    monkeypatch.chdir(tmp_path)
+    name = _module(tmp_path, """
+        from PIL import Image
+
+        def draw(prompts, seeds):
+            return [Image.new("RGB", (8, 8)) for _ in prompts]
+        """)
+    drawer = Drawer(GenerationConfig(model=f"python:{name}:draw"), device="cpu")
+    with pytest.raises(ValueError, match="2 prompts and 1 seeds; give one seed per prompt"):
+        drawer(["a cat", "a dog"], [1])
+    assert [image.size for image in drawer(["a cat", "a dog"], [1, 2])] == [(8, 8), (8, 8)]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="float16 is refused only without a GPU")
+def test_float16_for_a_janus_on_the_cpu_is_refused_before_any_folder(janus, tmp_path, capsys):
+    """Found in review: only a diffusers pipeline's float16 was refused in the pre-flight and before the
+    output folder; an `hf:` model's was refused when it loaded, after `generate` had made the folder."""
+    rc, err = _generate_cli(tmp_path, capsys, "--model", f"hf:{janus}", "--dtype", "float16")
+    assert rc == 2 and "dtype float16 needs a GPU" in err and len(err.strip().splitlines()) == 1, err
+    with pytest.raises(ValueError, match="dtype float16 needs a GPU"):
+        generate(_jobs(1), GenerationConfig(model=f"hf:{janus}", dtype="float16"), tmp_path / "direct", progress=False)
+    assert not (tmp_path / "direct").exists()
+
+
+def test_the_mt2ie_agent_stops_at_a_refused_key_and_a_rerun_draws_those_rows(tmp_path):
+    """Found in review: the agent took a generator that cannot be used at all (here a refused key) for each
+    row's failure, asked again prompt by prompt, saved the rows as done and went on: a re-run never drew them.
+    It ends the run as `generate` does, the rows made before kept, and the re-run draws the rest."""
+    from t2ireason.benchmarks.mt2ie import BENCHMARK as MT2IE
+    from t2ireason.benchmarks.mt2ie.store import Store
+    from t2ireason.judges.scripted import ScriptedJudge
+    from t2ireason.mt2ie import run_mt2ie
+
+    key = {"refused": True}
+    pool = [{"id": f"s{k}", "category": "animals", "prompt": p} for k, p in enumerate(["a dog", "a cat"], 1)]
+    judge = ScriptedJudge(lambda r: "Prompt: a dog", probabilities=lambda q: 0.9)
+    with serve(lambda r: Fail(401, "invalid api key") if key["refused"] else Images(), models=["gpt-image-1"]) as server:
+        models = {"api": f"openai:gpt-image-1@{server.base_url}"}
+        kwargs = dict(out_dir=tmp_path, iterations=1, seeds=[0], seed_prompts_per_seed=2, progress=False)
+        with pytest.raises(GeneratorError, match="refused the credentials"):
+            run_mt2ie(models, judge, pool, **kwargs)
+        assert Store(tmp_path).done == {}  # no row saved as done: the re-run draws them
+        key["refused"] = False
+        summary = run_mt2ie(models, judge, pool, **kwargs)
+    rows = MT2IE.read_release(tmp_path).configs["runs"]
+    assert summary["failed"] == 0 and len(rows) == 2 and all(r["score"] == 0.9 and r["image"] for r in rows)

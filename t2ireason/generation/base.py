@@ -173,6 +173,17 @@ class LocalGenerator(Generator):
     """A model in this process, drawn ``config.batch_size`` prompts at a time: subclasses implement
     :meth:`draw_batch`, returning per prompt what :meth:`Drawn.of` reads."""
 
+    @classmethod
+    def preflight(cls, spec: GeneratorSpec, config: GenerationConfig, options: Mapping[str, Any], *,
+                  contact: bool = True) -> None:
+        super().preflight(spec, config, options, contact=contact)
+        if "dtype" in cls.takes:  # float16 needs a GPU: said before the model loads, whichever backend loads it
+            import torch
+
+            from .diffusers_backend import check_dtype
+
+            check_dtype(config.dtype, "cuda" if torch.cuda.is_available() else "cpu")
+
     @abstractmethod
     def draw_batch(self, prompts: Sequence[str], seeds: Sequence[int]) -> Sequence[Any]:
         """One image per prompt, each from its seed."""
@@ -190,9 +201,12 @@ class LocalGenerator(Generator):
 
 def load_generator(config: GenerationConfig, *, device: str | None = None, **options: Any) -> Generator:
     """The generator ``config.model`` names, made (a local model is loaded when it first draws). ``device``
-    reaches local backends; ``options`` the backend's own (an API's ``max_concurrency``, ``timeout``...)."""
+    reaches local backends; ``options`` the backend's own (an API's ``max_concurrency``, ``timeout``...).
+    A setting the backend cannot honour is refused here too, never dropped in silence (a :class:`Drawer`, the
+    data engine and a script reach the backend by this way alone, without the pre-flight)."""
     spec = config.spec
     cls = spec.backend_class()
+    cls.check_config(config)
     cls.check_options(options)
     if device is not None and "device" in cls.option_names():
         options = {"device": device, **options}
@@ -230,6 +244,9 @@ class Drawer:
     def __call__(self, prompts: Sequence[str], seeds: Sequence[int]) -> list[Any]:
         from .jobs import Job
 
+        prompts, seeds = list(prompts), list(seeds)
+        if len(prompts) != len(seeds):  # never drawn as far as the shorter list goes
+            raise ValueError(f"{self.name}: {len(prompts)} prompts and {len(seeds)} seeds; give one seed per prompt")
         if self._generator is None:
             device = self.device
             if device is None and self.config.spec.backend != "openai":

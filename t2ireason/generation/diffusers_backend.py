@@ -109,9 +109,6 @@ class DiffusersGenerator(LocalGenerator):
     def preflight(cls, spec: GeneratorSpec, config: GenerationConfig, options: Mapping[str, Any], *,
                   contact: bool = True) -> None:
         super().preflight(spec, config, options, contact=contact)
-        import torch
-
-        check_dtype(config.dtype, "cuda" if torch.cuda.is_available() else "cpu")
         check_model(spec.model, config.revision)
 
     def draw_batch(self, prompts: Sequence[str], seeds: Sequence[int]) -> list[Image.Image]:

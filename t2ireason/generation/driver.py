@@ -54,8 +54,9 @@ def generate(jobs: Sequence[Job], config: GenerationConfig, out_dir: str | os.Pa
     spec = config.spec
     state = state or PartialState(cpu=not torch.cuda.is_available())
     if pipeline is None and generator is None:
-        spec.backend_class().check_config(config)
-        if spec.backend == "diffusers":
+        cls = spec.backend_class()
+        cls.check_config(config)
+        if "dtype" in cls.takes:  # a local model's: float16 needs a GPU
             from .diffusers_backend import check_dtype
 
             check_dtype(config.dtype, str(state.device))

@@ -95,7 +95,7 @@ from typing import Any
 from ...alignment import DEFAULT_VQASCORE_JUDGE
 from ...difficulty import METHODS, prompt_difficulty
 from ...files import atomic_write_json
-from ...generation import Drawer, GenerationConfig, image_seed, save_image_atomic
+from ...generation import Drawer, GenerationConfig, GeneratorError, image_seed, save_image_atomic
 from ...judges import load_judge
 from ...parsing import ask_structured
 from ...progress import progress_bar
@@ -252,8 +252,11 @@ class _Agent:
 
     def _draw(self, drawer: Any, rows: list[dict[str, Any]]) -> list[tuple[dict[str, Any], Any]]:
         """Draw and save each row's image (one drawer call for all, item by item if it fails);
-        the rows whose image could not be made get their failure."""
-        drawn = batch_or_each(lambda rs: drawer([r["prompt"] for r in rs], [r["image_seed"] for r in rs]), rows)
+        the rows whose image could not be made get their failure. A generator that cannot be used at all
+        (:class:`GeneratorError`: a refused key, an endpoint that cannot answer) ends the run, the rows
+        finished before kept: recorded as each row's failure, a re-run would never draw them."""
+        drawn = batch_or_each(lambda rs: drawer([r["prompt"] for r in rs], [r["image_seed"] for r in rs]), rows,
+                              fatal=(GeneratorError,))
         images = []
         for row, (image, error) in zip(rows, drawn):
             if error is None and isinstance(image, BaseException):  # a drawer's failed image (a refusal...)

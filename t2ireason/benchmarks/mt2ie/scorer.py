@@ -21,8 +21,11 @@ from .protocol import TEMPLATES, parse_aesthetic, parse_choice, parse_questions,
 __all__ = ["Scorer", "Scored", "batch_or_each"]
 
 
-def batch_or_each(fn: Callable[[list], list], items: list) -> list[tuple[Any, str | None]]:
-    """``fn`` over the whole batch; if it fails, item by item, so one failure does not sink the others."""
+def batch_or_each(fn: Callable[[list], list], items: list, *,
+                  fatal: tuple[type[BaseException], ...] = ()) -> list[tuple[Any, str | None]]:
+    """``fn`` over the whole batch; if it fails, item by item, so one failure does not sink the others.
+    An exception of ``fatal`` (the model cannot be used at all: a refused key, an endpoint down) is raised,
+    never recorded as each item's failure nor asked again item by item."""
     if not items:
         return []
     try:
@@ -30,6 +33,8 @@ def batch_or_each(fn: Callable[[list], list], items: list) -> list[tuple[Any, st
         if len(values) == len(items):
             return [(v, None) for v in values]
         error = f"got {len(values)} results for {len(items)} inputs"
+    except fatal:
+        raise
     except Exception as e:  # noqa: BLE001 - isolated and recorded below, item by item
         error = f"{type(e).__name__}: {e}"
     if len(items) == 1:
@@ -38,6 +43,8 @@ def batch_or_each(fn: Callable[[list], list], items: list) -> list[tuple[Any, st
     for item in items:
         try:
             out.append((fn([item])[0], None))
+        except fatal:
+            raise
         except Exception as e:  # noqa: BLE001 - recorded as the row's failure
             out.append((None, f"{type(e).__name__}: {e}"))
     return out
