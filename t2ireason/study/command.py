@@ -84,6 +84,12 @@ def run_agreement(args: argparse.Namespace) -> int:
         raise ValueError("--export needs --license: the license of the images and ratings (e.g. cc-by-4.0)")
     if args.repo and not args.export:
         raise ValueError("--repo publishes the --export folder: give --export too")
+    if args.export:  # the card's metadata checked before the agreement is computed and written
+        from ..hub_ids import check_license, check_repo_id
+
+        args.license = check_license(args.license)
+        if args.repo:
+            check_repo_id(args.repo)
     study = find_study(args.ratings, args.study)
     result = compute_agreement(study, args.runs, args.ratings, evaluations=args.evaluation)
     for line in result["problems"]:
