@@ -97,7 +97,7 @@ def run_agreement(args: argparse.Namespace) -> int:
     print(f"{len(result['files'])} raters' files read: {', '.join(f['file'] for f in result['files'])}")
     print(to_markdown(result["tables"]))
     folders = write_agreement(result, args.runs)
-    print(f"tables and figures: {', '.join(str(f) for f in folders)} (the runs' report shows them: t2ireason report)")
+    print(f"tables: {', '.join(str(f) for f in folders)} (the runs' report shows them: t2ireason report)")
     if args.export:
         from ..publish import folder_files, publish
         from .export import export_study
