@@ -19,6 +19,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from ..exports import check_new_folder
 from ..files import atomic_write_json, jsonable
 from ..hub_ids import check_license, check_repo_id
 from .sample import STUDY_FILE
@@ -118,7 +119,7 @@ def export_study(study: dict[str, Any], result: dict[str, Any], out: str | os.Pa
     license = check_license(license)
     if repo_id is not None:
         check_repo_id(repo_id)
-    out = Path(out)
+    out = check_new_folder(out)
     created = not out.exists()
     items_features, ratings_features = _features()
     items, ratings = _records(study, result)
