@@ -97,7 +97,7 @@ def export_results(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLi
     the folder says why)."""
     import datasets
 
-    from .scoring import portable_model
+    from .scoring import judge_name
 
     if not license:
         raise RunError("pass the license of the images and judgements (an SPDX id such as cc-by-4.0)")
@@ -114,7 +114,7 @@ def export_results(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLi
     for run, name, label in entries:  # every error before anything is written
         judge = run.scores(name).get("judge") or {}
         # a local model folder's path means nothing elsewhere: its name, and its files' hash
-        model_name = judge.get("model_name") or portable_model(str(judge.get("model")))[0]
+        model_name = judge_name(judge)
         revision = judge.get("model_sha256") or judge.get("revision")
         records = [_result_record(r, run.name, name, f"{judge.get('backend')}:{model_name}", revision)
                    for r in run.results(name)]
@@ -210,7 +210,7 @@ def eval_result_entries(run: Run, evaluation: str, dataset_id: str, *, revision:
     from huggingface_hub import EvalResultEntry
 
     from .results import ImageResult
-    from .scoring import judge_setting, portable_model
+    from .scoring import judge_name, judge_setting
 
     check_repo_id(dataset_id, "dataset_id")
     if revision is not None:
@@ -228,7 +228,7 @@ def eval_result_entries(run: Run, evaluation: str, dataset_id: str, *, revision:
     if "all" in bench.configs and run.manifest.get("configs") in (None, ["all"]) and not run.manifest.get("limit"):
         groups["all"] = results
     judge = scores.get("judge") or {}
-    judge_name = judge.get("model_name") or (portable_model(str(judge["model"]))[0] if judge.get("model") else None)
+    model_name = judge_name(judge)
     date = (run.manifest.get("evaluations", {}).get(evaluation) or {}).get("finished")
     entries = []
     for config in [c for c in bench.configs if c in groups]:
@@ -237,7 +237,7 @@ def eval_result_entries(run: Run, evaluation: str, dataset_id: str, *, revision:
             continue
         rs = groups[config]
         notes = (f"{bench.metric} (t2i-reason {scores.get('t2ireason_version')}, preset {judge.get('preset')}), "
-                 f"judge {judge.get('backend')}:{judge_name}; {len(rs)} images, "
+                 f"judge {judge.get('backend')}:{model_name}; {len(rs)} images, "
                  f"{sum(r.failed for r in rs)} not scored")
         if run.manifest.get("limit"):
             notes += f"; the first {run.manifest['limit']} rows only"
