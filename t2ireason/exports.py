@@ -18,7 +18,7 @@ from .runs import Run, RunError, finished_evaluations, slug
 if TYPE_CHECKING:
     from .results import ImageResult
 
-__all__ = ["export_results", "eval_result_entries", "EVAL_RESULTS_DIR", "EVAL_RESULTS_SKIPPED", "RESULTS_FIELD_DOCS"]
+__all__ = ["export_results", "eval_result_entries", "check_new_folder", "EVAL_RESULTS_DIR", "EVAL_RESULTS_SKIPPED", "RESULTS_FIELD_DOCS"]
 
 
 def _results_features():
@@ -85,7 +85,7 @@ def _result_record(r: ImageResult, model: str, evaluation: str, judge: str, judg
 def export_results(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike, *, license: str,
                    evaluation: str | None = None, repo_id: str | None = None,
                    benchmark_datasets: dict[str, str] | None = None) -> Path:
-    """Scored runs as a Hub dataset folder: one config per benchmark (Parquet with the images
+    """Scored runs as a Hub dataset folder, new or empty (:func:`check_new_folder`): one config per benchmark (Parquet with the images
     embedded, one file per evaluation) and a card, checked with ``huggingface_hub``'s parser;
     publish it with :func:`t2ireason.publish.publish` (``t2ireason push``).
 
@@ -97,7 +97,7 @@ def export_results(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLi
     the folder says why)."""
     import datasets
 
-    from .scoring import portable_model
+    from .scoring import judge_name
 
     if not license:
         raise RunError("pass the license of the images and judgements (an SPDX id such as cc-by-4.0)")
@@ -106,7 +106,7 @@ def export_results(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLi
         check_repo_id(repo_id)
     datasets_given = {bench: check_dataset_ref(text, f"--benchmark-dataset {bench}=")
                       for bench, text in (benchmark_datasets or {}).items()}
-    out = Path(out)
+    out = check_new_folder(out)
     features = _results_features()
     planned: list[tuple[str, Path, list[dict[str, Any]]]] = []
     entries = finished_evaluations(runs, evaluation)[0]
@@ -114,7 +114,7 @@ def export_results(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLi
     for run, name, label in entries:  # every error before anything is written
         judge = run.scores(name).get("judge") or {}
         # a local model folder's path means nothing elsewhere: its name, and its files' hash
-        model_name = judge.get("model_name") or portable_model(str(judge.get("model")))[0]
+        model_name = judge_name(judge)
         revision = judge.get("model_sha256") or judge.get("revision")
         records = [_result_record(r, run.name, name, f"{judge.get('backend')}:{model_name}", revision)
                    for r in run.results(name)]
@@ -142,6 +142,17 @@ def export_results(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLi
         if created:  # no half-written folder left behind
             shutil.rmtree(out, ignore_errors=True)
         raise
+    return out
+
+
+def check_new_folder(out: str | os.PathLike) -> Path:
+    """``out`` as a Path when it is no folder yet or an empty one, else a RunError: an export is written whole
+    into a folder of its own (a Parquet file an earlier export left in ``data/<config>/`` would join the
+    config, whose card counts only the new rows)."""
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise RunError(f"output folder {out} is not empty: an export is written into a new folder, never over "
+                       "another one; choose another or remove it")
     return out
 
 
@@ -199,7 +210,7 @@ def eval_result_entries(run: Run, evaluation: str, dataset_id: str, *, revision:
     from huggingface_hub import EvalResultEntry
 
     from .results import ImageResult
-    from .scoring import judge_setting, portable_model
+    from .scoring import judge_name, judge_setting
 
     check_repo_id(dataset_id, "dataset_id")
     if revision is not None:
@@ -217,7 +228,7 @@ def eval_result_entries(run: Run, evaluation: str, dataset_id: str, *, revision:
     if "all" in bench.configs and run.manifest.get("configs") in (None, ["all"]) and not run.manifest.get("limit"):
         groups["all"] = results
     judge = scores.get("judge") or {}
-    judge_name = judge.get("model_name") or (portable_model(str(judge["model"]))[0] if judge.get("model") else None)
+    model_name = judge_name(judge)
     date = (run.manifest.get("evaluations", {}).get(evaluation) or {}).get("finished")
     entries = []
     for config in [c for c in bench.configs if c in groups]:
@@ -226,7 +237,7 @@ def eval_result_entries(run: Run, evaluation: str, dataset_id: str, *, revision:
             continue
         rs = groups[config]
         notes = (f"{bench.metric} (t2i-reason {scores.get('t2ireason_version')}, preset {judge.get('preset')}), "
-                 f"judge {judge.get('backend')}:{judge_name}; {len(rs)} images, "
+                 f"judge {judge.get('backend')}:{model_name}; {len(rs)} images, "
                  f"{sum(r.failed for r in rs)} not scored")
         if run.manifest.get("limit"):
             notes += f"; the first {run.manifest['limit']} rows only"

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = ["JudgeSetting", "PresetSettings", "judge_setting", "check_setting", "check_loadable", "check_options",
            "judge_record", "judge_is_model", "checkpoint_names", "report_preset_settings", "portable_model",
-           "model_fingerprint"]
+           "judge_name", "model_fingerprint"]
 
 logger = logging.getLogger(__name__)
 
@@ -330,6 +330,14 @@ def portable_model(model: str) -> tuple[str, str | None]:
     if not local:
         return model, None
     return Path(model.rstrip("/\\")).expanduser().name or model, None
+
+
+def judge_name(judge: dict[str, Any]) -> str | None:
+    """A recorded judge's model (:func:`judge_record`) by a name anyone can use: its ``model_name``, else
+    :func:`portable_model` of its ``model``; None for a judge without a model."""
+    if judge.get("model_name"):
+        return judge["model_name"]
+    return portable_model(str(judge["model"]))[0] if judge.get("model") else None
 
 
 def model_fingerprint(folder: str | os.PathLike) -> str | None:

@@ -557,6 +557,31 @@ def test_export_of_runs_of_two_benchmarks_with_one_name(tmp_path):
     assert pq.read_table(next(out.rglob("*.parquet"))).num_rows == 3
 
 
+def test_export_into_a_folder_holding_another_export_is_refused(tmp_path):
+    """A second export over a first would leave the first's Parquet files in the configs it shares (its
+    data files: data/<config>/*.parquet) under a card that counts only the new rows: refused, the first kept."""
+    def reply(request):
+        props = request.json_schema["properties"]
+        return json.dumps({"answers": [1] * props["answers"]["minItems"]} if "answers" in props
+                          else {k: 1 for k in props})
+
+    runs = []
+    for name in ("a", "b"):
+        run = _images_for(Run.create(tmp_path / name, "r2i-bench", limit=2))
+        run.evaluate(ScriptedJudge(reply), options=STRUCTURED, name="j", cache=False, progress=False)
+        runs.append(run)
+    out = export_results(runs, tmp_path / "export", license="cc-by-4.0")
+    with pytest.raises(RunError, match="output folder .*export is not empty"):
+        export_results(runs[:1], out, license="cc-by-4.0")
+    import pyarrow.parquet as pq
+
+    files = sorted((out / "data" / "r2i-bench").glob("*.parquet"))
+    assert [f.name for f in files] == ["a.parquet", "b.parquet"]  # the first export, whole
+    assert [pq.read_table(f, columns=["model"]).column(0).to_pylist() for f in files] == [["a", "a"], ["b", "b"]]
+    (tmp_path / "empty").mkdir()
+    assert export_results(runs[:1], tmp_path / "empty", license="cc-by-4.0") == tmp_path / "empty"
+
+
 def test_export_writes_the_hub_eval_results_of_each_model(tmp_path):
     """`.eval_results/<benchmark>.yaml` for each model repository, in the Hub's format (read back
     with huggingface_hub's own parser): one entry per config scored, the dataset's id and commit,

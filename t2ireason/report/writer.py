@@ -34,11 +34,11 @@ def figure_name(title: str, benchmark: str = "") -> str:
 
 def _run_row(run: Run, evaluation: str, label: str) -> dict[str, Any]:
     """What made one model's results, as plain values for the report (local paths reduced to names)."""
-    from ..scoring import portable_model
+    from ..scoring import judge_name, portable_model
 
     scores = run.scores(evaluation)
     judge = scores.get("judge") or {}
-    judge_model = judge.get("model_name") or (portable_model(str(judge["model"]))[0] if judge.get("model") else None)
+    judge_model = judge_name(judge)
     generator = (run.manifest.get("generation") or {}).get("model")
     data = run.manifest.get("data")
     return {"model": label, "evaluation": evaluation,

@@ -84,6 +84,12 @@ def run_agreement(args: argparse.Namespace) -> int:
         raise ValueError("--export needs --license: the license of the images and ratings (e.g. cc-by-4.0)")
     if args.repo and not args.export:
         raise ValueError("--repo publishes the --export folder: give --export too")
+    if args.export:  # the card's metadata checked before the agreement is computed and written
+        from ..hub_ids import check_license, check_repo_id
+
+        args.license = check_license(args.license)
+        if args.repo:
+            check_repo_id(args.repo)
     study = find_study(args.ratings, args.study)
     result = compute_agreement(study, args.runs, args.ratings, evaluations=args.evaluation)
     for line in result["problems"]:
@@ -91,7 +97,7 @@ def run_agreement(args: argparse.Namespace) -> int:
     print(f"{len(result['files'])} raters' files read: {', '.join(f['file'] for f in result['files'])}")
     print(to_markdown(result["tables"]))
     folders = write_agreement(result, args.runs)
-    print(f"tables and figures: {', '.join(str(f) for f in folders)} (the runs' report shows them: t2ireason report)")
+    print(f"tables: {', '.join(str(f) for f in folders)} (the runs' report shows them: t2ireason report)")
     if args.export:
         from ..publish import folder_files, publish
         from .export import export_study

@@ -19,7 +19,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from ..exports import check_new_folder
 from ..files import atomic_write_json, jsonable
+from ..hub_ids import check_license, check_repo_id
 from .sample import STUDY_FILE
 
 __all__ = ["export_study", "ITEM_FIELD_DOCS", "RATING_FIELD_DOCS"]
@@ -110,10 +112,14 @@ def export_study(study: dict[str, Any], result: dict[str, Any], out: str | os.Pa
                  repo_id: str | None = None) -> Path:
     """Write the study, its sample and the merged ratings (``result`` of
     :func:`~t2ireason.study.agreement.compute_agreement`) as a Hub dataset folder ``out``; publish it with
-    :func:`t2ireason.build.publish`."""
+    :func:`t2ireason.publish.publish`. The license and ``repo_id`` are checked by their form first
+    (:mod:`t2ireason.hub_ids`): nothing is written for a placeholder."""
     import datasets
 
-    out = Path(out)
+    license = check_license(license)
+    if repo_id is not None:
+        check_repo_id(repo_id)
+    out = check_new_folder(out)
     created = not out.exists()
     items_features, ratings_features = _features()
     items, ratings = _records(study, result)

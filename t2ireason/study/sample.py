@@ -99,13 +99,12 @@ def judge_results(run: Any, evaluation: str) -> dict[str, Any]:
     """The evaluation's scored images by image key, read from its ``results.jsonl`` as the run reads it
     (the last line of a key wins) without touching the file, and whether or not every image of the run
     is still there (one gone is one item left out, not the whole study)."""
-    from ..files import read_records
     from ..results import ImageResult
-    from ..runs import RESULTS_FILE
+    from ..runs import RESULTS_FILE, _read_results
 
     run.scores(evaluation)  # finished, or a clear error
-    records = read_records(run.evaluation_dir(evaluation) / RESULTS_FILE)  # a torn last line left out, and said
-    return {record.pop("key"): ImageResult.from_dict(record) for record in records}
+    done, _ = _read_results(run.evaluation_dir(evaluation) / RESULTS_FILE, repair=False)  # a torn last line said
+    return {key: ImageResult.from_dict(record) for key, record in done.items()}
 
 
 def _evaluation_for_questions(runs: Sequence[Any], evaluation: str | None) -> str:

@@ -256,6 +256,29 @@ def test_what_cannot_be_a_study_is_one_line(t2i_run, tmp_path, capsys):
     assert "--export needs --license" in error("agreement", str(t2i_run.path), "--ratings", out, "--export", "x")
 
 
+def test_a_placeholder_license_or_repo_for_the_study_dataset_is_one_line_before_anything_is_written(
+        t2i_run, tmp_path, capsys):
+    out = tmp_path / "study"
+    assert cli.main(["rate", str(t2i_run.path), "--out", str(out), "--per-group", "1", "--seed", "3"]) == 0
+    study = json.loads((out / "study.json").read_text())
+    for rater in study["raters"]:
+        _write(out / "ratings", f"{rater}.json",
+               ratings_file(study, rater, lambda it, r=rater: {"value": 1 + _digest(r, it["id"])[0] % 5}))
+    capsys.readouterr()
+    export = tmp_path / "dataset"
+    for extra, said in ((["--license", "<the images' license>"], "is not a license id the Hub knows"),
+                        (["--license", "cc-by-4.0", "--repo", "<org>/study"], "is not a Hub repository id")):
+        assert cli.main(["agreement", str(t2i_run.path), "--ratings", str(out / "ratings"),
+                         "--export", str(export), *extra]) == 2
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1 and said in lines[0], lines
+        assert not export.exists()  # no card written with it
+    assert not (t2i_run.path / "agreement" / study["id"]).exists()  # nor the agreement computed for nothing
+    assert cli.main(["agreement", str(t2i_run.path), "--ratings", str(out / "ratings"), "--export", str(export),
+                     "--license", "CC-BY-4.0"]) == 0
+    assert DatasetCard.load(export / "README.md").data.license == "cc-by-4.0"  # the Hub's id, as the results'
+
+
 def _readme_commands() -> list[list[str]]:
     """The t2ireason commands of the README's section "Validate a judge against people"."""
     text = (ROOT / "README.md").read_text()
