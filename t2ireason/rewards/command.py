@@ -42,7 +42,10 @@ def read_prompts(path: str | Path) -> list[dict[str, Any]]:
                 except ValueError as e:
                     raise ValueError(f"{path}, line {n}: not JSON ({e})") from None
     elif kind == ".json":
-        items = json.loads(path.read_text(encoding="utf-8"))
+        try:
+            items = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as e:
+            raise ValueError(f"{path}: not JSON ({e})") from None
         if not isinstance(items, list):
             raise ValueError(f"{path}: expected a JSON list of prompts (strings or objects with a 'prompt')")
     elif kind == ".csv":

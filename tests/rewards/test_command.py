@@ -97,3 +97,10 @@ def test_an_llm_made_benchmark_without_an_llm_is_refused(tmp_path, capsys):
     assert main(["criteria", "--benchmark", "r2i-bench", "--prompts", str(tmp_path / "p.txt"),
                  "--out", str(tmp_path / "o")]) == 2
     assert "--criteria-llm is needed" in capsys.readouterr().err
+
+
+def test_a_prompts_json_file_that_is_not_json_is_named(tmp_path, capsys):
+    path = tmp_path / "p.json"
+    path.write_text('[{"prompt": "a cat"')
+    assert main(["criteria", "--benchmark", "prism-bench", "--prompts", str(path), "--out", str(tmp_path / "o")]) == 2
+    assert f"{path}: not JSON" in capsys.readouterr().err
