@@ -135,7 +135,7 @@ def _scorer(metric: str, judge: Any, llm: Any, settings: dict[str, Any], shared:
     if metric == "vqascore":
         from ..alignment import DEFAULT_VQASCORE_JUDGE
 
-        given = judge is not None and not isinstance(judge, str)
+        given = judge is not None and not _is_spec(judge)
         loaded = judge if given else load_judge(judge or DEFAULT_VQASCORE_JUDGE, cache=settings["cache"],
                                                 **(settings["judge_kwargs"] or {}))
         return VQAScorer(loaded, settings["question"], owns_judge=not given)

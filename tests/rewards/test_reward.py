@@ -323,3 +323,37 @@ def test_two_workers_meeting_a_new_prompt_at_once_make_its_criteria_once():
     assert [f.result()[0] for f in futures] == [pytest.approx([EXPECTED])] * 2
     assert len(llm.requests) == 4
     reward.close()
+
+
+class _Closing(ScriptedJudge):
+    def __init__(self, spec):
+        super().__init__([])
+        self.spec, self.closed = spec, False
+
+    def close(self):
+        self.closed = True
+
+
+@pytest.fixture
+def loaded_judges(monkeypatch):
+    """Judge specs load as closable scripted judges, listed in the order loaded."""
+    import t2ireason.judges as judges
+
+    loaded = []
+
+    def load(spec, cache=False, **kwargs):
+        loaded.append(_Closing(spec))
+        return loaded[-1]
+
+    monkeypatch.setattr(judges, "load_judge", load)
+    monkeypatch.setattr(judges, "validate_judge", lambda *a, **k: None)
+    return loaded
+
+
+def test_vqascore_loads_a_parsed_judge_spec_as_it_loads_the_string(loaded_judges):
+    from t2ireason.judges import JudgeSpec
+
+    with load_reward("vqascore", judge=JudgeSpec.parse("hf:some/model")) as reward:
+        assert reward.scorers[0].judge is loaded_judges[0]
+    assert loaded_judges[0].closed
+
