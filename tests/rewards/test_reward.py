@@ -357,3 +357,12 @@ def test_vqascore_loads_a_parsed_judge_spec_as_it_loads_the_string(loaded_judges
         assert reward.scorers[0].judge is loaded_judges[0]
     assert loaded_judges[0].closed
 
+
+@pytest.mark.parametrize("name, kwargs, said", [
+    ({"vqascore": 1, "nope": 1}, {}, "unknown reward 'nope'"),
+    ("vqascore", {"on_failure": "drop"}, "on_failure must be one of"),
+])
+def test_what_load_reward_loaded_is_closed_when_a_later_argument_is_refused(loaded_judges, name, kwargs, said):
+    with pytest.raises(ValueError, match=said):
+        load_reward(name, judge="hf:some/model", criteria_llm="hf:other/model", **kwargs)
+    assert loaded_judges and all(j.closed for j in loaded_judges)
