@@ -366,3 +366,17 @@ def test_what_load_reward_loaded_is_closed_when_a_later_argument_is_refused(load
     with pytest.raises(ValueError, match=said):
         load_reward(name, judge="hf:some/model", criteria_llm="hf:other/model", **kwargs)
     assert loaded_judges and all(j.closed for j in loaded_judges)
+
+
+def test_the_method_behind_the_criteria_keys_is_read_once_per_criteria_not_per_prompt(tmp_path, monkeypatch):
+    """The templates a key holds the digest of are read when the criteria are loaded, not again for each
+    prompt of every step (half a millisecond an image)."""
+    from t2ireason.rewards import criteria
+
+    reads = []
+    method = criteria._Method.method
+    monkeypatch.setattr(criteria._Method, "method", lambda self: reads.append(1) or method(self))
+    with r2i_reward(tmp_path) as reward:
+        for _ in range(2):
+            reward(torch.rand(2, 3, 8, 8), PROMPTS)
+    assert len(reads) == 1
