@@ -380,3 +380,11 @@ def test_the_method_behind_the_criteria_keys_is_read_once_per_criteria_not_per_p
         for _ in range(2):
             reward(torch.rand(2, 3, 8, 8), PROMPTS)
     assert len(reads) == 1
+
+
+def test_vqascore_beside_a_judged_metric_asks_the_shared_judge_through_the_gathering():
+    judge = BatchJudge(prism=8, probabilities=[0.9, 0.25])
+    both = load_reward({"vqascore": 0.5, "prism_score": 0.5}, judge=judge)
+    scores, info = both(torch.rand(2, 3, 16, 16), PROMPTS)
+    assert info["components"] == {"vqascore": pytest.approx([0.9, 0.25]), "prism_score": pytest.approx([0.8, 0.8])}
+    assert scores == pytest.approx([0.85, 0.525]) and judge.batches == [4]
