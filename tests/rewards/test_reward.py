@@ -308,6 +308,17 @@ def test_a_metric_module_takes_a_tensor_batch():
     assert out["scores"] == [0.5, 0.75] and out["num_failed"] == 0
 
 
+def test_a_metric_module_takes_tensors_in_add_batch_too():
+    """evaluate's own path (add_batch, several processes) stores images in Arrow, which takes no tensor: its
+    refusal printed the whole tensor."""
+    from t2ireason.metric import load_metric
+
+    vqa = load_metric("vqascore", judge=ScriptedJudge(probabilities=[0.5, 0.75]), cache=False)
+    vqa.add_batch(predictions=torch.rand(2, 3, 8, 8), references=["a cube", "a cat"])
+    out = vqa.compute()
+    assert out["scores"] == [0.5, 0.75] and out["num_failed"] == 0
+
+
 def test_two_workers_meeting_a_new_prompt_at_once_make_its_criteria_once():
     """Two submitted calls scored at once (workers=2), no cache file: the second waits on the prompt's lock
     and takes the row the first made."""
