@@ -164,9 +164,11 @@ def local_overhead_ratio(shape: str = "60m") -> tuple[float, dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default=None, help="comma-separated figures to measure")
-    wanted = set((parser.parse_args(argv).only or ",".join(TARGETS)).split(","))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
+    parser.add_argument("--only", default=",".join(TARGETS), help="comma-separated figures to measure")
+    wanted = set(parser.parse_args(argv).only.split(","))
+    if unknown := sorted(wanted - set(TARGETS)):
+        parser.error(f"unknown figure(s) {', '.join(unknown)}; known: {', '.join(TARGETS)}")
     load = f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
     print(f"# {load}")
     met = True

@@ -359,8 +359,8 @@ def image_batch(images: Any, *, value_range: tuple[float, float] = (0.0, 1.0)) -
     if isinstance(images, (str, os.PathLike, Image.Image, bytes)):
         raise ImageError(f"images must be a batch (a tensor, an array or a list), got one {type(images).__name__}")
     out = []
-    for i, x in enumerate(images):
-        if _is_tensor(x) or (type(x).__module__ == "numpy" and getattr(x, "ndim", 0) == 3):
+    for i, x in enumerate(images):  # one image an item: anything else is refused where it is read (as_image)
+        if (_is_tensor(x) or type(x).__module__ == "numpy") and getattr(x, "ndim", 0) in (2, 3):
             out.extend(_pixels(x[None], lo, hi, i))
         else:
             out.append(x)
@@ -368,17 +368,20 @@ def image_batch(images: Any, *, value_range: tuple[float, float] = (0.0, 1.0)) -
 
 
 def _pixels(batch: Any, lo: float, hi: float, first: int) -> list[Any]:
-    """A 4-d tensor or array of images as HxWxC uint8 numpy arrays, each image's values checked against
-    ``[lo, hi]`` (an ImageError in its place when they leave it), the conversion done where the data is."""
+    """A 4-d tensor or array of images (3-d: of HxW ones) as HxWxC (HxW) uint8 numpy arrays, each image's values
+    checked against ``[lo, hi]`` (an ImageError in its place when they leave it), the conversion done where the
+    data is."""
     import numpy as np
 
+    if not len(batch):
+        return []
     scale = 255.0 / (hi - lo)
     if _is_tensor(batch):
         import torch
 
         x = batch.detach()
         lows = highs = None
-        channels_first = x.shape[1] in (1, 3, 4) and x.shape[-1] not in (1, 3, 4)
+        channels_first = x.ndim == 4 and x.shape[1] in (1, 3, 4) and x.shape[-1] not in (1, 3, 4)
         if x.is_floating_point():
             flat = x.reshape(len(x), -1)
             lows, highs = flat.amin(1).float().cpu().tolist(), flat.amax(1).float().cpu().tolist()
@@ -389,7 +392,7 @@ def _pixels(batch: Any, lo: float, hi: float, first: int) -> list[Any]:
             raise ImageError(f"image tensors must be float or uint8, got {x.dtype}")
     else:
         arr = np.asarray(batch)
-        if arr.shape[1] in (1, 3, 4) and arr.shape[-1] not in (1, 3, 4):
+        if arr.ndim == 4 and arr.shape[1] in (1, 3, 4) and arr.shape[-1] not in (1, 3, 4):
             arr = arr.transpose(0, 2, 3, 1)  # channels last, as PIL takes them
         lows = highs = None
         if arr.dtype.kind == "f":

@@ -34,7 +34,7 @@ from datasets.utils.py_utils import temp_seed
 from PIL import Image
 
 from .benchmarks import get_benchmark
-from .images import JudgeImage, missing_files
+from .images import JudgeImage, _is_tensor, as_image, missing_files
 from .results import ImageResult
 from .scoring import judge_record, judge_setting, report_preset_settings
 
@@ -179,6 +179,15 @@ class JudgeMixin:
         return judge_record(self.judge)
 
 
+def _storable(predictions: Any) -> Any:
+    """Images as evaluate's Arrow cache stores them: each torch tensor (one, or a batch's rows) as the PIL image
+    it is (:func:`~t2ireason.images.as_image`); evaluate's Image feature takes PIL images, paths, bytes and
+    arrays, but no tensor."""
+    if predictions is None:
+        return None
+    return [as_image(x).image if _is_tensor(x) else x for x in predictions]
+
+
 def _fitted(schema: dict[str, Any], row: dict[str, Any], fill: bool) -> dict[str, Any]:
     """``row`` with the fields of ``schema`` only; with ``fill``, a field the row leaves out is None
     (in the records of a list too: ``questions.note``)."""
@@ -228,7 +237,7 @@ class ImageMetric(evaluate.Metric):
         direct = (self.num_process == 1 and self.writer is None and predictions is not None
                   and references is not None and not set(kwargs) & set(self._feature_names()))
         if not direct:
-            return super().compute(predictions=predictions, references=references, **kwargs)
+            return super().compute(predictions=_storable(predictions), references=references, **kwargs)
         for i, img in enumerate(predictions):
             if not isinstance(img, _IMAGE_TYPES) and type(img).__module__.split(".")[0] not in ("numpy", "torch"):
                 raise ValueError(f"predictions[{i}] is a {type(img).__name__}; pass a PIL image, a file path, "
@@ -240,7 +249,8 @@ class ImageMetric(evaluate.Metric):
     def add_batch(self, *, predictions=None, references=None, **kwargs):
         """Add a batch of images and references, checked before evaluate stores them."""
         self._check_inputs(predictions, references)
-        return super().add_batch(predictions=predictions, references=self._known_fields(references), **kwargs)
+        return super().add_batch(predictions=_storable(predictions), references=self._known_fields(references),
+                                 **kwargs)
 
     def _known_fields(self, references):
         """Rows reduced to the fields of the row schema: a dataset with extra columns

@@ -430,3 +430,22 @@ def test_torch_tensors_are_images_as_numpy_arrays_are():
     assert image_batch([chw, "a.png"])[1] == "a.png"  # a list keeps what is not an array
     with pytest.raises(ValueError, match="high > low"):
         image_batch(batch, value_range=(1, 1))
+
+
+def test_image_batch_maps_every_array_in_a_list_from_value_range_and_leaves_a_batch_in_it_to_be_refused():
+    """A list's HxW arrays and tensors are mapped from ``value_range`` as its HxWxC ones are (a grayscale
+    float array was read as [0, 1], a different picture); a batch inside a list is refused where it is read,
+    as a batch; a batch of no image is an empty list."""
+    import torch
+
+    from t2ireason.images import image_batch
+
+    gray = np.full((4, 5), 0.5, dtype=np.float32)  # 0.5 in [-1, 1]: three quarters of white
+    expected = as_image(np.full((4, 5), 191, dtype=np.uint8)).digest
+    for given in (gray, torch.from_numpy(gray)):
+        (converted,) = image_batch([given], value_range=(-1, 1))
+        assert as_image(converted).digest == expected
+    (kept,) = image_batch([torch.rand(2, 3, 8, 8)])
+    with pytest.raises(ImageError, match="is a batch"):
+        as_image(kept)
+    assert image_batch(torch.rand(0, 3, 8, 8)) == [] and image_batch(np.zeros((0, 8, 8, 3), np.float32)) == []

@@ -22,7 +22,7 @@ from typing import Any
 
 from .criteria import METRIC_BENCHMARKS, Criteria
 from .reward import ON_FAILURE, Component, Reward
-from .scorers import PARTS, BenchmarkScorer, CLIPScorer, VQAScorer
+from .scorers import PARTS, BenchmarkScorer, CLIPScorer, Scorer, VQAScorer
 
 __all__ = ["load_reward", "Reward", "Component", "Criteria", "REWARDS", "ON_FAILURE", "PARTS"]
 
@@ -68,31 +68,40 @@ def load_reward(name: str | Mapping[Any, float], judge: Any = None, *, criteria_
     settings = {"preset": preset, "judge_kwargs": judge_kwargs, "options": options, "cache": cache,
                 "criteria_cache": criteria_cache, "dimension": dimension, "track": track, "language": language,
                 "question": question, "model": model, "clip_kwargs": clip_kwargs}
-    owned: list[Any] = []
-    llm = _loaded(criteria_llm, criteria_llm_kwargs, owned)
-    if isinstance(name, Mapping):
-        if preset is not None or options is not None:
-            raise ValueError("preset and options are one metric's: load that metric alone with them and put the "
-                             "reward in the mapping ({load_reward('r2i_score', preset=...): 0.7, ...})")
-        shared = _loaded(judge, judge_kwargs, owned, cache) if judge is not None else None
-        components: list[Component] = []
-        scorers: dict[str, Any] = {}
-        for key, weight in name.items():
-            if not isinstance(weight, (int, float)) or isinstance(weight, bool) or not math.isfinite(weight):
-                raise ValueError(f"the weight of {key!r} must be a finite number, got {weight!r}")
-            if isinstance(key, Reward):
-                components += [Component(c.key, c.scorer, c.part, weight * c.weight) for c in key.components]
-                owned.append(key)
-                continue
-            metric, part = _parse(key)
-            if metric not in scorers:  # each metric's preset judge where none is given
-                scorers[metric] = _scorer(metric, shared, llm, settings, shared=shared is not None)
-            components.append(Component(key, scorers[metric], part, float(weight)))
-    else:
-        metric, part = _parse(name)
-        components = [Component(name, _scorer(metric, judge, llm, settings), part, 1.0)]
-    return Reward(components, on_failure=on_failure, value_range=value_range, max_in_flight=max_in_flight,
-                  workers=workers, owned=owned)
+    owned: list[Any] = []  # the rewards given in a mapping: the new one closes them
+    loaded: list[Any] = []  # the judges loaded here and the scorers built here (which may load their own):
+    built: list[Scorer] = []  # closed again when an argument further on is refused
+    try:
+        llm = _loaded(criteria_llm, criteria_llm_kwargs, loaded)
+        if isinstance(name, Mapping):
+            if preset is not None or options is not None:
+                raise ValueError("preset and options are one metric's: load that metric alone with them and put the "
+                                 "reward in the mapping ({load_reward('r2i_score', preset=...): 0.7, ...})")
+            shared = _loaded(judge, judge_kwargs, loaded, cache) if judge is not None else None
+            components: list[Component] = []
+            scorers: dict[str, Any] = {}
+            for key, weight in name.items():
+                if not isinstance(weight, (int, float)) or isinstance(weight, bool) or not math.isfinite(weight):
+                    raise ValueError(f"the weight of {key!r} must be a finite number, got {weight!r}")
+                if isinstance(key, Reward):
+                    components += [Component(c.key, c.scorer, c.part, weight * c.weight) for c in key.components]
+                    owned.append(key)
+                    continue
+                metric, part = _parse(key)
+                if metric not in scorers:  # each metric's preset judge where none is given
+                    scorers[metric] = _scorer(metric, shared, llm, settings, shared=shared is not None)
+                    built.append(scorers[metric])
+                components.append(Component(key, scorers[metric], part, float(weight)))
+        else:
+            metric, part = _parse(name)
+            built.append(_scorer(metric, judge, llm, settings))
+            components = [Component(name, built[0], part, 1.0)]
+        return Reward(components, on_failure=on_failure, value_range=value_range, max_in_flight=max_in_flight,
+                      workers=workers, owned=[*owned, *loaded])
+    except BaseException:
+        for thing in (*built, *loaded):
+            thing.close()
+        raise
 
 
 def _parse(key: Any) -> tuple[str, str | None]:
@@ -135,7 +144,7 @@ def _scorer(metric: str, judge: Any, llm: Any, settings: dict[str, Any], shared:
     if metric == "vqascore":
         from ..alignment import DEFAULT_VQASCORE_JUDGE
 
-        given = judge is not None and not isinstance(judge, str)
+        given = judge is not None and not _is_spec(judge)
         loaded = judge if given else load_judge(judge or DEFAULT_VQASCORE_JUDGE, cache=settings["cache"],
                                                 **(settings["judge_kwargs"] or {}))
         return VQAScorer(loaded, settings["question"], owns_judge=not given)

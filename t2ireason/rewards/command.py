@@ -31,22 +31,25 @@ def read_prompts(path: str | Path) -> list[dict[str, Any]]:
         raise FileNotFoundError(f"prompts file not found: {path}")
     kind = path.suffix.lower()
     if kind == ".txt":
-        items: list[Any] = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
+        items: list[Any] = [line.strip() for line in path.read_text(encoding="utf-8-sig").splitlines()]
         items = [line for line in items if line]
     elif kind == ".jsonl":
         items = []
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        for n, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), 1):
             if line.strip():
                 try:
                     items.append(json.loads(line))
                 except ValueError as e:
                     raise ValueError(f"{path}, line {n}: not JSON ({e})") from None
     elif kind == ".json":
-        items = json.loads(path.read_text(encoding="utf-8"))
+        try:
+            items = json.loads(path.read_text(encoding="utf-8-sig"))
+        except ValueError as e:
+            raise ValueError(f"{path}: not JSON ({e})") from None
         if not isinstance(items, list):
             raise ValueError(f"{path}: expected a JSON list of prompts (strings or objects with a 'prompt')")
     elif kind == ".csv":
-        with open(path, newline="", encoding="utf-8") as f:
+        with open(path, newline="", encoding="utf-8-sig") as f:
             items = list(csv.DictReader(f))
     elif kind == ".parquet":
         import pyarrow.parquet as pq

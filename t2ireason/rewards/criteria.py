@@ -38,6 +38,7 @@ import warnings
 from collections.abc import Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -401,9 +402,13 @@ class Criteria:
 
     # -- keys, the cache, the locks -------------------------------------------------------------------
 
+    @cached_property
+    def _keyed(self) -> dict[str, Any]:
+        """What every key holds besides a prompt's inputs, taken once: the method reads its templates."""
+        return {"metric": self.metric, "llm": self.llm_identity(), "method": self.method.method()}
+
     def _key(self, inputs: dict[str, Any]) -> str:
-        text = json_text({"metric": self.metric, "inputs": inputs, "llm": self.llm_identity(),
-                          "method": self.method.method()}, sort_keys=True, separators=(",", ":"))
+        text = json_text({**self._keyed, "inputs": inputs}, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()
 
     def llm_identity(self) -> dict[str, Any] | None:

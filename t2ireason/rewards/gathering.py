@@ -16,8 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..images import as_images
-from ..judges.base import AnswerQuery, ChatRequest, Reply
+from ..judges.base import AnswerQuery, ChatRequest, Judge, Reply
 
 __all__ = ["Gathering"]
 
@@ -62,11 +61,7 @@ class Gathering:
     def answer_probability(self, queries: Sequence[AnswerQuery], *, progress: bool | str = False) -> list[float]:
         return self._gathered("answer_probability", list(queries))
 
-    def yes_probability(self, images: Sequence[Any], questions: Sequence[str], *,
-                        progress: bool | str = False) -> list[float]:
-        if len(images) != len(questions):
-            raise ValueError(f"got {len(images)} images but {len(questions)} questions")
-        return self.answer_probability([AnswerQuery(i, q) for i, q in zip(as_images(images), questions)])
+    yes_probability = Judge.yes_probability  # its queries gathered as answer_probability's
 
     def finished(self) -> None:
         """One scorer is done: the others no longer wait for it."""

@@ -16,7 +16,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from ..images import image_batch, load_images
+from ..images import _is_tensor, image_batch, load_images
 from .gathering import Gathering
 from .scorers import Scorer
 
@@ -254,4 +254,4 @@ class _Held:
 
 
 def _on_device(x: Any) -> bool:
-    return type(x).__module__.split(".", 1)[0] == "torch" and getattr(getattr(x, "device", None), "type", "cpu") != "cpu"
+    return _is_tensor(x) and x.device.type != "cpu"

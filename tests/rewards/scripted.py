@@ -63,11 +63,11 @@ def r2i_judge(scores: dict[str, float] | None = None) -> ScriptedJudge:
 class BatchJudge(ScriptedJudge):
     """A judge that answers R2I-Bench and PRISM-Bench requests and records each ``chat`` call's requests."""
 
-    def __init__(self, prism: int = 8, r2i: dict[str, float] | None = None):
+    def __init__(self, prism: int = 8, r2i: dict[str, float] | None = None, probabilities=None):
         block = json.dumps(r2i or {"1": 0.5, "2": 1})
         super().__init__(lambda r: json.dumps({"justification": "fine", "score": prism})
                          if "text prompt:" in r.messages[-1].text else f"Judged.\n```json\n{block}\n```",
-                         model="batch-judge")
+                         model="batch-judge", probabilities=probabilities)
         self.batches: list[int] = []
 
     def chat(self, requests, **kwargs):

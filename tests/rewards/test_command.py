@@ -97,3 +97,22 @@ def test_an_llm_made_benchmark_without_an_llm_is_refused(tmp_path, capsys):
     assert main(["criteria", "--benchmark", "r2i-bench", "--prompts", str(tmp_path / "p.txt"),
                  "--out", str(tmp_path / "o")]) == 2
     assert "--criteria-llm is needed" in capsys.readouterr().err
+
+
+def test_a_prompts_json_file_that_is_not_json_is_named(tmp_path, capsys):
+    path = tmp_path / "p.json"
+    path.write_text('[{"prompt": "a cat"')
+    assert main(["criteria", "--benchmark", "prism-bench", "--prompts", str(path), "--out", str(tmp_path / "o")]) == 2
+    assert f"{path}: not JSON" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name, content", [("p.txt", "a cat\n"), ("p.csv", "prompt,id\na cat,7\n"),
+                                           ("p.jsonl", '{"prompt": "a cat"}\n'), ("p.json", '["a cat"]')])
+def test_a_prompts_file_saved_with_a_byte_order_mark_reads_as_without(tmp_path, name, content):
+    """Spreadsheets and Windows editors begin UTF-8 files with a BOM: it was read into the first prompt (or the
+    CSV's first column name, or refused as JSON)."""
+    from t2ireason.rewards.command import read_prompts
+
+    path = tmp_path / name
+    path.write_text(content, encoding="utf-8-sig")
+    assert read_prompts(path)[0]["prompt"] == "a cat"

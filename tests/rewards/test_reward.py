@@ -308,6 +308,17 @@ def test_a_metric_module_takes_a_tensor_batch():
     assert out["scores"] == [0.5, 0.75] and out["num_failed"] == 0
 
 
+def test_a_metric_module_takes_tensors_in_add_batch_too():
+    """evaluate's own path (add_batch, several processes) stores images in Arrow, which takes no tensor: its
+    refusal printed the whole tensor."""
+    from t2ireason.metric import load_metric
+
+    vqa = load_metric("vqascore", judge=ScriptedJudge(probabilities=[0.5, 0.75]), cache=False)
+    vqa.add_batch(predictions=torch.rand(2, 3, 8, 8), references=["a cube", "a cat"])
+    out = vqa.compute()
+    assert out["scores"] == [0.5, 0.75] and out["num_failed"] == 0
+
+
 def test_two_workers_meeting_a_new_prompt_at_once_make_its_criteria_once():
     """Two submitted calls scored at once (workers=2), no cache file: the second waits on the prompt's lock
     and takes the row the first made."""
@@ -323,3 +334,68 @@ def test_two_workers_meeting_a_new_prompt_at_once_make_its_criteria_once():
     assert [f.result()[0] for f in futures] == [pytest.approx([EXPECTED])] * 2
     assert len(llm.requests) == 4
     reward.close()
+
+
+class _Closing(ScriptedJudge):
+    def __init__(self, spec):
+        super().__init__([])
+        self.spec, self.closed = spec, False
+
+    def close(self):
+        self.closed = True
+
+
+@pytest.fixture
+def loaded_judges(monkeypatch):
+    """Judge specs load as closable scripted judges, listed in the order loaded."""
+    import t2ireason.judges as judges
+
+    loaded = []
+
+    def load(spec, cache=False, **kwargs):
+        loaded.append(_Closing(spec))
+        return loaded[-1]
+
+    monkeypatch.setattr(judges, "load_judge", load)
+    monkeypatch.setattr(judges, "validate_judge", lambda *a, **k: None)
+    return loaded
+
+
+def test_vqascore_loads_a_parsed_judge_spec_as_it_loads_the_string(loaded_judges):
+    from t2ireason.judges import JudgeSpec
+
+    with load_reward("vqascore", judge=JudgeSpec.parse("hf:some/model")) as reward:
+        assert reward.scorers[0].judge is loaded_judges[0]
+    assert loaded_judges[0].closed
+
+
+@pytest.mark.parametrize("name, kwargs, said", [
+    ({"vqascore": 1, "nope": 1}, {}, "unknown reward 'nope'"),
+    ("vqascore", {"on_failure": "drop"}, "on_failure must be one of"),
+])
+def test_what_load_reward_loaded_is_closed_when_a_later_argument_is_refused(loaded_judges, name, kwargs, said):
+    with pytest.raises(ValueError, match=said):
+        load_reward(name, judge="hf:some/model", criteria_llm="hf:other/model", **kwargs)
+    assert loaded_judges and all(j.closed for j in loaded_judges)
+
+
+def test_the_method_behind_the_criteria_keys_is_read_once_per_criteria_not_per_prompt(tmp_path, monkeypatch):
+    """The templates a key holds the digest of are read when the criteria are loaded, not again for each
+    prompt of every step (half a millisecond an image)."""
+    from t2ireason.rewards import criteria
+
+    reads = []
+    method = criteria._Method.method
+    monkeypatch.setattr(criteria._Method, "method", lambda self: reads.append(1) or method(self))
+    with r2i_reward(tmp_path) as reward:
+        for _ in range(2):
+            reward(torch.rand(2, 3, 8, 8), PROMPTS)
+    assert len(reads) == 1
+
+
+def test_vqascore_beside_a_judged_metric_asks_the_shared_judge_through_the_gathering():
+    judge = BatchJudge(prism=8, probabilities=[0.9, 0.25])
+    both = load_reward({"vqascore": 0.5, "prism_score": 0.5}, judge=judge)
+    scores, info = both(torch.rand(2, 3, 16, 16), PROMPTS)
+    assert info["components"] == {"vqascore": pytest.approx([0.9, 0.25]), "prism_score": pytest.approx([0.8, 0.8])}
+    assert scores == pytest.approx([0.85, 0.525]) and judge.batches == [4]
