@@ -20,8 +20,8 @@ without regenerating, and compared with other runs::
       .locks/                           file locks: one writer per evaluation, and of run.json
 
 Nothing finished is ever recomputed or paid for twice: images already on disk are
-skipped, a scored image is written to ``results.jsonl`` before the next chunk starts,
-and every judge reply is in the evaluation's reply journal as soon as it arrives,
+skipped, each chunk's scored images are written to ``results.jsonl`` as soon as the
+chunk is done (with an HTTP judge, while the next chunks are scored), and every judge reply is in the evaluation's reply journal as soon as it arrives,
 whatever its sampling (:mod:`t2ireason.judges.journal`; the response cache keeps only
 deterministic replies, for every run), so a resume after a refused key, a crash or
 SIGTERM asks only what was never answered. Records are appended whole or not at all
