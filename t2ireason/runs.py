@@ -454,6 +454,8 @@ class Run:
             if scores.get("num_images") == len(items):  # nothing new since it was written
                 return {**scores, "retried": 0, "reused": 0}
 
+        journal = ReplyJournal(folder / REPLIES_FILE)  # the replies received before an interruption (read, and a
+        # damaged file said, before a judge is loaded or the evaluation recorded as started)
         judge = None
         info = (recorded or {}).get("judge")
         if todo or not info:
@@ -475,7 +477,6 @@ class Run:
             entry.update(settings=settings, judge=info, started=entry.get("started") or _now(), finished=None)
 
         self.update(start)
-        journal = ReplyJournal(folder / REPLIES_FILE)  # the replies received before an interruption
         journaled = JournaledJudge(judge, journal) if todo else None
         try:
             if journaled is not None:

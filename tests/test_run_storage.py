@@ -380,3 +380,18 @@ def test_run_files_and_built_datasets_honour_the_umask(tmp_path, umask):
         f"{p.relative_to(tmp_path)}: {0o666 & ~umask:o}" for p in files}
     assert {f"{p.relative_to(tmp_path)}: {p.stat().st_mode & 0o777:o}" for p in folders} == {
         f"{p.relative_to(tmp_path)}: {0o777 & ~umask:o}" for p in folders}
+
+
+def test_a_damaged_journal_is_said_before_the_judge_is_loaded_or_asked(tmp_path):
+    """A reply journal changed by something else: one error naming it, before the judge is loaded, probed or
+    left open, and before the evaluation is recorded as started."""
+    run = _run_with_images(tmp_path / "run")
+    folder = run.evaluation_dir("s")
+    folder.mkdir(parents=True)
+    (folder / "replies.jsonl").write_text('{"key": "k"}\n{"key": "k", "reply": {"text": "x"}}\n')
+    with serve(_reply) as server:
+        with pytest.raises(ValueError, match=r"replies\.jsonl, line 1, is not a journaled reply"):
+            run.evaluate(f"openai:gpt-4o@{server.base_url}", options=json.loads(STRUCTURED), name="s",
+                         judge_kwargs={"api_key": "sk-test"}, progress=False, cache=False)
+        assert server.received == 0  # not even the pre-flight's probe
+    assert "s" not in Run.open(run.path).manifest["evaluations"]
