@@ -458,32 +458,28 @@ class Run:
         # damaged file said, before a judge is loaded or the evaluation recorded as started)
         judge = None
         info = (recorded or {}).get("judge")
-        if todo or not info:
-            from .judges import load_judge, preflight_spec
-
-            report_preset_settings(setting)
-            judge = load_judge(setting.loadable, cache=cache, **setting.judge_kwargs)
-            if preflight and any(key not in not_made for key, _, _ in todo):  # one probe (an image with a JSON
-                # schema), rather than every image's request failing
-                try:
-                    preflight_spec(setting.loadable, setting.judge_kwargs, judge=judge, structured=True)
-                except Exception:
-                    judge.close()
-                    raise
-            info = self._judge_info(judge_record(judge, setting.preset, setting.preset_settings), info)
 
         def start(m: dict[str, Any]) -> None:
             entry = m["evaluations"].setdefault(name, {})
             entry.update(settings=settings, judge=info, started=entry.get("started") or _now(), finished=None)
 
-        self.update(start)
-        journaled = JournaledJudge(judge, journal) if todo else None
         try:
+            if todo or not info:
+                from .judges import load_judge, preflight_spec
+
+                report_preset_settings(setting)
+                judge = load_judge(setting.loadable, cache=cache, **setting.judge_kwargs)
+                if preflight and any(key not in not_made for key, _, _ in todo):  # one probe (an image with a
+                    # JSON schema), rather than every image's request failing
+                    preflight_spec(setting.loadable, setting.judge_kwargs, judge=judge, structured=True)
+                info = self._judge_info(judge_record(judge, setting.preset, setting.preset_settings), info)
+            self.update(start)
+            journaled = JournaledJudge(judge, journal) if todo else None
             if journaled is not None:
                 self._score(name, journaled, setting.options, todo, total=len(items), done=done,
                             chunk_size=chunk_size, progress=progress, not_made=not_made)
                 lines += len(todo)
-        finally:
+        finally:  # whatever ends it (a failed probe, a locked run.json, scoring), a judge loaded here is closed
             if judge is not None and isinstance(setting.judge, str):  # ours to close, not a caller's object
                 close = getattr(judge, "close", None)
                 if close is not None:
