@@ -20,8 +20,8 @@ without regenerating, and compared with other runs::
       .locks/                           file locks: one writer per evaluation, and of run.json
 
 Nothing finished is ever recomputed or paid for twice: images already on disk are
-skipped, a scored image is written to ``results.jsonl`` before the next chunk starts,
-and every judge reply is in the evaluation's reply journal as soon as it arrives,
+skipped, each chunk's scored images are written to ``results.jsonl`` as soon as the
+chunk is done (with an HTTP judge, while the next chunks are scored), and every judge reply is in the evaluation's reply journal as soon as it arrives,
 whatever its sampling (:mod:`t2ireason.judges.journal`; the response cache keeps only
 deterministic replies, for every run), so a resume after a refused key, a crash or
 SIGTERM asks only what was never answered. Records are appended whole or not at all
@@ -454,35 +454,32 @@ class Run:
             if scores.get("num_images") == len(items):  # nothing new since it was written
                 return {**scores, "retried": 0, "reused": 0}
 
+        journal = ReplyJournal(folder / REPLIES_FILE)  # the replies received before an interruption (read, and a
+        # damaged file said, before a judge is loaded or the evaluation recorded as started)
         judge = None
         info = (recorded or {}).get("judge")
-        if todo or not info:
-            from .judges import load_judge, preflight_spec
-
-            report_preset_settings(setting)
-            judge = load_judge(setting.loadable, cache=cache, **setting.judge_kwargs)
-            if preflight and any(key not in not_made for key, _, _ in todo):  # one probe (an image with a JSON
-                # schema), rather than every image's request failing
-                try:
-                    preflight_spec(setting.loadable, setting.judge_kwargs, judge=judge, structured=True)
-                except Exception:
-                    judge.close()
-                    raise
-            info = self._judge_info(judge_record(judge, setting.preset, setting.preset_settings), info)
 
         def start(m: dict[str, Any]) -> None:
             entry = m["evaluations"].setdefault(name, {})
             entry.update(settings=settings, judge=info, started=entry.get("started") or _now(), finished=None)
 
-        self.update(start)
-        journal = ReplyJournal(folder / REPLIES_FILE)  # the replies received before an interruption
-        journaled = JournaledJudge(judge, journal) if todo else None
         try:
+            if todo or not info:
+                from .judges import load_judge, preflight_spec
+
+                report_preset_settings(setting)
+                judge = load_judge(setting.loadable, cache=cache, **setting.judge_kwargs)
+                if preflight and any(key not in not_made for key, _, _ in todo):  # one probe (an image with a
+                    # JSON schema), rather than every image's request failing
+                    preflight_spec(setting.loadable, setting.judge_kwargs, judge=judge, structured=True)
+                info = self._judge_info(judge_record(judge, setting.preset, setting.preset_settings), info)
+            self.update(start)
+            journaled = JournaledJudge(judge, journal) if todo else None
             if journaled is not None:
                 self._score(name, journaled, setting.options, todo, total=len(items), done=done,
                             chunk_size=chunk_size, progress=progress, not_made=not_made)
                 lines += len(todo)
-        finally:
+        finally:  # whatever ends it (a failed probe, a locked run.json, scoring), a judge loaded here is closed
             if judge is not None and isinstance(setting.judge, str):  # ours to close, not a caller's object
                 close = getattr(judge, "close", None)
                 if close is not None:

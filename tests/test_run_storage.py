@@ -380,3 +380,41 @@ def test_run_files_and_built_datasets_honour_the_umask(tmp_path, umask):
         f"{p.relative_to(tmp_path)}: {0o666 & ~umask:o}" for p in files}
     assert {f"{p.relative_to(tmp_path)}: {p.stat().st_mode & 0o777:o}" for p in folders} == {
         f"{p.relative_to(tmp_path)}: {0o777 & ~umask:o}" for p in folders}
+
+
+def test_a_damaged_journal_is_said_before_the_judge_is_loaded_or_asked(tmp_path):
+    """A reply journal changed by something else: one error naming it, before the judge is loaded, probed or
+    left open, and before the evaluation is recorded as started."""
+    run = _run_with_images(tmp_path / "run")
+    folder = run.evaluation_dir("s")
+    folder.mkdir(parents=True)
+    (folder / "replies.jsonl").write_text('{"key": "k"}\n{"key": "k", "reply": {"text": "x"}}\n')
+    with serve(_reply) as server:
+        with pytest.raises(ValueError, match=r"replies\.jsonl, line 1, is not a journaled reply"):
+            run.evaluate(f"openai:gpt-4o@{server.base_url}", options=json.loads(STRUCTURED), name="s",
+                         judge_kwargs={"api_key": "sk-test"}, progress=False, cache=False)
+        assert server.received == 0  # not even the pre-flight's probe
+    assert "s" not in Run.open(run.path).manifest["evaluations"]
+
+
+def test_a_judge_loaded_for_an_evaluation_is_closed_whatever_ends_it(tmp_path, monkeypatch):
+    """run.json locked by another process past its time-out, after the judge was loaded and probed: the
+    error is raised and the judge the evaluation loaded is closed (its connections and event loop ended)."""
+    import t2ireason.judges as judges
+    from t2ireason.runs import RunError
+
+    run = _run_with_images(tmp_path / "run")
+    loaded = []
+    load = judges.load_judge
+    monkeypatch.setattr(judges, "load_judge", lambda *a, **k: loaded.append(load(*a, **k)) or loaded[-1])
+
+    def locked(change):
+        raise RunError(f"{run.path / 'run.json'} stayed locked by another process")
+
+    monkeypatch.setattr(run, "update", locked)
+    with serve(_reply) as server:
+        with pytest.raises(RunError, match="stayed locked"):
+            run.evaluate(f"openai:gpt-4o@{server.base_url}", options=json.loads(STRUCTURED), name="s",
+                         judge_kwargs={"api_key": "sk-test"}, progress=False, cache=False)
+        assert server.received  # loaded and probed before the manifest was to record it
+    assert len(loaded) == 1 and loaded[0].transport.closed

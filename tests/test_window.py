@@ -15,7 +15,7 @@ from PIL import Image
 
 from t2ireason.benchmarks import get_benchmark
 from t2ireason.runs import Run
-from t2ireason.testing_http import Answer, serve
+from t2ireason.testing_http import Answer, Fail, serve
 from t2ireason.window import in_window, window_width
 
 R2I = get_benchmark("r2i-bench")
@@ -138,3 +138,45 @@ def test_an_interrupted_window_stops_at_once_and_its_chunks_end_with_the_judge(t
             thread.join(30)  # the server still hangs: only the judge's closing ends them
         assert not any(t.is_alive() for t in chunks)
     assert Run.open(run.path).manifest["evaluations"]  # started, not finished: the same command resumes
+
+
+def test_chunks_in_a_window_journal_every_reply_so_a_resume_after_a_refused_key_asks_none_twice(tmp_path,
+                                                                                               monkeypatch):
+    """Three chunks in flight at once (their threads journaling replies as they arrive) when the key is refused:
+    the resume with a new key asks only what was never answered, each once, and counts what the journal gave."""
+    from t2ireason.judges import JudgeAuthError
+
+    run = run_with_samples(tmp_path / "run", samples=2)  # 30 images: chunks of 4, three in flight (concurrency 8)
+    answered: list[str] = []  # the image requests answered (paid for)
+    lock = threading.Lock()
+
+    def behaviour(request):
+        if "Is this image gray?" in request.text or not request.image_urls:  # the pre-flight, the endpoint check
+            return Answer(r2i_reply(request))
+        with lock:
+            if request.headers.get("authorization") == "Bearer old-key" and len(answered) >= 10:
+                return Fail(401, "Incorrect API key provided")
+            answered.append(request.text + "".join(request.image_urls))  # the samples of a prompt: by their image
+        return Answer(r2i_reply(request))
+
+    def evaluate():
+        return run.evaluate(f"openai:gpt-4o@{server.base_url}", preset="paper", judge_kwargs={"max_concurrency": 8},
+                            options=STRUCTURED, name="s", chunk_size=4, cache=False, progress=False)
+
+    with serve(behaviour, models=["gpt-4o"]) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", "old-key")
+        with pytest.raises(JudgeAuthError):
+            evaluate()
+        first = len(answered)
+        journal = run.evaluation_dir("s") / "replies.jsonl"
+        assert first >= 10 and journal.read_bytes().count(b"\n") == first  # each reply journaled by its chunk
+        results = run.evaluation_dir("s") / "results.jsonl"
+        saved = sum(json.loads(line)["score"] is not None for line in results.read_text().splitlines()) \
+            if results.exists() else 0  # the chunks finished before the refusal: asked no more
+        monkeypatch.setenv("OPENAI_API_KEY", "new-key")
+        scores = evaluate()
+    scorable = sum(2 for row in run.rows() if row["questions"])
+    assert len(answered) == len(set(answered)) == scorable  # none paid for twice
+    assert scores["num_images"] == 30 and scores["num_failed"] == 30 - scorable
+    assert scores["reused"] == first - saved  # every journaled reply of an unsaved chunk, counted
+    assert not journal.exists()

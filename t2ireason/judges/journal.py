@@ -42,6 +42,8 @@ class ReplyJournal:
                                  "file was changed by something else; delete it (its replies are asked again)")
             self._unused.setdefault(record["key"], deque()).append(record["reply"])
         self._lock = threading.Lock()
+        #: replies given by :meth:`take` (counted under the lock: several chunks take at once)
+        self.taken = 0
 
     def __len__(self) -> int:
         return sum(len(q) for q in self._unused.values())
@@ -50,7 +52,10 @@ class ReplyJournal:
         """The first reply to ``key`` not taken yet by this process, or None."""
         with self._lock:
             waiting = self._unused.get(key)
-            return Reply.from_dict(waiting.popleft()) if waiting else None
+            if not waiting:
+                return None
+            self.taken += 1
+            return Reply.from_dict(waiting.popleft())
 
     def add(self, key: str, reply: Reply) -> None:
         """Append a reply as it arrives (a failed request's reply is not an answer: not kept)."""
@@ -69,7 +74,10 @@ class JournaledJudge(StoredJudge):
     def __init__(self, judge: Any, journal: ReplyJournal):
         super().__init__(judge)
         self.journal = journal
-        self.reused = 0
+
+    @property
+    def reused(self) -> int:
+        return self.journal.taken
 
     def __repr__(self) -> str:
         return f"JournaledJudge({self.judge!r}, {str(self.journal.path)!r})"
@@ -78,9 +86,7 @@ class JournaledJudge(StoredJudge):
         return request_key("chat", self.identity(), request.fingerprint(self.resolve_sampling(request)))
 
     def _stored(self, requests: list[ChatRequest]) -> list[Reply | None]:
-        replies = [self.journal.take(self._key(r)) for r in requests]
-        self.reused += sum(r is not None for r in replies)
-        return replies
+        return [self.journal.take(self._key(r)) for r in requests]
 
     def _keep(self, request: ChatRequest, reply: Reply) -> None:
         self.journal.add(self._key(request), reply)

@@ -283,6 +283,9 @@ class OpenAIJudge(Judge):
             import aiohttp  # noqa: F401 - the transport, checked here rather than at the first request
         except ImportError as e:
             raise JudgeError(f"the openai backend needs aiohttp: {_INSTALL_HINT}") from e
+        # the environment's API root is this judge's as much as an argument's: its identity (cache keys), its
+        # host (the token field) and its message name it, not OpenAI's endpoint
+        base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         self.check_options(
             base_url=base_url, max_concurrency=max_concurrency, timeout=timeout, deadline=deadline,
             max_retries=max_retries, max_retry_after=max_retry_after, max_reply_bytes=max_reply_bytes,

@@ -66,7 +66,7 @@ class Endpoint:
         root = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).strip().rstrip("/")
         parts = urlsplit(root)
         where = public_url(root)
-        host = urlsplit(base_url).hostname if base_url else OPENAI_HOST
+        host = parts.hostname  # where requests go, OPENAI_BASE_URL's root included
         key_var = "GEMINI_API_KEY" if host == GEMINI_HOST else "OPENAI_API_KEY"
         if parts.username is not None:
             if api_key:

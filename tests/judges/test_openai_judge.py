@@ -21,6 +21,7 @@ from t2ireason.judges import (
     JudgeUnavailable,
     Sampling,
     load_judge,
+    user,
     validate_judge,
 )
 from t2ireason.judges.base import AnswerQuery
@@ -795,3 +796,18 @@ def test_a_model_the_server_does_not_serve_is_named_before_response_format_is_bl
         assert judge._structured_ok
     assert not reply.ok and "Invalid model name passed in model=org/judge-27b" in reply.error
     assert "rejected response_format" not in caplog.text
+
+
+def test_openai_base_url_from_the_environment_is_the_judges_endpoint(monkeypatch):
+    """``OPENAI_BASE_URL`` naming a server of one's own: no OpenAI key asked for, its token field, and an identity
+    (the cache's key) that names it, never OpenAI's endpoint (whose cached replies it would otherwise share)."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with serve(Answer("fine")) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        judge = OpenAIJudge("gpt-4.1", check=False)
+        try:
+            assert judge.max_tokens_param == "max_tokens"
+            assert judge.identity()["base_url"] == server.base_url
+            assert judge.chat([ChatRequest(messages=(user("hi"),))])[0].text == "fine"
+        finally:
+            judge.close()
