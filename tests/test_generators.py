@@ -279,6 +279,39 @@ def test_python_generator_gets_prompts_seeds_and_settings_and_records_what_it_ca
         generate(jobs, GenerationConfig(model=f"python:{broken}:draw"), tmp_path / "broken", progress=False)
 
 
+def test_generate_into_a_folder_made_with_other_settings_is_refused_and_the_same_settings_resume(
+        tmp_path, capsys, monkeypatch):
+    """As found in review: `t2ireason generate --out X` run again with another seed (or model) added its images
+    to the ones already there, rewrote generation_config.json to the new settings and listed both in one
+    manifest, as if one model had made them all."""
+    monkeypatch.chdir(tmp_path)
+    name = _module(tmp_path, """
+        from PIL import Image
+
+        def draw(prompts, seeds):
+            return [Image.new("RGB", (8, 8), (seed % 256, 0, 0)) for seed in seeds]
+        """)
+    out = tmp_path / "out"
+
+    def gen(*args: str) -> tuple[int, str]:
+        rc = cli.main(["generate", "--benchmark", BENCH, "--limit", "2", "--out", str(out), "--no-progress",
+                       "--model", f"python:{name}:draw", *args])
+        return rc, capsys.readouterr().err
+
+    assert gen("--seed", "1") == (0, "")
+    made, config = _bytes(out), (out / "generation_config.json").read_text()
+    rc, err = gen("--seed", "2", "--limit", "3")
+    assert rc == 2 and err.startswith("error: ") and len(err.strip().splitlines()) == 1, err
+    assert "made with other settings (they differ in seed" in err and "generation_config.json" in err
+    assert _bytes(out) == made and (out / "generation_config.json").read_text() == config  # nothing touched
+    assert gen("--seed", "1", "--limit", "3") == (0, "")  # the same settings: a resume, one more prompt
+    assert len(_bytes(out)) == 3 and {k: v for k, v in _bytes(out).items() if k in made} == made
+
+    (out / "generation_config.json").write_text("{not json")
+    rc, err = gen("--seed", "1")
+    assert rc == 2 and "generation_config.json cannot be read" in err
+
+
 # -- Janus through hf:<folder> -------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

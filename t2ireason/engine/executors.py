@@ -21,6 +21,7 @@ reported as not completed and the stage ends, for the same command to run them a
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import json
 import logging
@@ -192,6 +193,18 @@ def _claim_gpu(gpus) -> None:
     os.environ["CUDA_VISIBLE_DEVICES"] = gpus.get()
 
 
+def _outside_event_loop(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)``, in a thread of its own when this thread runs an asyncio event loop (a Jupyter
+    notebook's, playwright's sync API): datatrove's inference runner starts its own loop with ``asyncio.run``,
+    which a running loop refuses, and every task of the stage failed."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return fn(*args, **kwargs)
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="engine-task") as thread:
+        return thread.submit(fn, *args, **kwargs).result()
+
+
 def _run_task(task: bytes) -> tuple[Any, int, float]:
     """One task in a worker, given as the dill of ``(executor, rank)``: datatrove's own run of it, and
     which process ran it since when. dill, as datatrove's own pool uses: a pipeline may hold closures and
@@ -276,7 +289,7 @@ class LocalExecutor(_RecordsNoSecrets, LocalPipelineExecutor):
                 start = time.monotonic()
                 try:
                     with _task_console():
-                        stats, error = self._run_for_rank(rank, local_rank=1), None
+                        stats, error = _outside_event_loop(self._run_for_rank, rank, local_rank=1), None
                 except Exception as e:  # noqa: BLE001 - reported; the next task goes on
                     stats, error = None, f"{type(e).__name__}: {e}"
                 finally:

@@ -31,7 +31,7 @@ from .base import (
 )
 from .diffusers_backend import check_dtype, check_model, draw, load_pipeline
 from .driver import generate
-from .jobs import DTYPES, GenerationConfig, Job, check_job_paths, image_seed, plan_jobs
+from .jobs import DTYPES, GenerationConfig, Job, changed_settings, check_job_paths, image_seed, plan_jobs
 from .spec import BACKENDS, GeneratorSpec
 from .store import (
     CONFIG_FILE,
@@ -46,7 +46,7 @@ from .store import (
     write_manifest,
 )
 
-__all__ = ["GenerationConfig", "Job", "image_seed", "plan_jobs", "check_job_paths", "generate", "write_manifest", "draw",
+__all__ = ["GenerationConfig", "Job", "image_seed", "plan_jobs", "check_job_paths", "changed_settings", "generate", "write_manifest", "draw",
            "Drawer", "load_pipeline", "check_dtype", "check_model", "is_readable_image", "save_image_atomic", "ImageWriter",
            "MANIFEST", "DTYPES", "CONFIG_FILE", "FAILURES", "RecordLog", "read_records", "read_failures",
            "GeneratorSpec", "BACKENDS", "Generator", "LocalGenerator", "Drawn", "GeneratorError", "GeneratorUnavailable",

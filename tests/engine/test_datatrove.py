@@ -289,6 +289,35 @@ def test_inference_runner_against_a_local_endpoint(tmp_path):
         assert [e["action"] for e in records["laion-00000000"]["events"]] == ["passed"]
 
 
+def test_the_inference_runner_runs_where_an_event_loop_is_running(tmp_path):
+    """As found (a test order in which playwright's sync API had left a loop running): from a Jupyter notebook,
+    whose cells run inside an event loop, every task of the prompts stage failed with "asyncio.run() cannot be
+    called from a running event loop" (datatrove's inference runner starts its own)."""
+    import asyncio
+    import concurrent.futures
+
+    from t2ireason.testing_http import serve
+
+    (tmp_path / "captions.txt").write_text("".join(f"laion caption {i}\n" for i in range(3)))
+
+    def behave(req):
+        caption = re.search(r"laion caption \d", json.dumps(req.messages))[0]
+        return json.dumps({"prompt": f"A photograph of {caption}."})
+
+    async def notebook_cell():  # a cell's code calls the engine as it is, without await
+        return run_engine(tmp_path / "work", Sources(captions=str(tmp_path / "captions.txt")),
+                          EngineConfig(shard_size=3), judge=f"openai:test-model@{server.base_url}",
+                          cache=tmp_path / "cache.sqlite", server=Server("endpoint", {}), drawer=ScriptedDrawer(),
+                          until="prompts", progress=False)
+
+    with serve(behave) as server, concurrent.futures.ThreadPoolExecutor(1) as notebook:
+        # the notebook's loop in a thread of its own: this one may run playwright's already
+        result = notebook.submit(asyncio.run, notebook_cell()).result()
+    prompts = {s.stage: s for s in result.stages}["prompts"]
+    assert result.complete and prompts.completed == 1 and not prompts.failures, prompts.failures
+    assert len(server.requests) == 3
+
+
 def test_an_export_killed_before_its_card_is_finished_by_the_same_command(scripted_reference, tmp_path):
     """The release folder holds the export's first files but no statistics yet (the export was killed):
     it is still this work folder's release, finished by the same command, not refused as someone else's."""
