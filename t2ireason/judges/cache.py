@@ -417,8 +417,10 @@ class CachedJudge(StoredJudge):
         return self.store.clear(judge=self.identity())
 
     def close(self) -> None:
-        self.store.close()
-        super().close()
+        try:  # the judge first: a reply still arriving is stored, not left to reopen the file
+            super().close()
+        finally:
+            self.store.close()
 
     def __repr__(self) -> str:
         return f"CachedJudge({self.judge!r}, {str(self.path)!r}, mode={self.mode!r})"

@@ -673,3 +673,20 @@ def test_a_truncated_cache_file_is_said_to_be_damaged(tmp_path):
     said = str(caught.value)
     assert "it is damaged (database disk image is malformed); move or delete it" in said, said
     assert "folder" not in said
+
+
+def test_closing_closes_the_judge_before_its_store_and_the_store_whatever_the_judge_raises(tmp_path):
+    """Found in review: the store was closed first, so a reply the closing judge still delivered reopened the
+    file; and a judge whose close raised left the file open."""
+    seen = []
+
+    class Closing(ScriptedJudge):
+        def close(self):
+            seen.append(cached.store._conn is not None)  # the store still open while the judge closes
+            raise RuntimeError("the server went away")
+
+    cached = CachedJudge(Closing(["yes"]), tmp_path / "c.sqlite")
+    cached.chat([ChatRequest.simple("a cat?")])
+    with pytest.raises(RuntimeError, match="went away"):
+        cached.close()
+    assert seen == [True] and cached.store._conn is None
