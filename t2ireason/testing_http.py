@@ -91,6 +91,7 @@ class Fail:
     message: str = "simulated failure"
     retry_after: float | None = None
     delay: float = 0.0
+    code: str | None = None  # the body's error.code (default: the status)
 
 
 @dataclass(frozen=True)
@@ -303,7 +304,7 @@ class ChatServer:
             await asyncio.sleep(action.delay)
         if isinstance(action, Fail):
             headers = {} if action.retry_after is None else {"retry-after": f"{action.retry_after:g}"}
-            err = {"error": {"message": action.message, "type": "simulated", "code": str(action.status)}}
+            err = {"error": {"message": action.message, "type": "simulated", "code": action.code or str(action.status)}}
             return JSONResponse(err, status_code=action.status, headers=headers)
         if isinstance(action, Malformed):
             return Response(action.body, media_type="application/json")

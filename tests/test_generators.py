@@ -194,6 +194,25 @@ def test_openai_images_api_over_real_http(tmp_path):
     assert set(read_failures(out)) == {jobs[4].file, jobs[5].file} and len(_bytes(out)) == 8
 
 
+def test_a_refusal_is_told_by_its_code_or_a_policys_words_not_by_any_not_allowed(tmp_path):
+    """Found in review: an ordinary 400 whose message said "not allowed" (an invalid size) was labelled a
+    content policy's refusal; a refusal known by its error code alone (GPT-Image-1's moderation_blocked) was not."""
+    rows = load_rows(BENCH, limit=4)
+    replies = [Fail(400, "Invalid value: size 13x13 is not allowed"),
+               Fail(400, "Your request was blocked.", code="moderation_blocked"),
+               Fail(400, SAFETY, code="content_policy_violation"),
+               Fail(400, "The response was filtered due to the prompt triggering Azure OpenAI's content management "
+                         "policy.")]
+    by_prompt = {row["prompt"]: reply for row, reply in zip(rows, replies)}
+    jobs = plan_jobs(BENCH, rows)
+    with serve(lambda r: by_prompt[r.prompt], models=["gpt-image-1"]) as server:
+        generate(jobs, GenerationConfig(model=f"openai:gpt-image-1@{server.base_url}"), tmp_path / "out",
+                 progress=False, **FAST)
+    failures = read_failures(tmp_path / "out")
+    assert [failures[j.file]["kind"] for j in jobs] == ["error", "refused", "refused", "refused"]
+    assert not any(f["retryable"] for f in failures.values())  # a 400 is asked again by no one
+
+
 def test_links_to_another_origin_are_fetched_without_the_key(tmp_path):
     key = "sk-test-0f1e2d3c4b5a6978"
     with serve(Images()) as files, serve(Images(url=True), models=["dall-e-3"]) as api:

@@ -12,8 +12,8 @@ besides the image (``revised_prompt``, ``usage``, the size and quality it used) 
 takes no seed: each image is recorded as not seeded.
 
 Before the first request the endpoint is checked (:meth:`OpenAIImagesGenerator.check`): it answers, takes the
-key and, when it lists its models, lists this one. A refusal (an error status whose message is a content
-policy's, such as OpenAI's HTTP 400 "rejected by the safety system") is that image's failure, kind
+key and, when it lists its models, lists this one. A refusal (a 4xx error whose code or message is a content
+policy's, such as OpenAI's HTTP 400 ``moderation_blocked``, "rejected by the safety system") is that image's failure, kind
 ``refused``; another failure after the transport's retries is an ``error``, ``retryable`` when the server or
 the network failed. A refused key ends the generation; so does an endpoint that evidently cannot answer
 (unreachable, timing out or overloaded after every retry: :class:`GeneratorUnavailable`), unless
@@ -64,8 +64,11 @@ DEFAULT_DEADLINE = 900.0
 DEFAULT_MAX_REPLY_BYTES = 128 * 2**20
 #: seconds the endpoint check may take in all
 _CHECK_DEADLINE = 30.0
-#: what a content policy's refusal says (OpenAI: "Your request was rejected as a result of our safety system")
-_REFUSAL = re.compile(r"safety|content.?policy|moderation|rejected|blocked|not allowed|inappropriate", re.IGNORECASE)
+#: a content policy's refusal: its error code (OpenAI's DALL-E 3 and GPT-Image-1, Azure's filter), or what its
+#: message says where the server gives no such code (OpenAI: "Your request was rejected as a result of our safety
+#: system"); not a mere "not allowed", which an invalid setting says too ("size 13x13 is not allowed")
+_REFUSAL_CODES = {"content_policy_violation", "moderation_blocked", "content_filter"}
+_REFUSAL = re.compile(r"safety|content.?(management.?)?polic|moderation|content.?filter|inappropriate", re.IGNORECASE)
 
 _OPTION_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     **OPTION_RULES,
@@ -248,7 +251,8 @@ class OpenAIImagesGenerator(Generator):
             if self.on_unavailable == "raise" and unavailable(e):
                 raise GeneratorUnavailable(f"{self} cannot answer: {text}. Images made before are kept; run the same "
                                            "command again to go on") from None
-            refused = failure_kind(e) == "status" and 400 <= e.status < 500 and bool(_REFUSAL.search(e.message))
+            refused = failure_kind(e) == "status" and 400 <= e.status < 500 and (
+                e.code in _REFUSAL_CODES or bool(_REFUSAL.search(e.message)))
             return [Drawn.failed(text, "refused" if refused else "error", transient(e)) for _ in group]
         shared = {k: v for k, v in reply.items() if k != "data" and isinstance(v, (str, int, float, bool, dict))}
         if len(group) > 1:

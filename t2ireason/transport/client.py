@@ -26,6 +26,7 @@ from .failures import (
     Malformed,
     ReplyTooLarge,
     TimedOut,
+    error_code,
     error_message,
     failure_kind,
     retry_after,
@@ -484,7 +485,7 @@ class Transport:
         async with self._session.request(method, url, data=body, headers=headers) as response:
             data = await self._read(response)
             if response.status >= 400:
-                raise HTTPStatus(response.status, error_message(data), response.headers, path)
+                raise HTTPStatus(response.status, error_message(data), response.headers, path, error_code(data))
         return data
 
     async def download(self, url: str, *, budget: Budget | None = None) -> bytes:

@@ -39,9 +39,10 @@ class TimedOut(Exception):
 class HTTPStatus(Exception):
     """The server answered with an error status; ``message`` is what its body says."""
 
-    def __init__(self, status: int, message: str, headers: Any, path: str = ""):
+    def __init__(self, status: int, message: str, headers: Any, path: str = "", code: str | None = None):
         self.status = status
         self.message = message
+        self.code = code  # the body's machine-readable code (OpenAI's error.code), if any
         self.headers = headers  # for Retry-After
         self.path = path  # the path asked, under the API root
         super().__init__(f"HTTP {status}: {message}")
@@ -61,6 +62,16 @@ def error_message(data: bytes) -> str:
             if found:
                 return (found if isinstance(found, str) else json.dumps(found))[:500]
     return text[:500]
+
+
+def error_code(data: bytes) -> str | None:
+    """The machine-readable code of an OpenAI-style error body (``{"error": {"code": ...}}``), if any."""
+    try:
+        error = json.loads(data).get("error")
+    except (ValueError, AttributeError):
+        return None
+    code = error.get("code") if isinstance(error, dict) else None
+    return str(code) if code is not None else None
 
 
 def retry_after(exc: BaseException) -> float | None:
