@@ -499,12 +499,23 @@ def test_the_mt2ie_agent_draws_with_any_generator_from_the_command_line(tmp_path
             return [Image.new("RGB", (32, 32), (s % 256, 40, 90)) for s in seeds]
         """)
     out = tmp_path / "mt2ie"
+    rc = cli.main(["mt2ie", "--model", f"mine=python:{name}:draw", "--generator-kwargs", 'other={"x": 1}',
+                   "--out", str(tmp_path / "none"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--generator-kwargs names no model given with --model: other (the models: mine)" in err, err
+    assert not (tmp_path / "none").exists()
+    key = "sk-test-mt2ie-0123456789"
     with serve(lambda r: Fail(400, SAFETY) if r.index == 0 else Images(), models=["gpt-image-1"]) as server:
+        # the API generator's own options and quality, as `generate` takes them (found in review: mt2ie had none)
         rc = cli.main(["mt2ie", "--model", f"mine=python:{name}:draw", "--model",
                        f"api=openai:gpt-image-1@{server.base_url}", "--judge", f"hf:{tiny_models['vlm']}",
                        "--judge-kwargs", '{"device": "cpu"}', "--no-cache", "--out", str(out), "--iterations", "1",
-                       "--seeds", "0", "--seed-prompts-per-seed", "2", "--no-progress"])
+                       "--seeds", "0", "--seed-prompts-per-seed", "2", "--no-progress", "--quality", "api=high",
+                       "--generator-kwargs", "api=" + json.dumps({"api_key": key, "max_concurrency": 1})])
         assert len(server.requests) == 2
+        assert all(r.body["quality"] == "high" and r.headers["authorization"] == f"Bearer {key}"
+                   for r in server.requests)
+    assert not any(key.encode() in p.read_bytes() for p in out.rglob("*") if p.is_file())  # no key in any file
     assert rc == 1 and "failed: " in capsys.readouterr().out  # a refused image is a row's failure, not a crash
     rows = {(r["model"], r["seed_prompt_id"]): r for r in MT2IE.read_release(out).configs["runs"]}
     assert len(rows) == 4 and sum(r["failure"] is not None for r in rows.values()) == 1

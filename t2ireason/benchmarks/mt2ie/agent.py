@@ -301,13 +301,17 @@ def run_mt2ie(models: Mapping[str, Any], judge: Any, seed_prompts: Any = None, *
               seed_prompts_per_seed: int = PAPER_SEED_PROMPTS_PER_SEED, scoring: str = "vqascore",
               aesthetic: bool = False, difficulty: str = "auto", parser: Callable[[str], Any] | None = None,
               reference: Sequence[str] | Mapping[str, float] | None = None, max_reasks: int = 2,
-              prompt_temperature: float = PROMPT_TEMPERATURE, progress: bool | str = True) -> dict[str, Any]:
+              prompt_temperature: float = PROMPT_TEMPERATURE,
+              generator_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
+              progress: bool | str = True) -> dict[str, Any]:
     """Run MT2IE for every model and return a summary with the ranking table (:func:`rank_models`).
 
     ``models`` maps a name (letters, digits, ``._-``) to a drawer (``drawer(prompts, seeds) -> PIL
     images``, e.g. :class:`~t2ireason.generation.Drawer`; an exception in an image's place is that image's
     failure), a :class:`GenerationConfig`, or a generator spec (a diffusers folder or Hub id,
-    ``openai:<model>``, ``hf:<folder>``, ``python:<module>:<callable>``). ``judge`` is a judge or a spec (``load_judge``); it writes the prompts and scores
+    ``openai:<model>``, ``hf:<folder>``, ``python:<module>:<callable>``), whose generator is loaded with
+    ``generator_kwargs[name]`` where given (its backend's options: an API's ``api_key``, ``max_concurrency``...).
+    ``judge`` is a judge or a spec (``load_judge``); it writes the prompts and scores
     the images (default in the CLI: :data:`PAPER_JUDGE`). ``seed_prompts``: a ``seed_prompts.jsonl``
     file or its folder, or a list of ``{"id", "category", "prompt"}`` (default: the shipped ones).
     Defaults are the paper's setup: iterative mode, 5 prompts per run, 5 random seeds, 4 seed prompts
@@ -351,7 +355,7 @@ def run_mt2ie(models: Mapping[str, Any], judge: Any, seed_prompts: Any = None, *
         for name, spec in models.items():
             drawer = spec if callable(spec) else Drawer(spec if isinstance(spec, GenerationConfig)
                                                         else GenerationConfig(model=str(spec)), name=name,
-                                                        failures="return")
+                                                        failures="return", **(generator_kwargs or {}).get(name, {}))
             try:
                 agent.run_model(name, drawer, iterations)
             finally:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,24 @@ def _model_pair(text: str) -> tuple[str, str]:
     if not agent.MODEL_NAME.fullmatch(name):
         raise argparse.ArgumentTypeError(f"model name {name!r}: use letters, digits, '.', '_' and '-'")
     return name, model
+
+
+def _for_model(parse: Callable[[str], Any]) -> Callable[[str], tuple[str | None, Any]]:
+    """An argparse type: ``[NAME=]VALUE``, the value for the model so named, or for every model."""
+    def pair(text: str) -> tuple[str | None, Any]:
+        named = re.fullmatch(r"([A-Za-z0-9._-]+)=(.*)", text, flags=re.DOTALL)
+        return (named[1], parse(named[2])) if named else (None, parse(text))
+
+    return pair
+
+
+def _per_model(given: list[tuple[str | None, Any]], names: list[str], option: str) -> dict[str, list[Any]]:
+    """Each model's values of a ``[NAME=]VALUE`` option, those for every model first."""
+    unknown = sorted({n for n, _ in given if n is not None and n not in names})
+    if unknown:
+        raise ValueError(f"{option} names no model given with --model: {', '.join(unknown)} "
+                         f"(the models: {', '.join(names)})")
+    return {name: [v for n, v in given if n is None] + [v for n, v in given if n == name] for name in names}
 
 
 def _parser_callable(text: str) -> Callable[[str], Any]:
@@ -106,6 +125,14 @@ def add_mt2ie_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=_positive_int, default=1, help="prompts per T2I pipeline call (default: 1)")
     p.add_argument("--pipeline-kwargs", type=_json_dict, default={},
                    help='extra T2I pipeline call arguments as JSON, e.g. \'{"guidance_scale": 5.0}\'')
+    p.add_argument("--quality", dest="quality", action="append", default=[], type=_for_model(str),
+                   metavar="[NAME=]QUALITY",
+                   help="an image API's quality (OpenAI: low, medium, high, auto; hd), for every model or, as "
+                        "name=quality, for that one; repeat for several")
+    p.add_argument("--generator-kwargs", action="append", default=[], type=_for_model(_json_dict),
+                   metavar="[NAME=]JSON",
+                   help="backend options as JSON for every model's generator or, as name=JSON, for that one, "
+                        'e.g. api=\'{"api_key": "...", "max_concurrency": 4}\' for an openai: model; repeat for several')
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -120,12 +147,16 @@ def run_mt2ie_command(args: argparse.Namespace) -> int:
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise ValueError(f"model name(s) given twice: {', '.join(twice)}")
+    quality = _per_model(args.quality, names, "--quality")
+    options = {name: {k: v for given in kwargs for k, v in given.items()}
+               for name, kwargs in _per_model(args.generator_kwargs, names, "--generator-kwargs").items()}
     models = {name: GenerationConfig(model=model, dtype=args.dtype, steps=args.steps, height=args.height,
                                      width=args.width, batch_size=args.batch_size,
+                                     quality=quality[name][-1] if quality[name] else None,
                                      pipeline_kwargs=args.pipeline_kwargs)
               for name, model in args.models}
-    for config in models.values():  # each generator checked before the judge is asked anything
-        preflight_generator(config)
+    for name, config in models.items():  # each generator checked before the judge is asked anything
+        preflight_generator(config, **options[name])
     judge = load_judge(args.judge, cache=args.cache, **args.judge_kwargs)
     # before any image is drawn: the judge answers about an image, and gives VQAScore's probabilities
     preflight(judge, structured=False, probabilities=args.scoring == "vqascore")
@@ -134,7 +165,8 @@ def run_mt2ie_command(args: argparse.Namespace) -> int:
                         seed_prompts_per_seed=args.seed_prompts_per_seed, scoring=args.scoring,
                         aesthetic=args.aesthetic, difficulty=args.difficulty, parser=args.parser,
                         reference=args.reference, max_reasks=args.max_reasks,
-                        prompt_temperature=args.temperature, progress=not args.no_progress)
+                        prompt_temperature=args.temperature, generator_kwargs=options,
+                        progress=not args.no_progress)
     out = Path(args.out)
     print(f"MT2IE {summary['mode']}: {len(models)} model(s), {len(summary['seeds'])} seed(s), "
           f"{summary['runs']} runs of {summary['iterations']} prompts; {summary['rows']} rows "
