@@ -171,7 +171,7 @@ class ResponseCache:
     writers and a 2 MB limit it grew to 70 MB), so once it holds more than a tenth of the limit
     a writer checkpoints it into the file and truncates it (``wal_checkpoint(TRUNCATE)``,
     waiting for the others' short transactions); the file and its log together stay near the
-    limit (with four writers, at most 1.25 times it over 30 runs)."""
+    limit (with four writers, at most 1.25 times it over 20 runs)."""
 
     def __init__(self, path: str | os.PathLike, *, timeout: float = 60.0, max_size: int | str | None = None):
         self.path = Path(path).expanduser()
