@@ -27,6 +27,8 @@ from pathlib import Path
 
 from . import cli, testing
 from .benchmarks import JUDGED, get_benchmark
+from .commands.options import positive_int
+from .console import Parser
 
 
 def _quiet() -> None:
@@ -76,9 +78,9 @@ def _cpu_seconds() -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = cli.Parser(prog="python -m t2ireason.demo", description=__doc__.splitlines()[0])
+    parser = Parser(prog="python -m t2ireason.demo", description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="demo_output", help="where models, runs and reports go (reused)")
-    parser.add_argument("--limit", type=cli._positive_int, default=None,
+    parser.add_argument("--limit", type=positive_int, default=None,
                         help="prompts per benchmark (default: the whole sample)")
     parser.add_argument("--benchmarks", nargs="+", default=list(JUDGED), choices=JUDGED)
     args = parser.parse_args(argv)

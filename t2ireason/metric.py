@@ -35,8 +35,9 @@ from PIL import Image
 
 from .benchmarks import get_benchmark
 from .images import JudgeImage, _is_tensor, as_image, missing_files
+from .judges.spec import judge_setting
 from .results import ImageResult
-from .scoring import judge_record, judge_setting, report_preset_settings
+from .scoring import judge_record, report_preset_settings
 
 __all__ = ["ImageMetric", "JudgeMixin", "JudgedMetric", "check_inputs", "results_payload", "image_features",
            "metric_path", "known_metrics", "load_metric"]
@@ -287,7 +288,7 @@ class JudgedMetric(JudgeMixin, ImageMetric):
     default: the preset's), ``preset`` (a named judge setting from the
     benchmark module, e.g. ``"paper"`` or ``"official"``), ``judge_kwargs``
     (passed to the backend, over the preset's; the preset's backend settings follow its model,
-    whatever the judge's spec spelling, see :func:`~t2ireason.scoring.judge_setting`; a judge that
+    whatever the judge's spec spelling, see :func:`~t2ireason.judges.spec.judge_setting`; a judge that
     is not the preset's model gets only its ``sampling``), ``cache`` (response cache
     path, ``True`` for the default place, ``False`` to disable), ``progress``. A ``config_name`` that
     is one of the benchmark's configs selects that config's row schema.

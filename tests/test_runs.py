@@ -521,7 +521,7 @@ def test_two_processes_on_one_run_never_judge_twice_and_both_are_recorded(tmp_pa
 
 @pytest.mark.slow
 def test_export_of_runs_of_two_benchmarks_with_one_name(tmp_path):
-    from t2ireason.scoring import model_fingerprint
+    from t2ireason.files import model_fingerprint
 
     judge_folder = tmp_path / "judges" / "my-judge"
     judge_folder.mkdir(parents=True)

@@ -23,8 +23,10 @@ from typing import Any
 
 from ..files import jsonable, remove_partial_files
 from ..progress import progress_bar
-from .base import Drawn, Generator, GeneratorError, load_generator
-from .jobs import GenerationConfig, Job, changed_settings, check_job_paths
+from .base import Drawn, Generator
+from .jobs import GenerationConfig, Job, changed_settings, check_dtype, check_job_paths
+from .registry import backend_class, load_generator
+from .spec import GeneratorError
 from .store import CONFIG_FILE, ImageWriter, RecordLog, read_records, readable, write_manifest
 
 __all__ = ["generate"]
@@ -54,11 +56,9 @@ def generate(jobs: Sequence[Job], config: GenerationConfig, out_dir: str | os.Pa
     spec = config.spec
     state = state or PartialState(cpu=not torch.cuda.is_available())
     if pipeline is None and generator is None:
-        cls = spec.backend_class()
+        cls = backend_class(spec)
         cls.check_config(config)
         if "dtype" in cls.takes:  # a local model's: float16 needs a GPU
-            from .diffusers_backend import check_dtype
-
             check_dtype(config.dtype, str(state.device))
     settings = jsonable(config.to_dict())
     changed = changed_settings(_recorded_config(out), settings)

@@ -28,8 +28,8 @@ from typing import Any
 
 from PIL import Image
 
-from .. import __version__
 from ..files import atomic_file, atomic_write_text, inside, json_text, jsonable
+from ..version import __version__
 from .jobs import GenerationConfig, Job
 
 __all__ = ["is_readable_image", "readable", "save_image_atomic", "ImageWriter", "RecordLog", "read_records",
