@@ -1,0 +1,56 @@
+"""Baseline metrics the papers compare their own against, scoring an image against its prompt alone.
+
+- :mod:`.dsg`: DSG, the Davidsonian Scene Graph score (Cho et al., ICLR 2024): an LLM writes the prompt's
+  atomic tuples, their dependencies and one yes/no question each; a VLM answers; a question whose parent
+  failed fails; score = the share that hold;
+- :mod:`.viescore`: VIEScore (Ku et al., ACL 2024): a VLM rates semantic consistency and perceptual quality
+  0-10 with the paper's text-to-image prompts, O = sqrt(min(SC) x min(PQ)), reasoning kept;
+- :mod:`.tifa`: TIFA (Hu et al., ICCV 2023): an LLM writes multiple-choice questions with their answers; a VLM
+  answers them; score = the share answered right.
+
+Each is declared like a benchmark (``name``, ``presets``, ``score(rows, images, judge, **options)``,
+``aggregate``), so that :func:`t2ireason.scoring.judge_setting` and ``check_setting`` set its judge up;
+:func:`get_baseline` makes one. CLIPScore and VQAScore live in :mod:`t2ireason.alignment`. The questions an
+LLM writes are made once per prompt and kept (:mod:`.questions`, through ``rewards.criteria``'s store).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import Baseline, prompt_rows
+
+__all__ = ["BASELINES", "Baseline", "get_baseline", "prompt_rows", "score_images"]
+
+#: the baseline metrics, by their metric module's name
+BASELINES = ("dsg", "viescore", "tifa")
+
+
+def get_baseline(name: str, **kwargs: Any) -> Baseline:
+    """The baseline metric ``name`` (one of :data:`BASELINES`), made with ``kwargs`` (DSG's and TIFA's: ``llm``,
+    ``llm_kwargs``, ``store``...)."""
+    key = name.strip().lower().replace("-", "_")
+    if key == "dsg":
+        from .dsg import DSG
+
+        return DSG(**kwargs)
+    if key == "viescore":
+        from .viescore import VIEScore
+
+        return VIEScore(**kwargs)
+    if key == "tifa":
+        from .tifa import TIFA
+
+        return TIFA(**kwargs)
+    raise ValueError(f"unknown baseline metric {name!r}; known: {', '.join(BASELINES)}")
+
+
+def score_images(name: str, images: Any, prompts: Any, judge: Any, *, progress: bool | str = False,
+                 options: dict[str, Any] | None = None, **kwargs: Any) -> list:
+    """``get_baseline(name, **kwargs).score(prompts, images, judge, **options)``, the metric closed after: one
+    :class:`~t2ireason.results.ImageResult` per (image, prompt), its ``score`` on 0-1 (None where it failed)."""
+    baseline = get_baseline(name, **kwargs)
+    try:
+        return baseline.score(prompts, images, judge, progress=progress, **(options or {}))
+    finally:
+        baseline.close()
