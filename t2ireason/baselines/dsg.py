@@ -9,14 +9,14 @@ Record -> request -> reply -> score, for one image:
    dsg/parse_utils.py reads them (the text cut where the model starts another ``input:``, after an ``output:``
    it repeated; parent ids that are not numbers dropped, a 0 beside other parents dropped), and checked: a
    line that is not ``id | text``, ids that repeat, a question or parent list missing for a tuple or given for
-   none, a parent that is no tuple, itself or a cycle is re-asked, then recorded as the prompt's failure;
+   none, or a parent that is no tuple is re-asked, then recorded as the prompt's failure;
 2. a VLM judge answers each question about the image (:mod:`.answering`): the authors' chat-VLM prompt
    (``templates/dsg/vqa.txt``, dsg/vqa_utils.py GPT4o), the reply normalised as their code does (lower case,
    stripped, ``. , ? !`` removed) and required to be ``yes`` or ``no`` (else re-asked, then the question's
    failure); or the likelier of "yes" and "no" (``answers="probability"``);
 3. the dependency rule zeroes a question whose parent failed: ``dependency="paper"`` (the rule of the paper's
    Figure and of the README's pseudocode, which zeroes in place: a parent fails when answered "no" or zeroed by
-   its own parent), ``"official"`` (the authors' calc_vqa_score in dsg/vqa_utils.py, which made the
+   its own parent, so a question fails with any ancestor answered "no"), ``"official"`` (the authors' calc_vqa_score in dsg/vqa_utils.py, which made the
    paper's DSG-1k and TIFA160 figures: only the parents' own answers count) or ``"none"``;
 4. the image's score is the share of its questions that hold (0-1); a question the judge could not answer
    makes the image's score unknown (a failure naming it), unless a failed parent zeroes it anyway.
@@ -134,38 +134,18 @@ def clean_parents(value: str) -> list[int]:
 
 
 def parse_dependencies(text: str, ids: Sequence[int]) -> dict[int, list[int]]:
-    """``{id: [parent ids]}`` (``[0]``: no parent) for each tuple id; a parent must be another tuple, and the
-    parents must form no cycle (the rule would have no order to apply in)."""
+    """``{id: [parent ids]}`` (``[0]``: no parent) for each tuple id; a parent must be a tuple. A tuple named its
+    own parent, or parents in a cycle, are taken as the authors' code takes them (DSG-1k holds 38 such items):
+    the dependency rule never lets a question hang on itself."""
     found: dict[int, list[int]] = {}
     for ident, value in _id_lines(text, "dependencies"):
         found[ident] = clean_parents(value)
     _same_ids(list(found), ids, "dependency")
     for ident, parents in found.items():
-        bad = [p for p in parents if p != 0 and (p == ident or p not in found)]
+        bad = [p for p in parents if p != 0 and p not in found]
         if bad:
-            raise ReplyParseError(f"tuple {ident}'s parent(s) {bad} " +
-                                  ("include itself" if ident in bad else "are no tuples"))
-    _acyclic(found)
+            raise ReplyParseError(f"tuple {ident}'s parent(s) {bad} are no tuples")
     return found
-
-
-def _acyclic(parents: dict[int, list[int]]) -> None:
-    state: dict[int, int] = {}  # 1: being visited, 2: done
-
-    def visit(node: int, path: list[int]) -> None:
-        if state.get(node) == 2:
-            return
-        if state.get(node) == 1:
-            cycle = path[path.index(node):] + [node]
-            raise ReplyParseError(f"the dependencies form a cycle: {' -> '.join(map(str, cycle))}")
-        state[node] = 1
-        for p in parents.get(node, []):
-            if p != 0:
-                visit(p, path + [node])
-        state[node] = 2
-
-    for node in parents:
-        visit(node, [])
 
 
 def category_of(tuple_text: str) -> str:
@@ -243,42 +223,46 @@ class DSGMethod(QuestionMethod):
 def question_scores(questions: Sequence[dict[str, Any]], answers: dict[int, bool | None],
                     rule: str = "paper") -> tuple[dict[int, float | None], set[int]]:
     """Each question's score after the dependency ``rule`` (1 holds, 0 fails, None: unknown, its answer
-    missing or a parent's it hangs on), and the questions zeroed by a parent. ``answers``: id -> True (yes),
-    False (no) or None (no answer)."""
+    missing or one it hangs on), and the questions zeroed by a parent. ``answers``: id -> True (yes), False
+    (no) or None (no answer).
+
+    ``"paper"``: a question fails when it or any of its ancestors is answered "no" (a parent zeroed by its own
+    parent fails its children); ``"official"``: when it or one of its parents is answered "no"
+    (calc_vqa_score reads the parents' own answers); ``"none"``: its own answer. A question never hangs on
+    itself (a parent list naming it, or a cycle back to it)."""
     if rule not in DEPENDENCY_RULES:
         raise ValueError(f"dependency must be one of {', '.join(DEPENDENCY_RULES)}, got {rule!r}")
     parents = {q["id"]: [p for p in q["dependencies"] or [] if p != 0] for q in questions}
+    missing = sorted({p for ps in parents.values() for p in ps if p not in parents})
+    if missing:
+        raise ValueError(f"the dependencies name question(s) {missing}, which are not among the questions")
+
+    def hangs_on(q: int) -> set[int]:
+        if rule == "none":
+            return set()
+        if rule == "official":
+            return set(parents[q]) - {q}
+        seen: set[int] = set()
+        stack = list(parents[q])
+        while stack:
+            p = stack.pop()
+            if p != q and p not in seen:
+                seen.add(p)
+                stack.extend(parents[p])
+        return seen
+
     status: dict[int, float | None] = {}
     zeroed: set[int] = set()
-    visiting: set[int] = set()
-
-    def parent_state(p: int) -> float | None:
-        if p not in parents:
-            raise ValueError(f"question {p} is a parent but no question")
-        if rule == "official":  # calc_vqa_score: the parent's own answer
-            return None if answers.get(p) is None else float(answers[p])
-        return score(p)
-
-    def score(q: int) -> float | None:
-        if q in status:
-            return status[q]
-        if q in visiting:
-            raise ValueError(f"the questions' dependencies form a cycle through question {q}")
-        visiting.add(q)
-        own = answers.get(q)
-        states = [parent_state(p) for p in parents[q]] if rule != "none" else []
-        if 0.0 in states:
-            zeroed.add(q)
-            value: float | None = 0.0
-        elif own is None or None in states:
-            value = 0.0 if own is False else None
-        else:
-            value = float(own)
-        status[q] = value
-        return value
-
     for q in parents:
-        score(q)
+        states = [answers.get(p) for p in hangs_on(q)]
+        own = answers.get(q)
+        if False in states:
+            zeroed.add(q)
+            status[q] = 0.0
+        elif own is False:
+            status[q] = 0.0
+        else:
+            status[q] = None if own is None or None in states else 1.0
     return status, zeroed
 
 
