@@ -14,10 +14,11 @@ Record -> request -> reply -> score, for one image:
    (``templates/dsg/vqa.txt``, dsg/vqa_utils.py GPT4o), the reply normalised as their code does (lower case,
    stripped, ``. , ? !`` removed) and required to be ``yes`` or ``no`` (else re-asked, then the question's
    failure); or the likelier of "yes" and "no" (``answers="probability"``);
-3. the dependency rule zeroes a question whose parent failed: ``dependency="paper"`` (the rule of the paper's
-   Figure and of the README's pseudocode, which zeroes in place: a parent fails when answered "no" or zeroed by
-   its own parent, so a question fails with any ancestor answered "no"), ``"official"`` (the authors' calc_vqa_score in dsg/vqa_utils.py, which made the
-   paper's DSG-1k and TIFA160 figures: only the parents' own answers count) or ``"none"``;
+3. the dependency rule zeroes a question whose parent failed: ``dependency="paper"`` (as the authors' README
+   pseudocode applies it, zeroing in place: a parent fails when answered "no" or zeroed by its own parent, so
+   a question fails with any ancestor answered "no"), ``"official"`` (the authors' calc_vqa_score in
+   dsg/vqa_utils.py, which made the paper's DSG-1k and TIFA160 figures: only the parents' own answers count)
+   or ``"none"``;
 4. the image's score is the share of its questions that hold (0-1); a question the judge could not answer
    makes the image's score unknown (a failure naming it), unless a failed parent zeroes it anyway.
 
@@ -269,8 +270,8 @@ def question_scores(questions: Sequence[dict[str, Any]], answers: dict[int, bool
 # -- the released DSG-1k questions -----------------------------------------------------------------------------
 
 def read_dsg_csv(path: str | Path) -> list[dict[str, Any]]:
-    """The rows (``id``, ``prompt``, ``dsg_questions``) of a DSG question file as the authors release it (dsg/data/dsg-1k-anns.csv,
-    tifa160-dev-anns.csv: one line per question, ``item_id, text, proposition_id, dependency, tuple,
+    """The rows (``id``, ``prompt``, ``dsg_questions``) of a DSG question file as the authors release it
+    (dsg/data/dsg-1k-anns.csv, tifa160-dev-anns.csv: one line per question, ``item_id, text, proposition_id, dependency, tuple,
     question_natural_language``...), one row per item in file order, questions in file order, dependency cells
     read as :func:`clean_parents` reads them. The authors' data_utils.py drops every dependency of an item one
     of whose cells holds a word ("5, right": 8 items of DSG-1k); here the word is dropped, as their

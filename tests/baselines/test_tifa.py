@@ -60,10 +60,12 @@ def test_the_prompt_is_the_authors_and_its_own_examples_parse():
     assert len(examples) == 12
     parsed = [parse_questions(e.split("\nEntities", 1)[1]) for e in examples]
     assert parsed[2][0] == [  # "A red colored dog."
-        {"element": "dog", "element_type": "animal/human", "question": "is this a dog?", "choices": ["yes", "no"], "answer": "yes"},
+        {"element": "dog", "element_type": "animal/human", "question": "is this a dog?", "choices": ["yes", "no"],
+         "answer": "yes"},
         {"element": "dog", "element_type": "animal/human", "question": "what animal is in the picture?",
          "choices": ["dog", "cat", "bird", "fish"], "answer": "dog"},
-        {"element": "red", "element_type": "color", "question": "is the dog red?", "choices": ["yes", "no"], "answer": "yes"},
+        {"element": "red", "element_type": "color", "question": "is the dog red?", "choices": ["yes", "no"],
+         "answer": "yes"},
         {"element": "red", "element_type": "color", "question": "what color is the dog?",
          "choices": ["red", "black", "white", "yellow"], "answer": "red"}]
     assert sum(len(p[0]) for p in parsed) == 109

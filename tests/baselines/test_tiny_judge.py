@@ -58,14 +58,16 @@ def test_dsg_with_the_tiny_judge_answering_by_probability_and_in_chat(vlm, judge
     out = dsg.compute(predictions=images, references=["an orange cat", "an orange cat"], answers="probability")
     judge = dsg.judge
     assert type(judge).__name__ == "CachedJudge" and type(judge.judge).__name__ == "TransformersJudge"
-    assert out["num_failed"] == 0 and out["judge"]["model"] == vlm and out["judge"]["questions_by"]["model"] == "scripted-llm"
+    assert out["num_failed"] == 0 and out["judge"]["model"] == vlm
+    assert out["judge"]["questions_by"]["model"] == "scripted-llm"
     direct = load_judge(f"hf:{vlm}", cache=False, **judge_kwargs)
     try:
         for result, picture in zip(out["per_image"], images):
             probabilities = result["context"]["probabilities"]
             assert set(probabilities) == {"1", "2"} and 0 <= result["score"] <= 1
             # what the model itself gives the question's "yes", asked directly
-            question = "Answer only with 'yes' or 'no'. Do not give other outputs or punctuation marks. Question: Is there a cat?"
+            question = ("Answer only with 'yes' or 'no'. Do not give other outputs or punctuation marks. "
+                        "Question: Is there a cat?")
             [p_yes] = direct.answer_probability([AnswerQuery(picture, question, "yes")])
             assert probabilities["1"]["yes"] == pytest.approx(p_yes, rel=1e-4)
     finally:

@@ -58,7 +58,8 @@ def test_the_released_replies_give_sc_pq_and_o():
         assert result.subscores == {"SC": s, "PQ": p, "O": pytest.approx(math.sqrt(s * p))}
         assert result.score == pytest.approx(math.sqrt(s * p) / 10)
         assert [q.question for q in result.questions] == ["semantic consistency", "naturalness", "artifacts"]
-        assert result.questions[0].reasoning == sc[key]["reasoning"] and result.questions[2].reasoning == pq[key]["reasoning"]
+        assert result.questions[0].reasoning == sc[key]["reasoning"]
+        assert result.questions[2].reasoning == pq[key]["reasoning"]
     assert [r.subscores["SC"] for r in results] == [8.0, 0.0, 8.0]  # sample_1: "does not depict a blue bird"
     aggregate = VIEScore().aggregate(results)
     assert aggregate["viescore"] == pytest.approx(10 * sum(r.subscores["O"] for r in results) / 3)
