@@ -13,6 +13,7 @@ set: DSG-1k, TIFA v1.0) is scored as given.
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
@@ -84,6 +85,7 @@ class Questions:
         self.store = store
         self._loaded: Any = None
         self._criteria: dict[int, Criteria] = {}
+        self._lock = threading.Lock()  # scoring threads (an HTTP judge's rolling window) load and key once
 
     def _llm(self, judge: Any) -> Any:
         if self.spec is None:
@@ -96,10 +98,11 @@ class Questions:
 
     def criteria(self, judge: Any) -> Criteria:
         """The store of the LLM that writes the questions when ``judge`` is the scoring judge."""
-        llm = self._llm(judge)
-        if id(llm) not in self._criteria:
-            self._criteria[id(llm)] = Criteria(self.method, llm, cache=self.store)
-        return self._criteria[id(llm)]
+        with self._lock:
+            llm = self._llm(judge)
+            if id(llm) not in self._criteria:
+                self._criteria[id(llm)] = Criteria(self.method, llm, cache=self.store)
+            return self._criteria[id(llm)]
 
     def rows(self, rows: Sequence[dict[str, Any]], judge: Any) -> tuple[list[dict[str, Any]], list[str | None]]:
         """Each row with its questions, and per row None or why it has none (its image then fails, unasked)."""
@@ -110,6 +113,7 @@ class Questions:
         return self.criteria(judge).llm_identity()
 
     def close(self) -> None:
-        loaded, self._loaded = self._loaded, None
+        with self._lock:
+            loaded, self._loaded = self._loaded, None
         if loaded is not None:
             loaded.close()
