@@ -13,10 +13,11 @@ import hashlib
 from collections.abc import Collection, Sequence
 from typing import Any
 
+from ..benchmarks.base import given_path
 from ..results import ImageResult, PaperTable
 from ..stats import summarize
 
-__all__ = ["Baseline", "prompt_rows", "AGGREGATE_OPTIONS"]
+__all__ = ["Baseline", "prompt_rows", "image_source", "failed_image", "AGGREGATE_OPTIONS"]
 
 #: what every baseline's aggregate takes: the bootstrap intervals'
 AGGREGATE_OPTIONS = frozenset({"confidence", "n_resamples", "seed"})
@@ -100,6 +101,11 @@ class Baseline:
 
     def close(self) -> None:  # noqa: B027 - a metric that loads nothing of its own has nothing to close
         """Release what the metric loaded itself (an LLM given as a spec)."""
+
+
+def image_source(given: Any, image: Any) -> str | None:
+    """Where an image came from, for its result: the loaded image's source, else the path it was given as."""
+    return getattr(image, "source", None) or given_path(given)
 
 
 def failed_image(row: dict[str, Any], image: Any, why: str) -> ImageResult:

@@ -44,8 +44,8 @@ from ..parsing import ReplyParseError, ask_structured
 from ..prompts import verbatim
 from ..results import ImageResult, QuestionResult
 from .answering import ANSWERS, answer_choices
-from .base import Baseline, failed_image, prompt_rows
-from .questions import Made, QuestionMethod, Questions
+from .base import Baseline, failed_image, image_source, prompt_rows
+from .questions import LLM_UNAVAILABLE, Made, QuestionMethod, Questions, made_failure
 
 __all__ = ["DSG", "PRESETS", "DEPENDENCY_RULES", "QUESTION_SAMPLING", "parse_tuples", "parse_questions",
            "parse_dependencies", "question_scores", "read_dsg_csv", "category_of", "dsg_request"]
@@ -215,7 +215,7 @@ class DSGMethod(QuestionMethod):
                     rows.append({"id": qid, "tuple": text, "category": category_of(text),
                                  "question": questions[k].value[qid], "dependencies": dependencies[k].value[qid]})
             row = {"id": str(ident), "prompt": prompt, "questions": rows, "extra": json_text({"questions_by": info})}
-            out.append(Made(row, None if failed is None else f"DSG {failed[0]}s: {failed[1].error}"))
+            out.append(Made(row, None if failed is None else made_failure(f"DSG {failed[0]}s", failed[1])))
         return out
 
 
@@ -344,9 +344,10 @@ class DSG(Baseline):
         results: list[ImageResult] = []
         asked: list[tuple[ImageResult, dict[str, Any], JudgeImage]] = []
         for given, row, image, why in zip(images, made, loaded, failures):
-            source = image.source if isinstance(image, JudgeImage) else (str(given) if isinstance(given, str) else None)
+            source = image_source(given, image)
             if why is not None or not row.get("questions"):
                 results.append(failed_image(row, source, why or "the prompt has no DSG questions"))
+                results[-1].retryable = bool(why and why.endswith(LLM_UNAVAILABLE))
             elif isinstance(image, ImageError):
                 results.append(failed_image(row, source, f"image: {image}"))
             else:

@@ -22,7 +22,17 @@ from typing import Any
 from ..judges.base import Sampling
 from ..rewards.criteria import Criteria, Made, Method
 
-__all__ = ["QuestionMethod", "Questions", "Made"]
+__all__ = ["QuestionMethod", "Questions", "Made", "LLM_UNAVAILABLE", "made_failure"]
+
+#: ends the failure of a prompt whose questions the LLM could not be asked for (its server failed): its images'
+#: failures are retryable (``t2ireason evaluate --retry-failed``), the questions being asked for again
+LLM_UNAVAILABLE = " (the LLM could not answer; asking again may succeed)"
+
+
+def made_failure(what: str, parsed: Any) -> str:
+    """The failure of a prompt whose ``what`` could not be made (``parsed``: the last ask's outcome)."""
+    return f"{what}: {parsed.error}" + (LLM_UNAVAILABLE if parsed.transient else "")
+
 
 #: bumped when a method changes in a way its templates do not show: older questions are then made again
 VERSION = 1

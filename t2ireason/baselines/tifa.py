@@ -36,8 +36,8 @@ from ..parsing import ReplyParseError, ask_structured
 from ..prompts import verbatim
 from ..results import ImageResult, QuestionResult
 from .answering import ANSWERS, answer_choices
-from .base import Baseline, failed_image, prompt_rows
-from .questions import Made, QuestionMethod, Questions
+from .base import Baseline, failed_image, image_source, prompt_rows
+from .questions import LLM_UNAVAILABLE, Made, QuestionMethod, Questions, made_failure
 
 __all__ = ["TIFA", "PRESETS", "ELEMENT_TYPES", "QUESTION_SAMPLING", "parse_questions", "read_tifa_questions",
            "question_request"]
@@ -125,7 +125,7 @@ class TIFAMethod(QuestionMethod):
             info = {"model": model, "reasks": p.reasks, "outputs": p.texts, "left_out": notes}
             row = {"id": str(ident), "prompt": i["prompt"], "questions": questions,
                    "extra": json_text({"questions_by": info})}
-            out.append(Made(row, None if p.ok else f"TIFA questions: {p.error}"))
+            out.append(Made(row, None if p.ok else made_failure("TIFA questions", p)))
         return out
 
 
@@ -193,9 +193,10 @@ class TIFA(Baseline):
         results: list[ImageResult] = []
         asked: list[tuple[ImageResult, dict[str, Any], JudgeImage]] = []
         for given, row, image, why in zip(images, made, load_images(images), failures):
-            source = image.source if isinstance(image, JudgeImage) else (str(given) if isinstance(given, str) else None)
+            source = image_source(given, image)
             if why is not None or not row.get("questions"):
                 results.append(failed_image(row, source, why or "the prompt has no TIFA questions"))
+                results[-1].retryable = bool(why and why.endswith(LLM_UNAVAILABLE))
             elif isinstance(image, ImageError):
                 results.append(failed_image(row, source, f"image: {image}"))
             else:

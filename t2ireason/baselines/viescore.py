@@ -26,7 +26,7 @@ from ..judges.base import ChatRequest, Sampling
 from ..parsing import ReplyParseError, as_score, ask_structured, extract_json, score_list
 from ..prompts import verbatim
 from ..results import ImageResult, QuestionResult
-from .base import Baseline, failed_image, prompt_rows
+from .base import Baseline, failed_image, image_source, prompt_rows
 
 __all__ = ["VIEScore", "PRESETS", "ASPECTS", "reply_schema", "parse_reply", "viescore_requests"]
 
@@ -111,7 +111,7 @@ class VIEScore(Baseline):
             raise ValueError(f"got {len(rows)} prompts but {len(images)} images")
         results, requests, parsers, asked = [], [], [], []
         for given, row, image in zip(images, rows, load_images(images)):
-            source = image.source if isinstance(image, JudgeImage) else (str(given) if isinstance(given, str) else None)
+            source = image_source(given, image)
             if isinstance(image, ImageError):
                 results.append(failed_image(row, source, f"image: {image}"))
                 continue

@@ -330,3 +330,18 @@ def test_score_images_is_the_plain_function():
     assert result.score == 1.0 and result.context["dependency_rule"] == "none"
     with pytest.raises(ValueError, match="unknown baseline metric 'dgs'; known: dsg, viescore, tifa"):
         get_baseline("dgs")
+
+
+def test_an_llm_that_could_not_answer_fails_the_images_retryably_and_is_asked_again(tmp_path):
+    def down(request):
+        if task_of(request) == "tuple":
+            return Reply(text="", model="m", sampling={}, error="HTTP 502", transient=True)
+        return replies()(request)
+
+    [result] = DSG(store=tmp_path / "q.sqlite").score([PROMPT], [image()], ScriptedJudge(down))
+    assert result.score is None and result.retryable
+    assert result.failure.startswith("DSG tuples: judge error: HTTP 502") and "asking again may succeed" in result.failure
+    [result] = DSG(store=tmp_path / "q.sqlite").score([PROMPT], [image()], judge())
+    assert result.score == 1.0
+    [never] = DSG(store=False).score([PROMPT], [image()], judge(tuples="no tuples"))
+    assert not never.retryable  # a reply that never parses: asking again the same would not change it
