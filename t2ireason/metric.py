@@ -33,6 +33,7 @@ import pyarrow as pa
 from datasets.utils.py_utils import temp_seed
 from PIL import Image
 
+from .baselines import PRESET_LLM, get_baseline, load_baseline
 from .benchmarks import get_benchmark
 from .images import JudgeImage, _is_tensor, as_image, missing_files
 from .results import ImageResult
@@ -381,10 +382,6 @@ class JudgedMetric(JudgeMixin, ImageMetric):
         return judge_record(self.judge, self.preset_name, self.judge_setting.preset_settings)
 
 
-#: "the preset's LLM unless a judge is named" (see :class:`BaselineMetric`)
-PRESET_LLM = "preset"
-
-
 class BaselineMetric(JudgeMixin, ImageMetric):
     """An evaluate module scoring images against their prompts with a baseline metric
     (:mod:`t2ireason.baselines`: DSG, VIEScore, TIFA) and a judge.
@@ -401,21 +398,13 @@ class BaselineMetric(JudgeMixin, ImageMetric):
     def __init__(self, judge: Any = None, preset: str | None = None, judge_kwargs: dict | None = None,
                  cache: str | bool = True, progress: bool = True, llm: Any = PRESET_LLM,
                  llm_kwargs: dict | None = None, store: str | bool = True, **kwargs: Any):
-        from .baselines import get_baseline
-
-        probe = get_baseline(self.baseline_name)  # its presets; a metric with questions is made again below
+        probe = get_baseline(self.baseline_name)
         setting = judge_setting(probe, preset, judge, judge_kwargs)
-        chosen = probe.presets.get(setting.preset, {})
-        if hasattr(probe, "questions"):
-            if llm == PRESET_LLM and judge is not None:
-                llm = None  # the judge named writes the questions too
-            elif llm == PRESET_LLM:
-                llm, llm_kwargs = chosen.get("llm"), {**chosen.get("llm_kwargs", {}), **(llm_kwargs or {})}
-            self.baseline = get_baseline(self.baseline_name, llm=llm, llm_kwargs=llm_kwargs, store=store)
-        else:
-            if llm != PRESET_LLM or llm_kwargs:
-                raise ValueError(f"{self.baseline_name} asks no LLM for questions: it takes no llm or llm_kwargs")
-            self.baseline = probe
+        keeps = {"store": store, "cache": cache} if hasattr(probe, "questions") else {}
+        if not keeps and store is not True:
+            raise ValueError(f"{self.baseline_name} keeps no questions: it takes no store")
+        self.baseline = load_baseline(self.baseline_name, preset=setting.preset, judge=judge, llm=llm,
+                                      llm_kwargs=llm_kwargs, **keeps)
         self.judge_setting = setting
         self.preset_name = setting.preset
         self._set_judge(setting.judge, setting.judge_kwargs, cache, setting.spec)

@@ -20,7 +20,7 @@ from typing import Any
 
 from .base import Baseline, prompt_rows
 
-__all__ = ["BASELINES", "Baseline", "get_baseline", "prompt_rows", "score_images"]
+__all__ = ["BASELINES", "PRESET_LLM", "Baseline", "get_baseline", "load_baseline", "prompt_rows", "score_images"]
 
 #: the baseline metrics, by their metric module's name
 BASELINES = ("dsg", "viescore", "tifa")
@@ -43,6 +43,31 @@ def get_baseline(name: str, **kwargs: Any) -> Baseline:
 
         return TIFA(**kwargs)
     raise ValueError(f"unknown baseline metric {name!r}; known: {', '.join(BASELINES)}")
+
+
+#: ``llm``'s default in :func:`load_baseline`: the preset's LLM, unless a judge is named
+PRESET_LLM = "preset"
+
+
+def load_baseline(name: str, *, preset: str | None = None, judge: Any = None, llm: Any = PRESET_LLM,
+                  llm_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> Baseline:
+    """The baseline ``name`` with its question LLM chosen as the metric modules and ``t2ireason evaluate``
+    choose it: ``llm`` when given (a spec, a judge object, or None: the judge); else the judge itself when one
+    is named (one model named does everything); else ``preset``'s LLM (and its ``llm_kwargs``, under the
+    caller's). ``kwargs`` (``store``, ``cache``...) reach the metric. A metric that asks no LLM takes none."""
+    probe = get_baseline(name)
+    if not hasattr(probe, "questions"):
+        if llm != PRESET_LLM or llm_kwargs or kwargs:
+            raise ValueError(f"{name} asks no LLM for questions: it takes no llm, llm_kwargs, "
+                             f"{', '.join(kwargs) or 'store'}")
+        return probe
+    if llm == PRESET_LLM and judge is not None:
+        llm = None  # the judge named writes the questions too
+    elif llm == PRESET_LLM:
+        chosen = probe.setting(preset).preset
+        llm, llm_kwargs = (probe.presets[chosen].get("llm"),
+                           {**probe.presets[chosen].get("llm_kwargs", {}), **(llm_kwargs or {})})
+    return get_baseline(name, llm=llm, llm_kwargs=llm_kwargs, **kwargs)
 
 
 def score_images(name: str, images: Any, prompts: Any, judge: Any, *, progress: bool | str = False,

@@ -298,7 +298,8 @@ class DSG(Baseline):
 
     ``llm``: what writes a prompt's DSG: a spec (loaded on first use with ``llm_kwargs``), a judge object, or
     None for the scoring judge itself; ``store``: where the DSGs are kept (True: ``criteria.sqlite`` beside the
-    response cache; a path; False: this object's life only); ``question_sampling`` and ``question_max_reasks``:
+    response cache; a path; False: this object's life only); ``cache``: the LLM's response cache (a spec's);
+    ``question_sampling`` and ``question_max_reasks``:
     how the LLM is asked (default: the authors' temperature 0 and 500 tokens; 2 re-asks)."""
 
     name = "dsg"
@@ -315,10 +316,11 @@ class DSG(Baseline):
 }"""
 
     def __init__(self, llm: Any = None, *, llm_kwargs: dict[str, Any] | None = None, store: str | Path | bool = True,
-                 question_sampling: Sampling | dict[str, Any] | None = None, question_max_reasks: int = 2):
+                 cache: str | Path | bool = True, question_sampling: Sampling | dict[str, Any] | None = None,
+                 question_max_reasks: int = 2):
         sampling = Sampling(**question_sampling) if isinstance(question_sampling, dict) else question_sampling
         self.questions = Questions(DSGMethod(sampling or QUESTION_SAMPLING, question_max_reasks), llm,
-                                   llm_kwargs=llm_kwargs, store=store)
+                                   llm_kwargs=llm_kwargs, store=store, cache=cache)
 
     def score(self, rows: Sequence[Any], images: Sequence[Any], judge: Any, *, progress: bool | str = False,
               **options: Any) -> list[ImageResult]:

@@ -77,11 +77,12 @@ class Questions:
     """The questions of each prompt, from the rows given or made by ``llm`` and kept in ``store`` (a path,
     True for the default ``criteria.sqlite``, False for this object's life only).
 
-    ``llm``: a spec (loaded on first use, with ``llm_kwargs``, and closed by :meth:`close`), a judge object,
-    or None: the judge given to :meth:`rows` writes them too."""
+    ``llm``: a spec (loaded on first use, with ``llm_kwargs`` and the response cache ``cache``, and closed by
+    :meth:`close`), a judge object, or None: the judge given to :meth:`rows` writes them too. The response cache
+    keeps each deterministic reply as it arrives: an interrupted generation pays for none twice."""
 
     def __init__(self, method: QuestionMethod, llm: Any = None, *, llm_kwargs: dict[str, Any] | None = None,
-                 store: str | Path | bool = True):
+                 store: str | Path | bool = True, cache: str | Path | bool = True):
         from ..judges import JudgeSpec, validate_judge
 
         self.method = method
@@ -93,6 +94,7 @@ class Questions:
         self.llm = None if self.spec is not None else llm
         self.llm_kwargs = dict(llm_kwargs or {})
         self.store = store
+        self.cache = cache
         self._loaded: Any = None
         self._criteria: dict[int, Criteria] = {}
         self._lock = threading.Lock()  # scoring threads (an HTTP judge's rolling window) load and key once
@@ -103,7 +105,7 @@ class Questions:
         if self._loaded is None:
             from ..judges import load_judge
 
-            self._loaded = load_judge(self.spec, cache=False, **self.llm_kwargs)  # what it makes is kept below
+            self._loaded = load_judge(self.spec, cache=self.cache, **self.llm_kwargs)
         return self._loaded
 
     def criteria(self, judge: Any) -> Criteria:

@@ -151,7 +151,7 @@ def read_tifa_questions(path: str | Path) -> list[dict[str, Any]]:
 class TIFA(Baseline):
     """The TIFA score of each image against its prompt (see the module docstring).
 
-    ``llm``, ``llm_kwargs``, ``store``, ``question_sampling``, ``question_max_reasks``: as
+    ``llm``, ``llm_kwargs``, ``store``, ``cache``, ``question_sampling``, ``question_max_reasks``: as
     :class:`~t2ireason.baselines.dsg.DSG`'s (default sampling: the authors' temperature 0 and 700 tokens)."""
 
     name = "tifa"
@@ -168,10 +168,11 @@ class TIFA(Baseline):
 }"""
 
     def __init__(self, llm: Any = None, *, llm_kwargs: dict[str, Any] | None = None, store: str | Path | bool = True,
-                 question_sampling: Sampling | dict[str, Any] | None = None, question_max_reasks: int = 2):
+                 cache: str | Path | bool = True, question_sampling: Sampling | dict[str, Any] | None = None,
+                 question_max_reasks: int = 2):
         sampling = Sampling(**question_sampling) if isinstance(question_sampling, dict) else question_sampling
         self.questions = Questions(TIFAMethod(sampling or QUESTION_SAMPLING, question_max_reasks), llm,
-                                   llm_kwargs=llm_kwargs, store=store)
+                                   llm_kwargs=llm_kwargs, store=store, cache=cache)
 
     def score(self, rows: Sequence[Any], images: Sequence[Any], judge: Any, *, progress: bool | str = False,
               **options: Any) -> list[ImageResult]:

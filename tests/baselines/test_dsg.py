@@ -345,3 +345,16 @@ def test_an_llm_that_could_not_answer_fails_the_images_retryably_and_is_asked_ag
     assert result.score == 1.0
     [never] = DSG(store=False).score([PROMPT], [image()], judge(tuples="no tuples"))
     assert not never.retryable  # a reply that never parses: asking again the same would not change it
+
+
+def test_the_question_llm_is_the_one_named_else_the_judge_named_else_the_presets():
+    from t2ireason.baselines import load_baseline
+
+    assert load_baseline("dsg", store=False).questions.spec == "openai:gpt-3.5-turbo"
+    named = load_baseline("dsg", judge="openai:gpt-4o", store=False).questions
+    assert named.spec is None and named.llm is None  # the judge writes them
+    own = load_baseline("dsg", judge="openai:gpt-4o", llm="openai:gpt-4.1", llm_kwargs={"timeout": 30},
+                        store=False).questions
+    assert own.spec == "openai:gpt-4.1" and own.llm_kwargs == {"timeout": 30} and own._loaded is None
+    with pytest.raises(ValueError, match="viescore asks no LLM for questions"):
+        load_baseline("viescore", llm="openai:gpt-4o")
