@@ -127,3 +127,14 @@ def test_structured_output_sends_the_reply_schema_and_options_are_checked():
         VIEScore().score([], [], ScriptedJudge([]), answers="chat")
     setting = VIEScore().setting()
     assert setting.judge == "openai:gpt-4o-2024-05-13" and setting.judge_kwargs["sampling"].max_tokens == 1400
+
+
+def test_the_aggregate_makes_a_table_of_the_mean_and_its_interval():
+    vie = VIEScore()
+    scripted = ScriptedJudge(lambda r: '{"score": [8], "reasoning": "a"}' if kind_of(r) == "SC"
+                             else '{"score": [2, 6], "reasoning": "b"}')
+    results = vie.score(["a", "b", "c"], [Image.new("RGB", (8, 8))] * 3, scripted)
+    [table] = vie.paper_tables(vie.aggregate(results, n_resamples=200), "my-model")
+    cell = table.rows["my-model"]["VIEScore"]
+    assert table.title == "VIEScore (0-100)" and cell.value == pytest.approx(40.0)  # sqrt(8 x 2) x 10
+    assert cell.low == pytest.approx(40.0) and cell.high == pytest.approx(40.0)
