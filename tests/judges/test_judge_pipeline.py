@@ -363,3 +363,103 @@ def test_compiled_decoding_uses_a_static_cache_and_answers_alike(tiny_models, ju
     requests = _requests(4)
     assert [r.text for r in compiled.chat(requests)] == [r.text for r in judge.chat(requests)]
     assert seen and set(seen) == {"static"}
+
+
+def test_compiled_decoding_by_default_on_cuda_for_full_batches_its_first_call_said_once(tiny_models, judge,
+                                                                                        monkeypatch, caplog):
+    """``compiled_decoding=None`` (the default): the static cache where it pays, on CUDA for batches of the
+    judge's full size (compiled once, then reused); a smaller tail, and every batch on a CPU, eager. The cache's
+    length is rounded up to a bucket so other prompt lengths reuse the compiled step; the first call of each
+    shape is said once in the log."""
+    import logging
+
+    from t2ireason.judges.static_cache import CACHE_BUCKET, StaticDecoding
+
+    assert StaticDecoding.applies(None, 3, 3, "cuda") and not StaticDecoding.applies(None, 1, 3, "cuda")
+    assert not StaticDecoding.applies(None, 3, 3, "cpu") and not StaticDecoding.applies(False, 3, 3, "cuda")
+    assert StaticDecoding.applies(True, 1, 3, "cpu")
+    assert StaticDecoding.describe(None, "cuda") == "static (full batches, CUDA)" and StaticDecoding.describe(None, "cpu") is None
+    with pytest.raises(ValueError, match="compiled_decoding must be True, False or None"):
+        _judge(tiny_models["vlm"], compiled_decoding="yes")
+
+    auto = _judge(tiny_models["vlm"], batch_size=3)
+    assert auto.compiled_decoding is None and "cache_implementation" not in auto.identity()  # a CPU: eager
+    seen = []
+    real_generate = auto.hf_model.generate
+
+    def generate(*args, **kwargs):
+        config = kwargs["generation_config"]
+        seen.append((kwargs["input_ids"].shape, config.cache_implementation, getattr(config, "max_cache_len", None)))
+        return real_generate(*args, **kwargs)
+
+    monkeypatch.setattr(auto.hf_model, "generate", generate)
+    requests = _requests(7)
+    eager = [r.text for r in auto.chat(requests)]
+    assert [s[1] for s in seen] == [None, None, None]
+    # the same judge as it decides on CUDA (the device type faked for the decision only; it runs here)
+    monkeypatch.setattr(auto._static, "applies", lambda setting, rows, batch, device: StaticDecoding.applies(
+        setting, rows, batch, "cuda"))
+    seen.clear()
+    with caplog.at_level(logging.WARNING, logger="t2ireason.judges.static_cache"):
+        assert [r.text for r in auto.chat(requests)] == eager
+        assert [r.text for r in auto.chat(requests)] == eager
+    assert [s[1] for s in seen] == ["static", "static", None] * 2  # the tail of one request: eager
+    for shape, _, length in seen[:2]:
+        assert length % CACHE_BUCKET == 0 and length >= shape[1] + LENGTH
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 1 and "compiled decoding for batches of 3" in said[0] and "compiled_decoding=False" in said[0]
+    assert list(auto._static.first_calls) == [(3, seen[0][2])]
+
+
+def test_yes_probability_of_files_decodes_each_batch_where_it_is_prepared(judge, tmp_path, monkeypatch):
+    """Image files given to yes_probability are decoded batch by batch in the prefetch thread (overlapping the
+    batch before), not all before the first batch: the same scores as images decoded beforehand. A missing
+    file is told before any work; an unreadable one is the image error naming it, not a model failure."""
+    from t2ireason.images import ImageError
+
+    monkeypatch.setattr(judge, "batch_size", 3)
+    paths = []
+    for i in range(7):
+        paths.append(tmp_path / f"{i}.png")
+        _image(i, (24 + 6 * i, 30)).image.save(paths[-1])
+    questions = [f"Is there a cat number {i}?" for i in range(7)]
+    expected = judge.yes_probability([as_image(p) for p in paths], questions)
+    decoded_in, real_load = [], tj.load_images
+
+    def load(images, **kwargs):
+        decoded_in.append((threading.current_thread().name, len(images)))
+        return real_load(images, **kwargs)
+
+    monkeypatch.setattr(tj, "load_images", load)
+    assert judge.yes_probability([str(p) for p in paths], questions) == expected
+    assert [n for _, n in decoded_in] == [3, 3, 1] and all(t.startswith("hf-judge-prefetch") for t, _ in decoded_in)
+
+    generated = []
+    monkeypatch.setattr(judge.hf_model, "generate", lambda *a, **k: generated.append(1) or pytest.fail("generated"))
+    with pytest.raises(ImageError, match=r"image file not found: .*gone\.png"):
+        judge.yes_probability([str(p) for p in paths] + [str(tmp_path / "gone.png")], questions + ["?"])
+    monkeypatch.undo()
+    monkeypatch.setattr(judge, "batch_size", 3)
+    (tmp_path / "broken.png").write_bytes(paths[0].read_bytes()[:100])
+    with pytest.raises(ImageError, match=r"broken\.png"):
+        judge.yes_probability([str(p) for p in paths[:6]] + [str(tmp_path / "broken.png")], questions)
+    assert not _prefetch_threads()
+
+
+def test_one_token_answers_keep_no_kv_cache(judge, monkeypatch):
+    """P("Yes") is one forward: no KV cache is kept for it (12 GB for 32 LLaVA-7B prompts); a longer answer,
+    teacher-forced over several steps, keeps its cache. The scores are those with a cache."""
+    used, real_generate = [], judge.hf_model.generate
+
+    def generate(*args, **kwargs):
+        used.append(kwargs["generation_config"].use_cache)
+        return real_generate(*args, **kwargs)
+
+    monkeypatch.setattr(judge.hf_model, "generate", generate)
+    queries = [AnswerQuery(_image(i), f"Is there a cat number {i}?", "Yes") for i in range(3)]
+    without = judge.answer_probability(queries)
+    longer = judge.answer_probability([AnswerQuery(q.image, q.question, "Yes, it is") for q in queries])
+    assert used == [False, True] and 0 < min(longer) and max(longer) < 1
+    monkeypatch.setattr(judge, "_prepare_answers", lambda qs, real=judge._prepare_answers: (
+        lambda p: (setattr(p["config"], "use_cache", True), p)[1])(real(qs)))
+    assert judge.answer_probability(queries) == pytest.approx(without, rel=1e-5, abs=1e-7)
