@@ -77,7 +77,9 @@ def schema_constraint(tokenizer_info: Any, schemas: list[dict | None], executor:
             self.length = None  # the input length whose tokens the matchers have taken (or are taking)
             self.pending: Future | None = None
             self.worker = ThreadPoolExecutor(1, thread_name_prefix="hf-judge-masks") if overlap else None
-            self._fill()  # the first step's masks, made where the batch is prepared (the prefetch thread)
+            # the first step's masks, made where the batch is prepared (the prefetch thread), row after row:
+            # llguidance's pool may be filling the batch before's masks meanwhile
+            self._fill(parallel=False)
 
         # -- the CPU work: advance the matchers, fill the masks ------------------------------------------
 
@@ -90,11 +92,11 @@ def schema_constraint(tokenizer_info: Any, schemas: list[dict | None], executor:
                         m.consume_token(token)
             self._fill()
 
-        def _fill(self) -> None:
+        def _fill(self, parallel: bool = True) -> None:
             self.mask.fill_(-1)  # all bits set: every token allowed
             # a complete reply (stopped matcher) allows only end-of-sequence; a broken one is left free
             live = [(m, i) for i, m in enumerate(self.matchers) if m is not None and not m.is_error()]
-            if executor is not None:
+            if executor is not None and parallel:
                 llt.fill_next_token_bitmask_par(executor, live, self.mask)
             else:
                 for m, i in live:
