@@ -4,22 +4,22 @@ off the accelerator's critical path (issue 41).
 At each step a row with a schema may only take the tokens its grammar allows next: llguidance keeps one
 matcher per row, reads the token the row took and fills a bit mask of the tokens allowed next; the mask
 is applied to the step's logits. That work is on the CPU and depends on the token chosen one step
-before, so done inside the logits processor it waits for the step's forward pass and leaves the
-accelerator idle while it runs. Here it is started as soon as the token is known, at the end of the
-step before (``generate`` calls its stopping criteria right after choosing the tokens, before it
-launches the next forward): the chosen tokens are copied to pinned host memory without waiting, and a
-worker thread waits for that copy, advances every row's matcher and fills the batch's masks
-(llguidance's thread pool fills the rows in parallel, outside the GIL) while the accelerator runs the
-next forward. The logits processor then only takes the finished mask, copies it to the device without
-waiting and applies it there. The tokens are exactly those of filling each mask in turn inside the
-processor (``overlap=False``, the reference the tests compare with).
+before. Here it costs the step two calls for the whole batch, each run by llguidance's thread pool over
+the rows in parallel with the GIL released (``consume_token_par``, then the masks'
+``fill_next_token_bitmask_par``), made in the logits processor after the step's forward has been
+launched: on an accelerator the forward is still running while the CPU fills the masks, and nothing waits
+on the device but for the step's chosen tokens. Those are copied to pinned host memory without waiting as
+soon as they are chosen (``generate`` calls its stopping criteria right after choosing them, before it
+launches the next forward), so by the processor's turn they are there. No Python worker thread: one would
+contend for the GIL with the thread launching the forward's kernels, which bounds an eager forward. The tokens
+are exactly those of filling each mask in turn (``overlap=False``, and no executor: the reference the tests
+compare with).
 
 torch, transformers and llguidance are imported when a constraint is made.
 """
 
 from __future__ import annotations
 
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from .base import JudgeError
@@ -46,13 +46,12 @@ def schema_constraint(tokenizer_info: Any, schemas: list[dict | None], executor:
                       overlap: bool = True):
     """A logits processor keeping each row with a JSON schema inside that schema (llguidance matchers, one
     per row; rows without one are left free), with its :meth:`~SchemaConstraint.stopping_hook` to pass to
-    ``generate`` as a stopping criterion (it never stops a row: it starts the next step's masks).
+    ``generate`` as a stopping criterion (it never stops a row: it sends the step's tokens to the host).
 
     The grammar is compact JSON (no optional whitespace): a weak model otherwise spends its token budget
-    on spaces and newlines. ``executor`` (an ``llguidance.LLExecutor``) fills the rows' masks in
-    parallel; without it they are filled one after the other. ``overlap=False`` does all the work in the
-    logits processor (the reference; the hook then does nothing). Call :meth:`~SchemaConstraint.close`
-    when ``generate`` returns (it joins the worker thread).
+    on spaces and newlines. ``executor`` (an ``llguidance.LLExecutor``) advances the rows' matchers and
+    fills their masks in parallel; without it they are done one row after the other. ``overlap=False``
+    reads the step's tokens from ``input_ids`` in the processor (the reference; the hook then does nothing).
     """
     import llguidance
     import llguidance.torch as llt
@@ -74,9 +73,9 @@ def schema_constraint(tokenizer_info: Any, schemas: list[dict | None], executor:
             self.mask = llt.allocate_token_bitmask(len(schemas), tokenizer_info.vocab_size)  # pinned with CUDA
             self.tokens = torch.empty(len(schemas), dtype=torch.long, pin_memory=pinned)
             self.device_mask = self.shifts = None
-            self.length = None  # the input length whose tokens the matchers have taken (or are taking)
-            self.pending: Future | None = None
-            self.worker = ThreadPoolExecutor(1, thread_name_prefix="hf-judge-masks") if overlap else None
+            self.length = None  # the input length whose tokens the matchers have taken
+            self.sent = None  # (input length, event or None): the hook's copy of that step's tokens to the host
+            self.taken = {"hook": 0, "input_ids": 0}  # where each step's tokens were read from (tests, perf)
             # the first step's masks, made where the batch is prepared (the prefetch thread), row after row:
             # llguidance's pool may be filling the batch before's masks meanwhile
             self._fill(parallel=False)
@@ -84,11 +83,16 @@ def schema_constraint(tokenizer_info: Any, schemas: list[dict | None], executor:
         # -- the CPU work: advance the matchers, fill the masks ------------------------------------------
 
         def _advance(self, columns: list[list[int]]) -> None:
-            """Each row's matcher takes its new tokens (a finished reply's matcher stops taking them; one
-            that breaks is left free), then the masks of the next step are filled."""
-            for m, tokens in zip(self.matchers, columns):
-                for token in tokens:
-                    if m is not None and not m.is_stopped():
+            """Each row's matcher takes its new tokens (``columns``: one list a row, the same length; a
+            finished reply's matcher stops taking them; one that breaks is left free), then the masks of
+            the next step are filled."""
+            for step in range(len(columns[0]) if columns else 0):
+                live = [(m, row[step]) for m, row in zip(self.matchers, columns)
+                        if m is not None and not m.is_stopped() and not m.is_error()]
+                if executor is not None and live:  # llguidance refuses an empty list
+                    llt.consume_token_par(executor, live)
+                else:
+                    for m, token in live:
                         m.consume_token(token)
             self._fill()
 
@@ -96,53 +100,49 @@ def schema_constraint(tokenizer_info: Any, schemas: list[dict | None], executor:
             self.mask.fill_(-1)  # all bits set: every token allowed
             # a complete reply (stopped matcher) allows only end-of-sequence; a broken one is left free
             live = [(m, i) for i, m in enumerate(self.matchers) if m is not None and not m.is_error()]
-            if executor is not None and parallel:
+            if executor is not None and parallel and live:
                 llt.fill_next_token_bitmask_par(executor, live, self.mask)
             else:
                 for m, i in live:
                     llt.fill_next_token_bitmask(m, self.mask, i)
 
-        def _advance_when_copied(self, copied) -> None:
-            if copied is not None:
-                copied.synchronize()  # the tokens' copy to the host (and the previous mask's upload) are done
-            self._advance([[t] for t in self.tokens.tolist()])
-
         # -- generate's two calls ------------------------------------------------------------------------
 
         def after_step(self, input_ids) -> None:
-            """At the end of a step: the rows' new tokens copied to the host without waiting, and the
-            matchers advanced and next masks filled by the worker while the next forward runs."""
-            if self.worker is None or self.length is None or input_ids.shape[1] != self.length + 1:
-                return  # the processor catches up itself (it always can)
-            self._wait()
+            """At the end of a step: the rows' new tokens copied to the host without waiting (read by the
+            processor of the next step, after its forward is launched)."""
+            if not overlap or self.length is None or input_ids.shape[1] != self.length + 1:
+                return  # the processor catches up from input_ids itself (it always can)
             self.tokens.copy_(input_ids[:, -1], non_blocking=True)
-            copied = None
+            event = None
             if input_ids.is_cuda:
-                copied = torch.cuda.Event()
-                copied.record()
-            self.length = input_ids.shape[1]
-            self.pending = self.worker.submit(self._advance_when_copied, copied)
-
-        def _wait(self) -> None:
-            if self.pending is not None:
-                pending, self.pending = self.pending, None
-                pending.result()  # the worker's error, if any, is raised here, inside generate
+                event = torch.cuda.Event()
+                event.record()
+            self.sent = (input_ids.shape[1], event)
 
         def __call__(self, input_ids, scores):
-            self._wait()
             length = input_ids.shape[1]
             if self.length is None:  # the first step: its masks were filled when the batch was prepared
                 self.length = length
-            elif length > self.length:  # tokens the hook did not see: taken here, in one copy for the batch
-                self._advance(input_ids[:, self.length:].tolist())
+            elif length > self.length:
+                sent, self.sent = self.sent, None
+                if sent is not None and sent[0] == length == self.length + 1:
+                    if sent[1] is not None:
+                        sent[1].synchronize()  # the tokens' copy (queued before this step's forward) is done
+                    columns = [[t] for t in self.tokens.tolist()]
+                    self.taken["hook"] += 1
+                else:  # tokens the hook did not send: taken here, in one copy for the batch
+                    columns = input_ids[:, self.length:].tolist()
+                    self.taken["input_ids"] += 1
+                self._advance(columns)
                 self.length = length
             if self.shifts is None or self.shifts.device != scores.device:
                 self.shifts = torch.arange(32, dtype=torch.int32, device=scores.device)
                 self.device_mask = self.mask if not scores.is_cuda else torch.empty_like(self.mask,
                                                                                         device=scores.device)
             if self.device_mask is not self.mask:
-                # read by the device after the copy completes; the worker refills self.mask only once the
-                # next step's tokens have reached the host, which is after this copy in the stream
+                # read by the device after the copy completes; the mask is refilled on the host only after
+                # the next step's tokens have reached it, which is after this copy in the stream
                 self.device_mask.copy_(self.mask, non_blocking=True)
             return apply_token_mask(scores.clone(), self.device_mask, self.shifts)
 
@@ -150,13 +150,11 @@ def schema_constraint(tokenizer_info: Any, schemas: list[dict | None], executor:
             return _AfterStep(self)
 
         def close(self) -> None:
-            """Join the worker (a mask being filled for a step that will not come is finished first)."""
-            if self.worker is not None:
-                self.worker.shutdown(wait=True)
-            self.pending = None
+            """Nothing is left running (kept for the callers that close a constraint when generate returns)."""
+            self.sent = None
 
     class _AfterStep(StoppingCriteria):
-        """The stopping criterion that starts the next step's masks; it never stops a row."""
+        """The stopping criterion that sends each step's tokens to the host; it never stops a row."""
 
         def __init__(self, constraint: SchemaConstraint):
             self.constraint = constraint

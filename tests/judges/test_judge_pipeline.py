@@ -235,9 +235,10 @@ def _steps(constraint, input_ids, scores_list, hooks=True):
     return out
 
 
-def test_schema_masks_filled_in_parallel_and_ahead_equal_masks_filled_row_by_row_in_the_processor(judge):
-    """The overlapped constraint (next masks filled by the worker from the stopping hook, rows in parallel by
-    llguidance's pool) gives exactly the logits of filling each row's mask in turn inside the processor."""
+def test_schema_masks_filled_in_parallel_from_the_hooks_tokens_equal_masks_filled_row_by_row(judge):
+    """The constraint as generate runs it (each step's tokens sent to the host by the stopping hook, the rows'
+    matchers advanced and masks filled by llguidance's pool in two calls a step) gives exactly the logits of
+    filling each row's mask in turn from input_ids."""
     config = judge._generation_config
     info = judge._llguidance_tokenizer(config)
     import llguidance
@@ -248,16 +249,14 @@ def test_schema_masks_filled_in_parallel_and_ahead_equal_masks_filled_row_by_row
     scores = [torch.randn(len(schemas), vocab, generator=generator) for _ in range(20)]
     input_ids = torch.zeros(len(schemas), 3, dtype=torch.long)
     ahead = constrained.schema_constraint(info, schemas, llguidance.LLExecutor())
-    advanced_in = []
-    real_advance = ahead._advance
-    ahead._advance = lambda columns: (advanced_in.append(threading.current_thread().name), real_advance(columns))[1]
     together = _steps(ahead, input_ids, scores)
     reference = constrained.schema_constraint(info, schemas, overlap=False)
     row_by_row = _steps(reference, input_ids, scores, hooks=False)
     for a, b, raw in zip(together, row_by_row, scores):
         assert torch.equal(a, b)
         assert torch.equal(a[1], raw[1])  # the free row is untouched
-    assert len(advanced_in) == 20 and set(advanced_in) == {"hf-judge-masks_0"}  # all in the worker, ahead
+    assert ahead.taken == {"hook": 19, "input_ids": 0}  # every step after the first read the hook's copy
+    assert reference.taken == {"hook": 0, "input_ids": 19}
     assert any(m.is_stopped() for m in ahead.matchers if m is not None)
     # a processor the hook never reached (a step generate took without it) catches up by itself
     caught_up = _steps(constrained.schema_constraint(info, schemas), input_ids, scores, hooks=False)
@@ -294,25 +293,25 @@ def test_schema_masks_need_no_compile_and_mask_as_the_bits_say(judge, monkeypatc
 
 def test_json_replies_with_the_masks_filled_ahead_are_those_filled_in_turn(tiny_models, monkeypatch):
     """End to end through generate: JSON requests (mixed with free ones and sampled rows) give the same texts
-    with the masks filled ahead in parallel (the default) as filled row by row inside the processor."""
+    with each step's tokens sent by the hook and the masks filled in parallel (the default) as filled row by row
+    from input_ids inside the processor; no thread is left behind."""
     judge = _judge(tiny_models["vlm"], batch_size=4)
     requests = _requests(7)
-    seen = []
+    made = []
     real = tj.schema_constraint
 
     def recording(*args, **kwargs):
-        constraint = real(*args, **kwargs)
-        advance = constraint._advance
-        constraint._advance = lambda columns: (seen.append(threading.current_thread().name), advance(columns))[1]
-        return constraint
+        made.append(real(*args, **kwargs))
+        return made[-1]
 
     monkeypatch.setattr(tj, "schema_constraint", recording)
+    before = set(threading.enumerate())
     ahead = [r.text for r in judge.chat(requests)]
-    assert seen and set(seen) == {"hf-judge-masks_0"}
+    assert made and all(c.taken["hook"] > 0 and c.taken["input_ids"] == 0 for c in made)
     monkeypatch.setattr(tj, "schema_constraint", lambda info, schemas, executor=None: real(info, schemas, overlap=False))
     in_turn = [r.text for r in judge.chat(requests)]
     assert ahead == in_turn and all(ahead)
-    assert not [t for t in threading.enumerate() if t.name.startswith("hf-judge-masks")]
+    assert not [t for t in set(threading.enumerate()) - before if t.name.startswith("hf-judge-masks")]
 
 
 # -- attention and the compiled decoding path -----------------------------------------------------------------------
