@@ -76,6 +76,7 @@ TARGETS = {
     "json_eager_vs_bare_eager_b8": (">=", 0.9),
     "json_eager_vs_bare_eager_b32": (">=", 0.9),
     "json_default_vs_bare_static_b8": (">=", 0.9),
+    "json_default_vs_bare_static_b32": (">=", 0.9),
     "json_default_vs_hbm_floor_b8": (">=", 0.5),
     "vqascore_qwen_vs_roofline_ratio": ("<=", 3.0),
     "generation_vs_bare_no_save_ratio": ("<=", 1.05),
@@ -384,6 +385,9 @@ def json_decoding(setup: Setup, bandwidth: float) -> bool:
                                          for enc, k in zip(encs, steps)])
 
     def compare(name: str, batch: int, n: int, compiled, static: bool) -> float:
+        # both sides once untimed first: each new shape's first kernels (a dynamic cache grows a step at a time)
+        # are paid by whichever runs first, and the H200 run of 2026-11-28 timed the project first
+        bare(batch, batch, project(batch, batch, compiled)["steps"], static)
         p = project(batch, n, compiled)
         setup.record(sec, f"{name}_b{batch}_row_steps_per_s", p["row_steps"] / p["seconds"],
                      tokens_per_s=p["tokens"] / p["seconds"], steps=p["steps"], requests=n,
@@ -400,17 +404,22 @@ def json_decoding(setup: Setup, bandwidth: float) -> bool:
         met &= setup.target(sec, f"json_eager_vs_bare_eager_b{batch}" if not setup.small else f"json_eager_b{batch}",
                             ratio)
     # the default: on CUDA the static cache for full batches, compiled on its first call (on a CPU it would
-    # decode eagerly: a small run takes the static path explicitly to run its code)
-    batch, n = setup.json_batches[0], setup.json_requests[0]
+    # decode eagerly: a small run takes the static path explicitly to run its code); each batch size compiles once
     default = None if setup.device == "cuda" else True
-    judge.batch_size, judge.compiled_decoding = batch, default
-    compile_seconds = timed(setup, lambda: judge.chat(requests[:batch]))
-    setup.record(sec, f"compile_seconds_b{batch}", compile_seconds, mode="static" if default is not False else "eager",
-                 first_calls="; ".join(f"batch {rows}, cache {length}: {s:.1f} s"
-                                       for (rows, length), s in judge._static.first_calls.items()))
-    setup.record(sec, f"bare_static_first_call_seconds_b{batch}", bare(batch, batch, [2], True))  # compiles if new
-    ratio, p = compare("project_default", batch, n, default, True)
-    met &= setup.target(sec, "json_default_vs_bare_static_b8" if not setup.small else "json_default_b2", ratio)
+    for batch, n in zip(setup.json_batches, setup.json_requests):
+        judge.batch_size, judge.compiled_decoding = batch, default
+        compile_seconds = timed(setup, lambda batch=batch: judge.chat(requests[:batch]))
+        setup.record(sec, f"compile_seconds_b{batch}", compile_seconds,
+                     mode="static" if default is not False else "eager",
+                     first_calls="; ".join(f"batch {rows}, cache {length}: {s:.1f} s"
+                                           for (rows, length), s in judge._static.first_calls.items()))
+        setup.record(sec, f"bare_static_first_call_seconds_b{batch}", bare(batch, batch, [2], True))  # compiles if new
+        ratio, p = compare("project_default", batch, n, default, True)
+        met &= setup.target(sec, f"json_default_vs_bare_static_b{batch}" if not setup.small else f"json_default_b{batch}",
+                            ratio)
+        if batch == setup.json_batches[0]:
+            first = p
+    batch, p = setup.json_batches[0], first
     floor = batch * bandwidth / 2 / weight_bytes  # the weights read once a step (the copy rate counts both ways)
     setup.record(sec, f"hbm_floor_b{batch}_row_steps_per_s", floor, weight_gb=weight_bytes / 1e9)
     met &= setup.target(sec, "json_default_vs_hbm_floor_b8" if not setup.small else "json_floor_b2",
