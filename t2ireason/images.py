@@ -42,7 +42,7 @@ from typing import Any
 
 from PIL import Image, UnidentifiedImageError
 
-__all__ = ["JudgeImage", "as_image", "as_images", "ImageError", "load_images", "missing_files", "image_batch",
+__all__ = ["JudgeImage", "as_image", "as_images", "ImageError", "ImageTooLarge", "decode_image", "load_images", "missing_files", "image_batch",
            "MEDIA_TYPES", "smart_resize", "on_white", "qwen_vl_utils_image"]
 
 #: PIL format name -> media type, for the formats judges take
@@ -55,6 +55,10 @@ _PNG_END = b"IEND\xaeB`\x82"  # the IEND chunk's type and CRC: the last 8 bytes 
 
 class ImageError(ValueError):
     """An input could not be read as an image; the message says which input and why."""
+
+
+class ImageTooLarge(ImageError):
+    """An image has more pixels than PIL reads (a decompression bomb, or a very large image)."""
 
 
 class JudgeImage:
@@ -199,21 +203,32 @@ def _read(path: Path, prepare: Prepare | None = None) -> JudgeImage:
 
 
 def _decode(data: bytes, where: str, source: str | None, prepare: Prepare | None = None) -> JudgeImage:
-    """The image encoded in ``data``, fully decoded and checked: an empty, truncated or
-    unreadable file, or a decompression bomb (more pixels than PIL's ``MAX_IMAGE_PIXELS``),
-    is an :class:`ImageError` naming ``where``."""
+    """The image encoded in ``data`` as a :class:`JudgeImage`, checked by :func:`decode_image` (a
+    decompression bomb refused: more pixels than PIL's ``MAX_IMAGE_PIXELS``)."""
+    img = decode_image(data, where)
+    if prepare is not None:  # other pixels than the file's: the file's bytes are no longer the image
+        return JudgeImage(_prepared(prepare, img, where), source)
+    return JudgeImage(img, source, data=data, format=img.format)
+
+
+def decode_image(data: bytes, where: str, *, large: bool = False) -> Image.Image:
+    """The image encoded in ``data``, fully decoded and checked: an empty, truncated or unreadable
+    file is an :class:`ImageError` naming ``where`` (never PIL's ``<_io.BytesIO ...>``), and so is a
+    decompression bomb, an :class:`ImageTooLarge`: more pixels than PIL's ``MAX_IMAGE_PIXELS`` (what a
+    judge reads), or with ``large`` more than twice that (PIL's own hard limit: a generation keeps an
+    image it paid for up to there, and says so)."""
     if not data:
         raise ImageError(f"cannot read image {where}: it is empty (0 bytes)")
     try:
         # PIL checks the size on opening (its header), and warns; catch_warnings changes the process's
         # filters, so threads decoding at once (load_images) take turns for it, and decode in parallel
         with _OPENING, warnings.catch_warnings():
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            warnings.simplefilter("ignore" if large else "error", Image.DecompressionBombWarning)
             img = Image.open(io.BytesIO(data))
             fmt = img.format
         img.load()
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as e:
-        raise ImageError(f"refusing image {where}: {e}") from None
+        raise ImageTooLarge(f"refusing image {where}: {_OBJECT_REPR.sub('the data', str(e))}") from None
     except UnidentifiedImageError:  # PIL's message names its BytesIO object, not the image
         raise ImageError(f"cannot read image {where}: PIL cannot identify an image format in its {len(data)} "
                          f"bytes (they begin {data[:12]!r})") from None
@@ -223,9 +238,8 @@ def _decode(data: bytes, where: str, source: str | None, prepare: Prepare | None
     # still being written, or a copy that stopped short. Whole PNGs end with the IEND chunk.
     if fmt == "PNG" and not data.rstrip(b"\0").endswith(_PNG_END):
         raise ImageError(f"cannot read image {where}: the PNG is incomplete (no IEND chunk at its end)")
-    if prepare is not None:  # other pixels than the file's: the file's bytes are no longer the image
-        return JudgeImage(_prepared(prepare, img, where), source)
-    return JudgeImage(img, source, data=data, format=fmt)
+    img.format = fmt
+    return img
 
 
 def _prepared(prepare: Prepare, image: Image.Image, where: str) -> Image.Image:
