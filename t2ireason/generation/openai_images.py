@@ -222,7 +222,9 @@ class OpenAIImagesGenerator(Generator):
             for job, d in zip(groups[i], drawn):
                 on_drawn(job, d)
 
-        self.transport.run_batch(groups, self._ask, before=self._ensure_checked, on_result=handed)
+        # a reply on its way when the run stops (a quota reached, an endpoint down) was paid for: it is kept
+        self.transport.run_batch(groups, self._ask, before=self._ensure_checked, on_result=handed,
+                                 drain=self.transport.timeout)
 
     def _body(self, prompt: str, n: int) -> dict[str, Any]:
         config = self.config

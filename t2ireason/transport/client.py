@@ -235,13 +235,14 @@ class Transport:
     def run_batch(self, items: Sequence[Any], ask: Callable[[Any], Awaitable[T]], *,
                   before: Callable[[], Awaitable[Any]] | None = None,
                   on_result: Callable[[int, T], None] | None = None,
-                  progress: bool | str = False, desc: str = "") -> list[T]:
+                  progress: bool | str = False, desc: str = "", drain: float = 0.0) -> list[T]:
         """``ask(item)`` for every item, all in flight at once on the transport's loop (their
         requests bounded by ``max_concurrency``), after ``before()``; the results in order.
         ``on_result`` and the progress bar run in the caller's thread as results arrive, in
         completion order. The first ``ask`` that raises ends the batch: what waits for a slot is
-        not sent, the others are cancelled, and the exception is raised here, every result
-        before it given to ``on_result``."""
+        not sent, the others are cancelled (after up to ``drain`` seconds in which those already
+        sent may finish: a reply paid for is handed over, not dropped), and the exception is
+        raised here, every result before it given to ``on_result``."""
         items = list(items)
         if not items:
             return []
@@ -270,9 +271,14 @@ class Transport:
             tasks = [asyncio.ensure_future(one(i, item)) for i, item in enumerate(items)]
             try:
                 await asyncio.gather(*tasks)
-            except BaseException:  # the batch ended, or was cancelled: nothing else goes out
-                for task in tasks:
-                    task.cancel()
+            except BaseException as error:  # the batch ended, or was cancelled: nothing else goes out
+                try:
+                    pending = [t for t in tasks if not t.done()]
+                    if drain > 0 and pending and isinstance(error, Exception):  # what is on the wire may finish
+                        await asyncio.wait(pending, timeout=drain)
+                finally:
+                    for task in tasks:
+                        task.cancel()
                 raise
 
         future = self._loop_thread().submit(run_all())
