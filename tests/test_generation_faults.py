@@ -349,3 +349,15 @@ def test_a_link_to_a_file_is_refused_at_once_and_another_hosts_403_is_that_hosts
     other = failures[jobs[2].file]["failure"]
     assert f"the image link {files.base_url}/_files/" in other and "HTTP 403" in other
     assert "permission denied" not in other and api.base_url not in other
+
+
+def test_a_run_whose_generation_made_nothing_takes_the_fixed_setting(tmp_path):
+    from t2ireason.runs import Run
+
+    invalid = Fail(400, "Invalid value: 'ultra'.", code="invalid_value")
+    with serve(lambda r: invalid if r.body.get("quality") == "ultra" else Images(), models=["gpt-image-1"]) as server:
+        run = Run.create(tmp_path / "run", BENCH, limit=2)
+        with pytest.raises(GeneratorError, match="the first 2 images failed and none was made"):
+            run.generate(_api(server, quality="ultra"), progress=False, generator_kwargs=FAST)
+        counts = run.generate(_api(server, quality="high"), progress=False, generator_kwargs=FAST)
+    assert counts == {"generated": 2, "skipped": 0} and run.manifest["generation"]["quality"] == "high"
