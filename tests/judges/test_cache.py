@@ -696,7 +696,6 @@ def test_the_write_ahead_log_of_a_default_cache_stays_small_over_a_full_run(tmp_
     """Issue 43: a size limit, the default 2 GiB included, turned SQLite's own checkpoints off, and the log grew to
     its bound of 64 MiB before its first checkpoint: 67 MB for a 13 MB cache over a full R2I-Bench run at
     temperature 0, and a resume on a 5 MB disk stopped. Here 12 MB of replies, one at a time as they arrive."""
-    import os
 
     monkeypatch.delenv("T2IREASON_CACHE_MAX_SIZE", raising=False)
     path = tmp_path / "c.sqlite"
