@@ -31,7 +31,7 @@ from ..files import atomic_write_text, jsonable, remove_partial_files
 from ..progress import progress_bar
 from .base import Drawn, Generator, GeneratorError, load_generator
 from .jobs import GenerationConfig, Job, changed_settings, check_job_paths
-from .outcomes import FirstFailures, checked, describe_sizes
+from .outcomes import FirstFailures, checked, describe_notes, noted
 from .store import (
     CONFIG_FILE,
     RECORDS,
@@ -112,7 +112,7 @@ def _draw_mine(jobs: Sequence[Job], config: GenerationConfig, out: Path, state: 
     spec = config.spec
     counts = {"generated": 0, "skipped": 0}
     failed = failed_before = 0
-    noted: list[dict[str, Any]] = []
+    notes: list[dict[str, Any]] = []  # the extras of the images kept with a note (another size than asked...)
     with state.split_between_processes(list(jobs)) as mine:
         records = read_records(out)
         todo = []
@@ -155,8 +155,8 @@ def _draw_mine(jobs: Sequence[Job], config: GenerationConfig, out: Path, state: 
                                 log.add(job, extra=drawn.extra)
                             writer.submit(drawn.image, out / job.file)
                             counts["generated"] += 1
-                            if drawn.extra:
-                                noted.append(drawn.extra)
+                            if noted(drawn.extra):
+                                notes.append(drawn.extra)
                         elif not first.hold(job, drawn):
                             if drawn.kind == "refused":
                                 first.settle()
@@ -173,10 +173,10 @@ def _draw_mine(jobs: Sequence[Job], config: GenerationConfig, out: Path, state: 
             finally:
                 if ours:
                     gen.close()
-    said = describe_sizes(noted)
+    said = describe_notes(notes)
     if said:
-        logger.warning("%s of the images made in %s are kept with a note in their 'extra' (metadata.parquet): %s",
-                       len(noted), out, said)
+        logger.warning("%d images made in %s are kept with a note in their 'extra' (metadata.parquet): %s",
+                       len(notes), out, said)
     if failed or failed_before:
         counts.update(failed=failed, failed_before=failed_before)
     return counts

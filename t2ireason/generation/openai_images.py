@@ -15,9 +15,12 @@ Before the first request the endpoint is checked (:meth:`OpenAIImagesGenerator.c
 key and, when it lists its models, lists this one. A refusal (a 4xx error whose code or message is a content
 policy's, such as OpenAI's HTTP 400 ``moderation_blocked``, "rejected by the safety system") is that image's failure, kind
 ``refused``; another failure after the transport's retries is an ``error``, ``retryable`` when the server or
-the network failed. A refused key ends the generation; so does an endpoint that evidently cannot answer
-(unreachable, timing out or overloaded after every retry: :class:`GeneratorUnavailable`), unless
-``on_unavailable="record"``: images made before are kept either way.
+the network failed; an item of a reply without its image is that image's failure alone (the reply's others
+are kept: asking again would pay for them twice). A refused key ends the generation; so does an account
+whose quota or billing limit is reached (OpenAI's ``insufficient_quota``, ``billing_hard_limit_reached``: not
+retried) and an endpoint that evidently cannot answer (unreachable, timing out or overloaded after every
+retry: :class:`GeneratorUnavailable`), unless ``on_unavailable="record"``: images made before are kept
+either way, and so is a reply on its way (its request was paid for).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from .base import Drawn, GeneratorError
 if TYPE_CHECKING:
     from .jobs import GenerationConfig, Job
 
-__all__ = ["checked", "FirstFailures", "FIRST_FAILURES"]
+__all__ = ["checked", "noted", "describe_notes", "FirstFailures", "FIRST_FAILURES", "NOTES"]
 
 #: the first images of a run that may all fail, none made or refused, before the run stops
 FIRST_FAILURES = 5
@@ -109,7 +109,16 @@ class FirstFailures:
         return len(self.held)
 
 
-def describe_sizes(extras: list[dict[str, Any]]) -> str | None:
+#: the keys of an image's ``extra`` that :func:`checked` notes
+NOTES = ("size_asked", "over_pixel_limit", "converted_from")
+
+
+def noted(extra: dict[str, Any]) -> bool:
+    """Whether :func:`checked` noted something of this image."""
+    return any(key in extra for key in NOTES)
+
+
+def describe_notes(extras: list[dict[str, Any]]) -> str | None:
     """One line about the images kept with a note (another size than asked, over the pixel limit,
     converted), or None."""
     sized = [e for e in extras if "size_asked" in e]
