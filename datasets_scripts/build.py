@@ -13,7 +13,7 @@ one the Hub lists, eval.yaml into --out; `load_dataset(<out>)` then works offlin
 
 import sys
 
-from t2ireason import build
+from t2ireason.commands import datasets
 
 if __name__ == "__main__":
-    sys.exit(build.main(build.add_build_args, build.run_build, description=__doc__.splitlines()[0]))
+    sys.exit(datasets.main(datasets.add_build_args, datasets.run_build, description=__doc__.splitlines()[0]))

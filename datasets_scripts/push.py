@@ -7,7 +7,7 @@ The token comes from the environment (HF_TOKEN) or `huggingface-cli login`.
 
 import sys
 
-from t2ireason import build, publish
+from t2ireason.commands import datasets
 
 if __name__ == "__main__":
-    sys.exit(build.main(publish.add_push_args, publish.run_push, description=__doc__.splitlines()[0]))
+    sys.exit(datasets.main(datasets.add_push_args, datasets.run_push, description=__doc__.splitlines()[0]))

@@ -1,6 +1,8 @@
 """t2ireason: reasoning-driven text-to-image evaluation for the Hugging Face ecosystem."""
 
-__version__ = "0.2.0"  # 0.2.0: per-image scores on 0-1 in every metric (PRISM-Bench was 0-100)
+from .version import __version__
+
+__all__ = ["__version__", "load_metric", "load_reward"]
 
 
 def load_metric(name: str, **kwargs):

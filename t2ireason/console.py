@@ -1,9 +1,12 @@
 """What a command does with its process: SIGTERM (how Slurm and Kubernetes stop a job) taken as Ctrl-C, so
 finished work is kept and the command says how to resume; a reader of stdout that goes away (``| head``)
-stopping no work."""
+stopping no work; a mistake on its command line, or a user's error, said in one line (:class:`Parser`,
+:func:`user_error_text`). At the bottom of the layers: the command line, the scripts and the metric Spaces use
+it alike."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 import sys
@@ -12,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["Terminated", "sigterm_as_interrupt", "stdout_reader_may_leave"]
+__all__ = ["Terminated", "sigterm_as_interrupt", "stdout_reader_may_leave", "Parser", "user_error_text"]
 
 
 class Terminated(KeyboardInterrupt):
@@ -77,3 +80,73 @@ def stdout_reader_may_leave() -> Iterator[None]:
     finally:
         sys.stdout.flush()  # what is still buffered, while a closed pipe is still caught
         sys.stdout = stdout
+
+
+class Parser(argparse.ArgumentParser):
+    """A mistake on the command line is one line naming it (an unknown option by its name, with the
+    closest known one), not the whole usage: ``--help`` lists the options. An option is spelt out
+    whole (``allow_abbrev=False``): a truncated ``--judge-kwarg`` is an unknown option, not silently
+    another. Subcommands' parsers are of this class too."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._given = list(sys.argv[1:] if args is None else args)  # what this (sub)command was given
+        return super().parse_known_args(args, namespace)
+
+    def parse_args(self, args=None, namespace=None):
+        args, extras = self.parse_known_args(args, namespace)
+        if extras:  # a subcommand hands what it did not know back up: its own parser names it
+            self._chosen(args).error(f"unrecognized arguments: {' '.join(extras)}")
+        return args
+
+    def _chosen(self, namespace: argparse.Namespace) -> Parser:
+        """The innermost (sub)command's parser that ``namespace`` was parsed by."""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                chosen = action.choices.get(getattr(namespace, action.dest, None))
+                if isinstance(chosen, Parser):
+                    return chosen._chosen(namespace)
+        return self
+
+    def error(self, message: str):
+        unknown = self._unknown_option()
+        self.exit(2, f"{self.prog}: error: {unknown or message} (options: {self.prog} --help)\n")
+
+    def _unknown_option(self) -> str | None:
+        """The first ``--option`` given that this command does not take (argparse names a missing
+        required option first, and a misspelt one not at all), with the closest known one."""
+        import difflib
+
+        if any(isinstance(a, argparse._SubParsersAction) for a in self._actions):
+            return None  # the subcommand's own parser judges its options
+        known = [s for a in self._actions for s in a.option_strings if s.startswith("--")]
+        for token in getattr(self, "_given", []):
+            if token == "--":
+                break
+            option = token.split("=", 1)[0]
+            if option.startswith("--") and option not in known:
+                # compared without the dashes every option shares, which would make any two look alike
+                close = difflib.get_close_matches(option[2:], [k[2:] for k in known], n=1, cutoff=0.6)
+                return f"unknown option {option}" + (f" (did you mean --{close[0]}?)" if close else "")
+        return None
+
+
+def _is_user_error(e: BaseException) -> bool:
+    """Bad input, a missing file, a missing optional extra, an unusable judge: one ``error:`` line."""
+    if isinstance(e, (ValueError, KeyError, OSError, ImportError)):
+        return True
+    base = sys.modules.get("t2ireason.judges.base")  # loaded whenever a JudgeError can exist
+    return base is not None and isinstance(e, base.JudgeError)
+
+
+def user_error_text(e: BaseException) -> str | None:
+    """The one line a user is shown for a mistake of theirs or an unusable judge (the project's
+    own clear messages), or None for anything else (a bug: its traceback is wanted). The command
+    line and the metric Spaces both show errors through it."""
+    if not _is_user_error(e):
+        return None
+    message = e.args[0] if isinstance(e, KeyError) and e.args else e
+    return " ".join(str(message).split())

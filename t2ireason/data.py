@@ -1,4 +1,5 @@
-"""Benchmark rows from wherever they live: a Hub dataset, a built folder, or the shipped sample."""
+"""Benchmark rows from wherever they live (a Hub dataset, a built folder, or the shipped sample), and the images a
+run of them makes (:func:`plan_jobs`: each row's prompt, file and seed)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .benchmarks import get_benchmark
+from .generation.jobs import Job, image_seed
 
 if TYPE_CHECKING:
     from .benchmarks import Benchmark
 
-__all__ = ["load_rows", "check_data"]
+__all__ = ["load_rows", "check_data", "plan_jobs"]
 
 
 def check_data(benchmark: Benchmark | str, data: str | os.PathLike | None, configs: Sequence[str] | None = None,
@@ -114,3 +116,41 @@ def load_rows(benchmark: Benchmark | str, data: str | os.PathLike | None = None,
                 if limit is not None and len(rows) == limit:
                     return rows
     return rows
+
+
+def plan_jobs(benchmark: Benchmark | str, rows: Sequence[dict[str, Any]], *, images_per_prompt: int = 1,
+              base_seed: int = 0, prompts: dict[Any, str] | None = None) -> list[Job]:
+    """Every image of a run, in a fixed order. ``prompts`` replaces each row's prompt (the rewritten
+    prompts of the decoupled baselines), by any id the benchmark takes for the row
+    (:meth:`~t2ireason.benchmarks.base.Benchmark.id_forms`); a row without one is an error, never
+    drawn from its original prompt in silence."""
+    bench = get_benchmark(benchmark) if isinstance(benchmark, str) else benchmark
+    if prompts:
+        prompts = _rewritten(bench, rows, prompts)
+    jobs, seen = [], set()
+    for row in rows:
+        pid = bench.row_id(row)
+        if pid in seen:
+            raise ValueError(f"duplicate prompt id {pid!r} in the rows of {bench.name}")
+        seen.add(pid)
+        prompt = prompts[pid] if prompts else bench.prompt(row)
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise ValueError(f"row {pid!r} of {bench.name} has no prompt")
+        for s in range(images_per_prompt):
+            jobs.append(Job(pid, prompt, s, bench.image_path(row, s),
+                            image_seed(bench.name, pid, s, base_seed), row.get("config")))
+    files = [j.file for j in jobs]
+    if len(set(files)) != len(files):
+        raise ValueError(f"{bench.name}: two images map to the same file; check image_path")
+    return jobs
+
+
+def _rewritten(bench: Benchmark, rows: Sequence[dict[str, Any]], prompts: dict[Any, str]) -> dict[str, str]:
+    """``prompts`` by the row id of each of ``rows``; every row must have one."""
+    joined = bench.row_ids(rows).join(prompts, "rewritten prompts")
+    lacking = [bench.row_id(r) for r in rows if bench.row_id(r) not in joined]
+    if lacking:
+        shown = ", ".join(lacking[:3]) + (", ..." if len(lacking) > 3 else "")
+        raise ValueError(f"{len(lacking)} of {len(rows)} rows of {bench.name} have no rewritten prompt ({shown}); "
+                         f"the prompts given name rows such as {next(iter(prompts))!r}")
+    return joined

@@ -1,9 +1,11 @@
 """Scored runs for the Hub: a results dataset (Parquet with the images, one config per benchmark, and its
 card; :func:`export_results`, ``t2ireason export``) and the ``.eval_results`` entries a model repository
-holds for the Hub's evaluation results (:func:`eval_result_entries`)."""
+holds for the Hub's evaluation results (:func:`eval_result_entries`); and criteria made for new prompts, written as
+a dataset of their benchmark (:func:`write_criteria`, ``t2ireason criteria``)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Sequence
@@ -17,8 +19,9 @@ from .runs import Run, RunError, finished_evaluations, slug
 
 if TYPE_CHECKING:
     from .results import ImageResult
+    from .rewards.criteria import Criteria
 
-__all__ = ["export_results", "eval_result_entries", "check_new_folder", "EVAL_RESULTS_DIR", "EVAL_RESULTS_SKIPPED", "RESULTS_FIELD_DOCS"]
+__all__ = ["export_results", "eval_result_entries", "check_new_folder", "write_criteria", "EVAL_RESULTS_DIR", "EVAL_RESULTS_SKIPPED", "RESULTS_FIELD_DOCS"]
 
 
 def _results_features():
@@ -97,7 +100,7 @@ def export_results(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLi
     the folder says why)."""
     import datasets
 
-    from .scoring import judge_name
+    from .judges.spec import judge_name
 
     if not license:
         raise RunError("pass the license of the images and judgements (an SPDX id such as cc-by-4.0)")
@@ -209,8 +212,8 @@ def eval_result_entries(run: Run, evaluation: str, dataset_id: str, *, revision:
     gets its entry too when the run scored every config."""
     from huggingface_hub import EvalResultEntry
 
+    from .judges.spec import judge_name, judge_setting
     from .results import ImageResult
-    from .scoring import judge_name, judge_setting
 
     check_repo_id(dataset_id, "dataset_id")
     if revision is not None:
@@ -279,3 +282,40 @@ def _eval_result_files(entries: list[tuple[Run, str, str]], given: dict[str, tup
         text = yaml.safe_dump(eval_result_entries_to_yaml(found), sort_keys=False, allow_unicode=True)
         files.append(((EVAL_RESULTS_DIR, slug(run.name), ".eval_results", f"{stem}.yaml"), text))
     return files, skipped
+
+
+def write_criteria(criteria: Criteria, rows: Sequence[dict[str, Any]], failures: Sequence[str | None],
+                   out: str | Path, *, source: str = "", license: str = "other", overwrite: bool = False) -> dict[str, Any]:
+    """``rows`` (one per prompt, failed ones with no criteria) as a dataset folder of ``criteria``'s
+    benchmark: a Parquet file per config, the card, and ``build_report.json`` (what made them, each
+    failure with its prompt). Returns the report."""
+    from .build import REPORT_FILE, _prepare_out, _table, card_data, render_template, write_configs
+    from .files import atomic_folder
+
+    bench, out = criteria.bench, Path(out)
+    _prepare_out(out, overwrite)
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        for config in criteria.method.configs(row):
+            grouped.setdefault(config, []).append(row)
+    anomalies: list[Any] = []
+    quarantine: list[Any] = []
+    tables = {c: _table(grouped[c], bench.config_features(c), f"config {c}", anomalies, quarantine)
+              for c in bench.configs if c in grouped}
+    if quarantine:  # rows made to the schema always fit it: a mismatch is a bug, not a record to drop
+        raise ValueError(f"{len(quarantine)} row(s) do not fit the {bench.name} schema: {quarantine[0].reason}")
+    made = [{"prompt": r["prompt"], "id": bench.row_id(r), "failure": f} for r, f in zip(rows, failures) if f]
+    report = {"benchmark": bench.name, "source": source, "made_by": "t2ireason criteria", "metric": criteria.metric,
+              "criteria_llm": criteria.llm_identity(), "prompts": len(rows), "failed": made,
+              "counts": dict(criteria.counts), "configs": {c: {"rows": t.num_rows} for c, t in tables.items()},
+              "license": license}
+    with atomic_folder(out) as tmp:
+        infos, metadata_configs, files = write_configs(bench, tables, tmp)
+        data = card_data(bench, license, infos, metadata_configs, len(rows), tags=["criteria"])
+        default = next(n for n, c in metadata_configs.items() if c.get("default"))
+        (tmp / "README.md").write_text(render_template(
+            "criteria_card.md.j2", card_data=data.to_yaml(), bench=bench, metric=criteria.metric, report=report,
+            default_config=default, split=bench.split), encoding="utf-8")
+        report["files"] = [*files, "README.md", REPORT_FILE]
+        (tmp / REPORT_FILE).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return report

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import hashlib
 import json
 import logging
 import math
@@ -23,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
-__all__ = ["atomic_file", "atomic_folder", "atomic_write_text", "atomic_write_json", "append_whole", "read_records",
+__all__ = ["model_fingerprint", "atomic_file", "atomic_folder", "atomic_write_text", "atomic_write_json", "append_whole", "read_records",
            "WriteFailed", "json_text", "jsonable", "inside", "UnsafePath", "remove_partial_files", "printable",
            "missing_folder", "names_folder", "near_folder"]
 
@@ -276,3 +277,21 @@ def near_folder(path: Path) -> str:
     close = difflib.get_close_matches(path.name, siblings, n=1, cutoff=0.6)
     hint = f" (did you mean {str(parent / close[0])!r}?)" if close else ""
     return hint + ("" if parent.is_dir() else f"; {parent} does not exist either")
+
+
+def model_fingerprint(folder: str | os.PathLike) -> str | None:
+    """``sha256:<hex>`` over a local model folder's files (relative paths and contents, in
+    order), or None when ``folder`` is not a folder. Reads every byte once: computed when an
+    evaluation is first recorded, not on every call."""
+    root = Path(folder).expanduser()
+    if not root.is_dir():
+        return None
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and not any(
+            part.startswith(".") for part in p.relative_to(root).parts)):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        with open(path, "rb") as f:
+            for block in iter(lambda f=f: f.read(1 << 20), b""):
+                digest.update(block)
+        digest.update(b"\0")
+    return f"sha256:{digest.hexdigest()}"

@@ -2,8 +2,8 @@
 
 The agent is part of its benchmark's package, :mod:`t2ireason.benchmarks.mt2ie` (the single source
 of truth: the agent loop in ``agent``, prompts and replies in ``protocol``, the scorer, the run
-store, the rankings, the ``t2ireason mt2ie`` command in ``cli``); this module re-exports its public
-names for the CLI, the generators and user code.
+store, the rankings; the ``t2ireason mt2ie`` command is :mod:`t2ireason.commands.mt2ie`); this module re-exports its
+public names for the generators and user code.
 """
 
 from .benchmarks.mt2ie.agent import (
@@ -16,7 +16,6 @@ from .benchmarks.mt2ie.agent import (
     run_mt2ie,
     select_seed_prompts,
 )
-from .benchmarks.mt2ie.cli import add_mt2ie_args, run_mt2ie_command
 from .benchmarks.mt2ie.protocol import (
     BINS,
     PROMPT_TEMPERATURE,
@@ -32,7 +31,7 @@ from .benchmarks.mt2ie.rankings import METRICS, rank_models
 
 __all__ = [
     "run_mt2ie", "rank_models", "select_seed_prompts", "adaptive_bin", "prompt_request", "parse_prompt",
-    "parse_questions", "parse_yes_no", "parse_choice", "parse_aesthetic", "add_mt2ie_args",
-    "run_mt2ie_command", "PAPER_JUDGE", "PAPER_SEEDS", "SCORINGS", "DIFFICULTY_METHODS", "BINS",
+    "parse_questions", "parse_yes_no", "parse_choice", "parse_aesthetic",
+    "PAPER_JUDGE", "PAPER_SEEDS", "SCORINGS", "DIFFICULTY_METHODS", "BINS",
     "PAPER_ITERATIONS", "PAPER_SEED_PROMPTS_PER_SEED", "PROMPT_TEMPERATURE", "METRICS",
 ]

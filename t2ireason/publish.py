@@ -8,7 +8,6 @@ the environment or ``huggingface-cli login``, and is never printed or returned.
 
 from __future__ import annotations
 
-import argparse
 import os
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from .build import BuildError
 from .exports import EVAL_RESULTS_DIR
 from .hub_ids import check_license, check_repo_id, check_revision
 
-__all__ = ["publish", "folder_files", "add_push_args", "run_push"]
+__all__ = ["publish", "folder_files"]
 
 #: never uploaded: hidden files and folders (caches, editor files)
 _IGNORE = [".*", "*/.*"]
@@ -93,27 +92,3 @@ def publish(folder: str | os.PathLike, repo_id: str, *, token: str | None = None
                                commit_message=commit_message or f"Upload {folder.name} built by t2i-reason",
                                revision=revision, create_pr=create_pr, ignore_patterns=_IGNORE)
     return plan | {"url": str(getattr(repo, "url", repo)), "commit": getattr(commit, "commit_url", str(commit))}
-
-
-# ---------------------------------------------------------------------------------------------- command line
-
-def add_push_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("folder", help="a folder written by datasets_scripts/build.py")
-    p.add_argument("--repo", required=True, help="dataset repository to create or update, e.g. my-org/r2i-bench")
-    p.add_argument("--private", action="store_true", help="create the repository as private")
-    p.add_argument("--revision", default=None, help="branch to push to")
-    p.add_argument("--create-pr", action="store_true", help="open a pull request instead of committing")
-    p.add_argument("--message", default=None, help="commit message")
-    p.add_argument("--dry-run", action="store_true", help="list what would be uploaded; send nothing")
-
-
-def run_push(args: argparse.Namespace) -> int:
-    plan = publish(args.folder, args.repo, private=args.private or None, revision=args.revision,
-                   commit_message=args.message, create_pr=args.create_pr, dry_run=args.dry_run)
-    verb = "would upload" if args.dry_run else "uploaded"
-    print(f"{verb} {len(plan['files'])} files from {plan['folder']} to dataset {plan['repo_id']}:")
-    for f in plan["files"]:
-        print(f"  {f}")
-    if not args.dry_run:
-        print(f"commit: {plan['commit']}")
-    return 0

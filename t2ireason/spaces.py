@@ -23,14 +23,14 @@ __all__ = ["ModuleLoader", "card_article", "parse_json", "judged_metric_app", "s
 
 def shows_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` (an app's event handler) with every error the project raises on purpose (bad input,
-    an unusable or unreachable judge, a missing key: :func:`t2ireason.cli.user_error_text`) raised
+    an unusable or unreachable judge, a missing key: :func:`t2ireason.console.user_error_text`) raised
     again as ``gr.Error`` with its text: Gradio shows only a ``gr.Error``'s message, anything
     else as a bare red "Error"."""
     @functools.wraps(fn)
     def handler(*args: Any, **kwargs: Any) -> Any:
         import gradio as gr
 
-        from .cli import user_error_text
+        from .console import user_error_text
 
         try:
             return fn(*args, **kwargs)

@@ -320,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
     no download at all (README)."""
     import json
 
-    from .cli import Parser
+    from .console import Parser
 
     parser = Parser(prog="python -m t2ireason.testing", description=main.__doc__.splitlines()[0])
     parser.add_argument("folder", help="where the models go (reused)")

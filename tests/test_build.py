@@ -13,6 +13,7 @@ from PIL import Image
 
 from t2ireason import build
 from t2ireason.benchmarks import Anomaly, Benchmark, OfficialRelease, Release, ReleaseError, get_benchmark
+from t2ireason.commands import datasets as commands
 from t2ireason.files import inside
 
 FEATURES = datasets.Features({
@@ -329,11 +330,11 @@ def test_default_config_and_language_in_the_card(toy_release, tmp_path):
 
 
 def test_cli_reports_errors_in_one_line(tmp_path, capsys):
-    code = build.main(build.add_build_args, build.run_build,
+    code = commands.main(commands.add_build_args, commands.run_build,
                       ["mt2ie", "--source", str(tmp_path / "nowhere"), "--out", str(tmp_path / "o")])
     assert code == 2
     assert capsys.readouterr().err.strip() == f"error: release folder not found: {tmp_path / 'nowhere'}"
-    code = build.main(build.add_build_args, build.run_build,
+    code = commands.main(commands.add_build_args, commands.run_build,
                       ["nope", "--source", str(tmp_path), "--out", str(tmp_path / "o")])
     assert code == 2 and "unknown benchmark 'nope'" in capsys.readouterr().err
 

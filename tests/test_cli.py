@@ -520,7 +520,7 @@ def test_a_truncated_option_is_unknown_not_taken_for_another(tmp_path, capsys):
     every = list(parsers(cli.build_parser("*")))
     assert len(every) > len(cli.COMMANDS) and not [p.prog for p in every if p.allow_abbrev]
     # the scripts in datasets_scripts/ parse as the command does
-    from t2ireason import build
+    from t2ireason.commands import datasets as build
 
     with pytest.raises(SystemExit):
         build.main(build.add_build_args, build.run_build, ["r2i-bench", "--out", str(tmp_path / "b"), "--licens", "mit"])

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from t2ireason.data import load_rows
-from t2ireason.generation import GenerationConfig, image_seed, is_readable_image, plan_jobs
+from t2ireason.data import load_rows, plan_jobs
+from t2ireason.generation import GenerationConfig, image_seed, is_readable_image
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = "t2i-reasonbench"
@@ -80,7 +80,7 @@ def test_rewritten_prompts_are_joined_by_any_id_a_t2i_row_goes_by():
 def test_the_release_pipeline_prompts_are_drawn_with_generate_prompts(tmp_path):
     """The authors' pipeline_prompts/<dimension>_pipeline_prompts.json ({"id": 1, "reason": [...],
     "reason_prompt": ...}) is a --prompts file for the rows of its dimension."""
-    from t2ireason.cli import _load_prompt_overrides
+    from t2ireason.commands.options import load_prompt_overrides as _load_prompt_overrides
 
     idiom = [r for r in load_rows(BENCH) if r["dimension"] == "idiom"]
     records = [{"id": r["id"], "reason": ["why"], "reason_prompt": f"explicit {r['id']}"} for r in idiom]
@@ -215,3 +215,14 @@ def test_threaded_writes_give_the_same_bytes_and_an_interrupted_run_resumes(tiny
     counts = generate(jobs, config, run, pipeline=pipe, progress=False, writers=3)
     assert counts == {"generated": 2, "skipped": 3}
     assert _bytes(run) == expected
+
+
+def test_the_registry_makes_every_backend_a_spec_names():
+    from t2ireason.generation import BACKENDS, GeneratorSpec, backend_class
+    from t2ireason.generation.base import Generator
+    from t2ireason.generation.spec import BACKEND_NAMES
+
+    assert set(BACKENDS) == set(BACKEND_NAMES)
+    for name in BACKEND_NAMES:
+        cls = backend_class(GeneratorSpec(name, "m"))
+        assert issubclass(cls, Generator) and cls.backend == name

@@ -23,14 +23,13 @@ import torch
 from PIL import Image
 
 from t2ireason import cli
-from t2ireason.data import load_rows
+from t2ireason.data import load_rows, plan_jobs
 from t2ireason.generation import (
     GenerationConfig,
     GeneratorError,
     GeneratorSpec,
     GeneratorUnavailable,
     generate,
-    plan_jobs,
     read_failures,
 )
 from t2ireason.testing_http import ChatServer, Fail, Hang, Images, serve

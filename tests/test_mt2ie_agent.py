@@ -17,6 +17,7 @@ from PIL import Image
 
 from t2ireason import build
 from t2ireason.benchmarks.mt2ie import BENCHMARK, RUN_FEATURES
+from t2ireason.commands.mt2ie import add_mt2ie_args, run_mt2ie_command
 from t2ireason.generation import image_seed
 from t2ireason.judges import JudgeError, load_judge
 from t2ireason.judges.scripted import ScriptedJudge
@@ -24,7 +25,6 @@ from t2ireason.mt2ie import (
     BINS,
     PAPER_JUDGE,
     adaptive_bin,
-    add_mt2ie_args,
     parse_aesthetic,
     parse_choice,
     parse_prompt,
@@ -32,7 +32,6 @@ from t2ireason.mt2ie import (
     parse_yes_no,
     rank_models,
     run_mt2ie,
-    run_mt2ie_command,
     select_seed_prompts,
 )
 from t2ireason.parsing import ReplyParseError

@@ -17,7 +17,7 @@ from PIL import Image
 from t2ireason import testing
 from t2ireason.benchmarks import get_benchmark
 from t2ireason.judges import JudgeError, Sampling, load_judge, validate_judge
-from t2ireason.scoring import judge_is_model, judge_setting
+from t2ireason.judges.spec import judge_is_model, judge_setting
 from t2ireason.testing_http import Answer, Fail, serve
 
 T2I = get_benchmark("t2i-reasonbench")

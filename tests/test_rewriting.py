@@ -8,6 +8,7 @@ import pytest
 
 from t2ireason import cli, testing
 from t2ireason.benchmarks import get_benchmark
+from t2ireason.commands.options import load_prompt_overrides
 from t2ireason.data import load_rows
 from t2ireason.judges import Reply
 from t2ireason.judges.scripted import ScriptedJudge
@@ -47,7 +48,7 @@ def test_rewrites_are_asked_parsed_reasked_and_failures_kept(tmp_path):
     assert ds["rewritten_prompt"] == [None, "an explicit scene", "a girl telling a secret"]
     # a rewrite that failed is never replaced by the original prompt in silence
     with pytest.raises(SystemExit, match="1 rows of .* have no rewritten prompt"):
-        cli._load_prompt_overrides(str(path))
+        load_prompt_overrides(str(path))
 
 
 def test_backend_failures_are_recorded_not_dropped():

@@ -359,7 +359,8 @@ def umask(request):
 @pytest.mark.parametrize("umask", [0o022, 0o027], indirect=True, ids=["022", "027"])
 def test_run_files_and_built_datasets_honour_the_umask(tmp_path, umask):
     from t2ireason.build import build_dataset
-    from t2ireason.generation import GenerationConfig, plan_jobs, save_image_atomic, write_manifest
+    from t2ireason.data import plan_jobs
+    from t2ireason.generation import GenerationConfig, save_image_atomic, write_manifest
     from t2ireason.judges.scripted import ScriptedJudge
 
     run = Run.create(tmp_path / "run", "r2i-bench", limit=3)

@@ -282,6 +282,7 @@ def test_demo_runs_the_loop_offline(tmp_path, tiny_models, capsys):
     assert demo.main(["--out", str(tmp_path), "--benchmarks", "worldgenbench", "--limit", "4"]) == 0
     printed = capsys.readouterr().out
     assert "P(Yes) = " in printed and "parsed: {'score':" in printed
+    assert "VIEScore (the paper's t2i prompts" in printed and "  SC " in printed and "reasoning: " in printed
     assert "WorldGenBench Table 2: knowledge checklist score, humanities" in printed
     report = tmp_path / "runs" / "worldgenbench" / "report" / "report.html"
     assert report.is_file() and str(report) in printed
@@ -521,7 +522,7 @@ def test_two_processes_on_one_run_never_judge_twice_and_both_are_recorded(tmp_pa
 
 @pytest.mark.slow
 def test_export_of_runs_of_two_benchmarks_with_one_name(tmp_path):
-    from t2ireason.scoring import model_fingerprint
+    from t2ireason.files import model_fingerprint
 
     judge_folder = tmp_path / "judges" / "my-judge"
     judge_folder.mkdir(parents=True)

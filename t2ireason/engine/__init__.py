@@ -94,7 +94,6 @@ Python
         print(stage.line())
 """
 
-from .command import add_engine_args, run_engine_command
 from .cost import CostAssumptions, estimate_cost, format_cost
 from .executors import Local, Slurm
 from .export import PROVENANCE_FEATURES, export, export_review_sample, review_agreement, statistics
@@ -105,7 +104,7 @@ from .sources import Sources, ingest
 from .work import STAGE_NAMES, WORK_FEATURES, EngineError, Stage, Workdir
 
 __all__ = [
-    "add_engine_args", "run_engine_command", "CostAssumptions", "estimate_cost", "format_cost", "Local", "Slurm",
+    "CostAssumptions", "estimate_cost", "format_cost", "Local", "Slurm",
     "PROVENANCE_FEATURES", "export", "export_review_sample", "review_agreement", "statistics", "Models", "Server",
     "STAGES", "EngineConfig", "EngineResult", "StageSummary", "run_engine", "stage_summary", "TextEmbedder",
     "nearest_to_centroids", "representative_prompts", "write_prism_captions", "Sources", "ingest", "STAGE_NAMES",

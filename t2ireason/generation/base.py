@@ -12,45 +12,21 @@ the ``drawer(prompts, seeds) -> images`` callable the MT2IE agent and the data e
 from __future__ import annotations
 
 import inspect
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from .spec import GenerationFailed, GeneratorError, GeneratorSpec
 
 if TYPE_CHECKING:
     from PIL import Image
 
     from .jobs import GenerationConfig, Job
-    from .spec import GeneratorSpec
 
-__all__ = ["Drawn", "Generator", "LocalGenerator", "GeneratorError", "GeneratorUnavailable", "GenerationFailed",
-           "GenerationRefused", "load_generator", "preflight_generator", "Drawer"]
-
-
-class GeneratorError(ValueError):
-    """A generator cannot be used as asked (an unknown spec, a setting its backend cannot take, an endpoint
-    that refuses the key or does not serve the model...): the message says what to fix."""
-
-
-class GeneratorUnavailable(GeneratorError):
-    """The generator cannot answer now (its endpoint is unreachable, times out or is overloaded after every
-    retry): images finished before are kept; run the same command again to go on."""
-
-
-class GenerationFailed(Exception):
-    """One image could not be made (what :class:`Drawer` returns in its place, or raises)."""
-
-    def __init__(self, reason: str, kind: str = "error", retryable: bool = False):
-        super().__init__(reason)
-        self.kind, self.retryable = kind, retryable
-
-
-class GenerationRefused(GenerationFailed):
-    """The model refused the prompt (a content policy): return one from a ``python:`` generator in an image's
-    place to record that image as refused."""
-
-    def __init__(self, reason: str):
-        super().__init__(reason, "refused", False)
+__all__ = ["Drawn", "Generator", "LocalGenerator", "check_model"]
 
 
 @dataclass
@@ -191,7 +167,7 @@ class LocalGenerator(Generator):
         if "dtype" in cls.takes:  # float16 needs a GPU: said before the model loads, whichever backend loads it
             import torch
 
-            from .diffusers_backend import check_dtype
+            from .jobs import check_dtype
 
             check_dtype(config.dtype, "cuda" if torch.cuda.is_available() else "cpu")
 
@@ -210,75 +186,28 @@ class LocalGenerator(Generator):
                 on_drawn(job, Drawn.of(item, self.spec.describe()))
 
 
-def load_generator(config: GenerationConfig, *, device: str | None = None, **options: Any) -> Generator:
-    """The generator ``config.model`` names, made (a local model is loaded when it first draws). ``device``
-    reaches local backends; ``options`` the backend's own (an API's ``max_concurrency``, ``timeout``...).
-    A setting the backend cannot honour is refused here too, never dropped in silence (a :class:`Drawer`, the
-    data engine and a script reach the backend by this way alone, without the pre-flight)."""
-    spec = config.spec
-    cls = spec.backend_class()
-    cls.check_config(config)
-    cls.check_options(options)
-    if device is not None and "device" in cls.option_names():
-        options = {"device": device, **options}
-    return cls(spec, config, **options)
+def check_model(model: str | os.PathLike, revision: str | None = None, *, marker: str = "model_index.json",
+                what: str = "a diffusers pipeline folder (save_pretrained)") -> None:
+    """A ``--model`` that names a local folder: it exists (else the closest folder beside it is
+    named) and holds a model (``marker``: a diffusers pipeline's ``model_index.json``); a Hub id,
+    offline (``HF_HUB_OFFLINE``), is in the local Hugging Face cache. Checked before anything is
+    created; online, a Hub id is fetched when the model loads. A generator spec's prefix
+    (``diffusers:``) is read as such."""
+    from ..files import missing_folder
 
+    if isinstance(model, str) and model.startswith("diffusers:"):
+        model = GeneratorSpec.parse(model).model
+    said = missing_folder(model)
+    if said:
+        raise ValueError(f"--model: {said}; give {what} or a Hub id")
+    folder = Path(model).expanduser()
+    if folder.is_dir():
+        if not (folder / marker).is_file():
+            raise ValueError(f"--model: {model} is not {what} (it has no {marker}); give the folder "
+                             "save_pretrained wrote, or a Hub id")
+        return
+    from huggingface_hub import constants, try_to_load_from_cache
 
-def preflight_generator(config: GenerationConfig, *, contact: bool = True, **options: Any) -> GeneratorSpec:
-    """Check ``config``'s generator before anything is made, as the judges' pre-flight does: its spec, the
-    settings its backend takes, its options, and what it names (a model folder, a Hub id in the cache offline,
-    a python callable that imports, a key; with ``contact``, an endpoint that answers, takes the key and lists
-    the model: a resumed step leaves that to the generator's first request, so a step with nothing left to
-    draw contacts no server). Raises a :class:`GeneratorError` with one clear line; returns the parsed spec."""
-    spec = config.spec
-    spec.backend_class().preflight(spec, config, options, contact=contact)
-    return spec
-
-
-class Drawer:
-    """A text-to-image model as a callable ``drawer(prompts, seeds) -> images``, loaded once (the MT2IE
-    agent draws through it, prompt by prompt, as it goes; so does the data engine). Any generator spec works
-    (:class:`GenerationConfig`'s ``model``). An image that could not be made is a :class:`GenerationFailed`:
-    raised (``failures="raise"``, the default) or returned in the image's place (``failures="return"``)."""
-
-    def __init__(self, config: GenerationConfig, device: str | None = None, name: str | None = None, *,
-                 failures: str = "raise", **options: Any):
-        if failures not in ("raise", "return"):
-            raise ValueError(f"failures must be 'raise' or 'return', got {failures!r}")
-        self.config = config
-        self.name = name or config.model
-        self.device = device
-        self.failures = failures
-        self.options = options
-        self._generator: Generator | None = None
-
-    def __call__(self, prompts: Sequence[str], seeds: Sequence[int]) -> list[Any]:
-        from .jobs import Job
-
-        prompts, seeds = list(prompts), list(seeds)
-        if len(prompts) != len(seeds):  # never drawn as far as the shorter list goes
-            raise ValueError(f"{self.name}: {len(prompts)} prompts and {len(seeds)} seeds; give one seed per prompt")
-        if self._generator is None:
-            device = self.device
-            if device is None and self.config.spec.backend != "openai":
-                import torch
-
-                device = "cuda" if torch.cuda.is_available() else "cpu"
-            self._generator = load_generator(self.config, device=device, **self.options)
-        jobs = [Job(str(i), p, 0, "", int(s)) for i, (p, s) in enumerate(zip(prompts, seeds))]
-        out: list[Any] = [None] * len(jobs)
-
-        def keep(job: Job, drawn: Drawn) -> None:
-            out[int(job.prompt_id)] = drawn.image if drawn.image is not None else GenerationFailed(
-                drawn.failure or "no image", drawn.kind or "error", drawn.retryable)
-
-        self._generator.draw(jobs, keep)
-        failed = next((x for x in out if isinstance(x, GenerationFailed)), None)
-        if failed is not None and self.failures == "raise":
-            raise failed
-        return out
-
-    def close(self) -> None:
-        if self._generator is not None:
-            self._generator.close()
-            self._generator = None
+    if constants.HF_HUB_OFFLINE and not isinstance(try_to_load_from_cache(str(model), marker, revision=revision), str):
+        raise ValueError(f"--model: {model} is not in the local Hugging Face cache and HF_HUB_OFFLINE is set: "
+                         f"download it first (`hf download {model}`), or give a local model folder")

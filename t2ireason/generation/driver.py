@@ -29,9 +29,11 @@ from typing import Any
 
 from ..files import atomic_write_text, jsonable, remove_partial_files
 from ..progress import progress_bar
-from .base import Drawn, Generator, GeneratorError, load_generator
-from .jobs import GenerationConfig, Job, changed_settings, check_job_paths
+from .base import Drawn, Generator
+from .jobs import GenerationConfig, Job, changed_settings, check_dtype, check_job_paths
 from .outcomes import FirstFailures, checked, describe_notes, noted
+from .registry import backend_class, load_generator
+from .spec import GeneratorError
 from .store import (
     CONFIG_FILE,
     RECORDS,
@@ -80,11 +82,9 @@ def generate(jobs: Sequence[Job], config: GenerationConfig, out_dir: str | os.Pa
     spec = config.spec
     state = state or PartialState(cpu=not torch.cuda.is_available())
     if pipeline is None and generator is None:
-        cls = spec.backend_class()
+        cls = backend_class(spec)
         cls.check_config(config)
         if "dtype" in cls.takes:  # a local model's: float16 needs a GPU
-            from .diffusers_backend import check_dtype
-
             check_dtype(config.dtype, str(state.device))
     settings = jsonable(config.to_dict())
     _check_settings(out, settings)  # every process reads the file before the barrier, and refuses alike

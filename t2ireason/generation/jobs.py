@@ -12,16 +12,37 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..benchmarks import get_benchmark
 from ..files import inside
 
 if TYPE_CHECKING:
-    from ..benchmarks import Benchmark
     from .spec import GeneratorSpec
 
-__all__ = ["GenerationConfig", "Job", "image_seed", "plan_jobs", "check_job_paths", "changed_settings", "DTYPES"]
+__all__ = ["GenerationConfig", "Job", "image_seed", "check_job_paths", "changed_settings", "DTYPES", "check_dtype",
+           "resolve_dtype"]
 
 DTYPES = ("auto", "float32", "float16", "bfloat16")
+def check_dtype(name: str, device: str) -> None:
+    """float16 needs a GPU: diffusers pipelines in float16 on the CPU fail or draw noise.
+    Refused before the model is loaded, saying what to use instead."""
+    if name not in DTYPES:
+        raise ValueError(f"unknown dtype {name!r}; use {', '.join(DTYPES)}")
+    if name == "float16" and not str(device).startswith(("cuda", "xpu", "mps")):
+        raise ValueError(f"dtype float16 needs a GPU and this process runs on {device}; "
+                         "use float32 (or bfloat16, or auto: float16 on GPU, float32 on CPU)")
+
+
+
+def resolve_dtype(name: str, device: str):
+    """The torch dtype of ``name`` on ``device`` (``auto``: float16 on a CUDA GPU, float32 elsewhere)."""
+    import torch
+
+    check_dtype(name, device)
+    if name == "auto":
+        return torch.float16 if str(device).startswith("cuda") else torch.float32
+    return getattr(torch, name)
+
+
+
 #: fields added after runs were first recorded: written to a run's record only when set, so a run made
 #: before them resumes with the same configuration
 _LATER_FIELDS = {"quality": None}
@@ -127,44 +148,6 @@ def image_seed(benchmark: str, prompt_id: str, sample: int, base_seed: int = 0) 
     """A 63-bit seed from what identifies the image (not from the process that makes it)."""
     digest = hashlib.sha256(f"{benchmark}\x1f{prompt_id}\x1f{sample}\x1f{base_seed}".encode()).digest()
     return int.from_bytes(digest[:8], "big") >> 1
-
-
-def plan_jobs(benchmark: Benchmark | str, rows: Sequence[dict[str, Any]], *, images_per_prompt: int = 1,
-              base_seed: int = 0, prompts: dict[Any, str] | None = None) -> list[Job]:
-    """Every image of a run, in a fixed order. ``prompts`` replaces each row's prompt (the rewritten
-    prompts of the decoupled baselines), by any id the benchmark takes for the row
-    (:meth:`~t2ireason.benchmarks.base.Benchmark.id_forms`); a row without one is an error, never
-    drawn from its original prompt in silence."""
-    bench = get_benchmark(benchmark) if isinstance(benchmark, str) else benchmark
-    if prompts:
-        prompts = _rewritten(bench, rows, prompts)
-    jobs, seen = [], set()
-    for row in rows:
-        pid = bench.row_id(row)
-        if pid in seen:
-            raise ValueError(f"duplicate prompt id {pid!r} in the rows of {bench.name}")
-        seen.add(pid)
-        prompt = prompts[pid] if prompts else bench.prompt(row)
-        if not isinstance(prompt, str) or not prompt.strip():
-            raise ValueError(f"row {pid!r} of {bench.name} has no prompt")
-        for s in range(images_per_prompt):
-            jobs.append(Job(pid, prompt, s, bench.image_path(row, s),
-                            image_seed(bench.name, pid, s, base_seed), row.get("config")))
-    files = [j.file for j in jobs]
-    if len(set(files)) != len(files):
-        raise ValueError(f"{bench.name}: two images map to the same file; check image_path")
-    return jobs
-
-
-def _rewritten(bench: Benchmark, rows: Sequence[dict[str, Any]], prompts: dict[Any, str]) -> dict[str, str]:
-    """``prompts`` by the row id of each of ``rows``; every row must have one."""
-    joined = bench.row_ids(rows).join(prompts, "rewritten prompts")
-    lacking = [bench.row_id(r) for r in rows if bench.row_id(r) not in joined]
-    if lacking:
-        shown = ", ".join(lacking[:3]) + (", ..." if len(lacking) > 3 else "")
-        raise ValueError(f"{len(lacking)} of {len(rows)} rows of {bench.name} have no rewritten prompt ({shown}); "
-                         f"the prompts given name rows such as {next(iter(prompts))!r}")
-    return joined
 
 
 def check_job_paths(jobs: Sequence[Job], out_dir: str | os.PathLike) -> None:

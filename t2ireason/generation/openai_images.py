@@ -52,7 +52,8 @@ from ..transport import (
     transient,
     unavailable,
 )
-from .base import Drawn, Generator, GeneratorError, GeneratorUnavailable
+from .base import Drawn, Generator
+from .spec import GeneratorError, GeneratorUnavailable
 
 if TYPE_CHECKING:
     from .jobs import GenerationConfig, Job

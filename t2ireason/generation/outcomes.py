@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .base import Drawn, GeneratorError
+from .base import Drawn
+from .spec import GeneratorError
 
 if TYPE_CHECKING:
     from .jobs import GenerationConfig, Job

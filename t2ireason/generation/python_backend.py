@@ -14,13 +14,11 @@ are kept, a re-run goes on). The module is imported from the working folder as
 from __future__ import annotations
 
 import importlib
-import os
-import sys
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from .base import GeneratorError, LocalGenerator
+from .base import LocalGenerator
+from .spec import GeneratorError, working_folder_on_path
 
 if TYPE_CHECKING:
     from .jobs import GenerationConfig
@@ -29,26 +27,11 @@ if TYPE_CHECKING:
 __all__ = ["PythonGenerator", "import_callable"]
 
 
-@contextmanager
-def _working_folder_on_path():
-    """The working folder first on ``sys.path`` while importing (a console script's path starts with its
-    own folder, not the user's)."""
-    cwd = os.getcwd()
-    added = cwd not in sys.path
-    if added:
-        sys.path.insert(0, cwd)
-    try:
-        yield
-    finally:
-        if added and cwd in sys.path:
-            sys.path.remove(cwd)
-
-
 def import_callable(target: str) -> Callable[..., Any]:
     """The callable ``module:attribute`` names (``attribute`` may be dotted), or a :class:`GeneratorError`
     saying why it cannot be had."""
     module_name, _, attr = target.rpartition(":")
-    with _working_folder_on_path():
+    with working_folder_on_path():
         try:
             obj: Any = importlib.import_module(module_name)
         except ImportError as e:
@@ -64,20 +47,6 @@ def import_callable(target: str) -> Callable[..., Any]:
     if not callable(obj):
         raise GeneratorError(f"python generator {target!r}: {attr!r} is a {type(obj).__name__}, not callable")
     return obj
-
-
-def module_file(module: str):
-    """The source file of ``module`` (found from the working folder too, without importing it), else None."""
-    import importlib.util
-    from pathlib import Path
-
-    with _working_folder_on_path():
-        try:
-            found = importlib.util.find_spec(module)
-        except (ImportError, ValueError):
-            return None
-    origin = getattr(found, "origin", None)
-    return Path(origin) if origin and Path(origin).is_file() else None
 
 
 class PythonGenerator(LocalGenerator):

@@ -30,8 +30,8 @@ from typing import Any
 
 from PIL import Image
 
-from .. import __version__
 from ..files import atomic_file, atomic_write_text, inside, json_text, jsonable
+from ..version import __version__
 from .jobs import GenerationConfig, Job
 
 __all__ = ["is_readable_image", "readable", "save_image_atomic", "ImageWriter", "RecordLog", "read_records",
@@ -77,7 +77,7 @@ def folder_lock(out_dir: str | os.PathLike, timeout: float) -> Iterator[None]:
     image. Another holder makes this wait ``timeout`` seconds, then a :class:`GeneratorError` saying so."""
     from filelock import FileLock, Timeout
 
-    from .base import GeneratorError
+    from .spec import GeneratorError
 
     path = Path(out_dir) / LOCK_FILE
     path.parent.mkdir(parents=True, exist_ok=True)

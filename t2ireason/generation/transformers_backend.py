@@ -16,8 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .base import GeneratorError, LocalGenerator
-from .diffusers_backend import check_model, resolve_dtype
+from .base import LocalGenerator, check_model
+from .jobs import resolve_dtype
+from .spec import GeneratorError
 
 if TYPE_CHECKING:
     from PIL import Image

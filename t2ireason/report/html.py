@@ -23,7 +23,7 @@ import jinja2
 
 from ..files import printable
 from ..results import ImageResult, PaperTable
-from .tables import best_rows, format_cell
+from .cells import best_rows, format_cell
 
 __all__ = ["Section", "write_html_report", "render_html_report"]
 

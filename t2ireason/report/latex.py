@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..results import Cell, PaperTable
-from .tables import best_rows, format_cell
+from .cells import best_rows, format_cell
 
 __all__ = ["to_latex", "ONE_COLUMN"]
 

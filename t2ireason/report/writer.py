@@ -34,7 +34,7 @@ def figure_name(title: str, benchmark: str = "") -> str:
 
 def _run_row(run: Run, evaluation: str, label: str) -> dict[str, Any]:
     """What made one model's results, as plain values for the report (local paths reduced to names)."""
-    from ..scoring import judge_name, portable_model
+    from ..judges.spec import judge_name, portable_model
 
     scores = run.scores(evaluation)
     judge = scores.get("judge") or {}

@@ -11,7 +11,8 @@
 - :mod:`.criteria`: the rows a judged metric scores against, given with the images or made from the prompt
   with each benchmark's own method, once per prompt, kept on disk;
 - :mod:`.gathering`: several metrics' requests to one judge sent as one batch;
-- :mod:`.command`: ``t2ireason criteria``, the same generation over a file of prompts, written as a dataset.
+- :mod:`.prompt_files`: a file of prompts read into records (``t2ireason criteria``, :mod:`t2ireason.commands.criteria`,
+  makes their criteria and writes them as a dataset with :func:`t2ireason.exports.write_criteria`).
 """
 
 from __future__ import annotations
@@ -153,7 +154,8 @@ def _scorer(metric: str, judge: Any, llm: Any, settings: dict[str, Any], shared:
                                                 **(settings["judge_kwargs"] or {}))
         return VQAScorer(loaded, settings["question"], owns_judge=not given)
     from ..benchmarks import get_benchmark
-    from ..scoring import check_setting, judge_setting, report_preset_settings
+    from ..judges.spec import judge_setting
+    from ..scoring import check_setting, report_preset_settings
 
     bench = get_benchmark(METRIC_BENCHMARKS[metric])
     setting = judge_setting(bench, settings["preset"], judge, None if shared else settings["judge_kwargs"],

@@ -36,9 +36,9 @@ from typing import Any
 import numpy as np
 from scipy.stats import ConstantInputWarning
 
-from .. import __version__
 from ..files import atomic_write_json, atomic_write_text, inside
 from ..results import Cell, PaperTable
+from ..version import __version__
 from .protocols import level_of, protocol
 from .ratings import Ratings, krippendorff_alpha, merge, read_ratings
 from .sample import (

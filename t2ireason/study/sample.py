@@ -33,8 +33,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
 from ..files import atomic_write_json, atomic_write_text, inside
+from ..version import __version__
 from .protocols import (
     KINDS,
     criterion_blocks,

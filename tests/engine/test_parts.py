@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from t2ireason.benchmarks import prism_bench
+from t2ireason.commands.engine import add_engine_args, run_engine_command
 from t2ireason.engine import (
     CostAssumptions,
     EngineConfig,
@@ -17,13 +18,11 @@ from t2ireason.engine import (
     Sources,
     TextEmbedder,
     Workdir,
-    add_engine_args,
     estimate_cost,
     ingest,
     nearest_to_centroids,
     representative_prompts,
     review_agreement,
-    run_engine_command,
     write_prism_captions,
 )
 from t2ireason.prompts import render

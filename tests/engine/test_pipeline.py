@@ -365,7 +365,7 @@ def test_a_failing_task_is_one_console_line_and_its_traceback_stays_in_the_task_
 
     from tqdm import tqdm
 
-    from t2ireason.engine.command import _print_summary
+    from t2ireason.commands.engine import _print_summary
 
     from .scripted import ScriptedDrawer
 
@@ -412,7 +412,7 @@ def test_a_failing_task_is_one_console_line_and_its_traceback_stays_in_the_task_
 
 
 def test_only_failures_that_may_not_repeat_are_left_to_running_again():
-    from t2ireason.engine.command import _what_next
+    from t2ireason.commands.engine import _what_next
     from t2ireason.engine.pipeline import EngineResult, StageSummary
 
     def failed(why):
@@ -434,7 +434,7 @@ def test_the_shipped_sample_inputs_make_a_release(tmp_path, capsys):
     """``t2ireason engine run --sample`` (README's first run) reads the inputs shipped with the package: every
     source, images found beside them; with the scripted judge and drawer the run goes to the release."""
     from t2ireason.cli import build_parser
-    from t2ireason.engine.command import run_engine_command
+    from t2ireason.commands.engine import run_engine_command
     from t2ireason.engine.sources import sample_sources
 
     from .scripted import ScriptedDrawer

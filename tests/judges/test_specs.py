@@ -137,7 +137,8 @@ def test_a_judge_spec_is_parsed_once_from_the_setting_to_the_judge_asked(monkeyp
     value: the spec's text is split once."""
     from t2ireason.benchmarks import get_benchmark
     from t2ireason.judges import JudgeSpec, preflight_spec
-    from t2ireason.scoring import check_setting, judge_setting
+    from t2ireason.judges.spec import judge_setting
+    from t2ireason.scoring import check_setting
     from t2ireason.testing_http import serve
 
     parsed = []

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from t2ireason.report.latex import ONE_COLUMN
-from t2ireason.report.tables import best_rows, side_by_side, to_latex
+from t2ireason.report.cells import best_rows
+from t2ireason.report.latex import ONE_COLUMN, to_latex
+from t2ireason.report.tables import side_by_side
 from t2ireason.results import Cell, PaperTable
 
 TABLE = PaperTable("R2I-Bench Table 3: R2I-Score", ["Overall", "Con.Mix.", "n_failed & 50%"], {

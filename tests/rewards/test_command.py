@@ -111,7 +111,7 @@ def test_a_prompts_json_file_that_is_not_json_is_named(tmp_path, capsys):
 def test_a_prompts_file_saved_with_a_byte_order_mark_reads_as_without(tmp_path, name, content):
     """Spreadsheets and Windows editors begin UTF-8 files with a BOM: it was read into the first prompt (or the
     CSV's first column name, or refused as JSON)."""
-    from t2ireason.rewards.command import read_prompts
+    from t2ireason.rewards.prompt_files import read_prompts
 
     path = tmp_path / name
     path.write_text(content, encoding="utf-8-sig")

@@ -392,8 +392,8 @@ def test_the_method_behind_the_criteria_keys_is_read_once_per_criteria_not_per_p
     from t2ireason.rewards import criteria
 
     reads = []
-    method = criteria._Method.method
-    monkeypatch.setattr(criteria._Method, "method", lambda self: reads.append(1) or method(self))
+    method = criteria.Method.method
+    monkeypatch.setattr(criteria.Method, "method", lambda self: reads.append(1) or method(self))
     with r2i_reward(tmp_path) as reward:
         for _ in range(2):
             reward(torch.rand(2, 3, 8, 8), PROMPTS)

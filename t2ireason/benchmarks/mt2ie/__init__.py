@@ -16,7 +16,7 @@ image with VQAScore. Its data, the configs of its Hub dataset:
 The package: :mod:`.release` reads the data (its layout is described there), :mod:`.protocol`
 holds the prompts the agent asks and reads the replies, :mod:`.scorer` scores images, :mod:`.store`
 keeps a run's folder, :mod:`.agent` runs the loop (``run_mt2ie``), :mod:`.rankings` ranks the models
-(``rank_models``) and :mod:`.cli` is ``t2ireason mt2ie``. Importing this package loads only the
+(``rank_models``); ``t2ireason mt2ie`` is :mod:`t2ireason.commands.mt2ie`. Importing this package loads only the
 data side; :mod:`t2ireason.mt2ie` names the agent's public functions. The paper's prompts are in
 ``t2ireason/templates/mt2ie/``.
 """

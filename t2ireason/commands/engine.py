@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from ..benchmarks.flux_reason import CHARACTERISTICS
-from .work import STAGE_NAMES
+from ..engine.work import STAGE_NAMES
 
 __all__ = ["add_engine_args", "run_engine_command"]
 
@@ -23,7 +23,7 @@ def _key_values(text: str) -> tuple[str, float]:
 
 
 def _add_work_args(p: argparse.ArgumentParser, seed: bool = True) -> None:
-    from ..cli import _positive_int
+    from .options import positive_int
 
     p.add_argument("--work", required=True, help="work folder: the shards of every stage, the images, the review "
                                                  "sample; run the same command again to resume")
@@ -35,21 +35,21 @@ def _add_work_args(p: argparse.ArgumentParser, seed: bool = True) -> None:
     g.add_argument("--imagination", type=int, default=0, help="imagination candidates to expand from the seeds")
     g.add_argument("--mine-images", default=None, help="images to mine for legible text (LAION-2B): a folder of "
                                                        "images or a dataset with an image column")
-    g.add_argument("--limit", type=_positive_int, default=None, help="at most N items from each input")
+    g.add_argument("--limit", type=positive_int, default=None, help="at most N items from each input")
     g.add_argument("--sample", action="store_true",
                    help="the small inputs shipped with the package instead (t2ireason/samples/engine: 4 captions, "
                         "12 seed prompts for --imagination (default 4 with it), 2 images to mine): a first run, offline")
     s = p.add_argument_group("settings (kept with the work folder; changing one after its stage ran is refused)")
-    s.add_argument("--shard-size", type=_positive_int, default=256,
+    s.add_argument("--shard-size", type=positive_int, default=256,
                    help="records per shard: the unit of work and resumption (a stage holds its images in memory)")
     if seed:  # `run` has it among the generation options
         s.add_argument("--seed", type=int, default=0, help="mixed into every image seed and sampled request")
-    s.add_argument("--imagination-examples", type=_positive_int, default=10, help="seed prompts shown per expansion")
+    s.add_argument("--imagination-examples", type=positive_int, default=10, help="seed prompts shown per expansion")
     s.add_argument("--imagination-temperature", type=float, default=1.0, help="sampling temperature of expansions")
     s.add_argument("--thresholds", nargs="+", type=_key_values, default=[], metavar="NAME=SCORE",
                    help="label thresholds (1-10) per characteristic, e.g. entity=8 style=6 (default: 7 for each)")
     s.add_argument("--original-threshold", type=float, default=7.0, help="alignment (1-10) to keep an original caption")
-    s.add_argument("--gcot-attempts", type=_positive_int, default=2, help="GCoT plans per image at most")
+    s.add_argument("--gcot-attempts", type=positive_int, default=2, help="GCoT plans per image at most")
     s.add_argument("--max-reasks", type=int, default=2, help="re-asks of an unparsable reply before it is a failure")
     s.add_argument("--on-judge-error", choices=["retry", "record"], default="retry",
                    help="a judge backend failure leaves the shard for the next run (retry) or is recorded (record)")
@@ -67,12 +67,12 @@ def _key_strings(text: str) -> tuple[str, str]:
 
 
 def _add_execution_args(p: argparse.ArgumentParser) -> None:
-    from ..cli import _json_dict, _positive_int
+    from .options import json_dict, positive_int
 
     g = p.add_argument_group("where the stages run (datatrove executors; run the same command again to resume)")
     g.add_argument("--executor", choices=["local", "slurm"], default="local",
                    help="local: this machine (default); slurm: one job array per stage, each after the one before")
-    g.add_argument("--tasks", type=_positive_int, default=None,
+    g.add_argument("--tasks", type=positive_int, default=None,
                    help="datatrove tasks per stage (default: one per shard); task i takes shards i, i+N, i+2N...")
     g.add_argument("--workers", type=int, default=None,
                    help="tasks running at once: local processes, one GPU each where there are GPUs (default 1); "
@@ -81,8 +81,8 @@ def _add_execution_args(p: argparse.ArgumentParser) -> None:
     s.add_argument("--partition", default=None, help="Slurm partition (required with --executor slurm)")
     s.add_argument("--time", default="24:00:00", help="time limit per task (default 24:00:00)")
     s.add_argument("--gpus-per-task", type=int, default=1, help="GPUs per task of the model stages (default 1)")
-    s.add_argument("--cpus-per-task", type=_positive_int, default=8, help="CPUs per task (default 8)")
-    s.add_argument("--mem-per-cpu-gb", type=_positive_int, default=4, help="memory per CPU in GB (default 4)")
+    s.add_argument("--cpus-per-task", type=positive_int, default=8, help="CPUs per task (default 8)")
+    s.add_argument("--mem-per-cpu-gb", type=positive_int, default=4, help="memory per CPU in GB (default 4)")
     s.add_argument("--no-requeue", dest="requeue", action="store_false",
                    help="do not requeue a pre-empted task (default: requeue it; it starts again from its shards)")
     s.add_argument("--sbatch-args", nargs="+", type=_key_strings, default=[], metavar="KEY=VALUE",
@@ -96,12 +96,12 @@ def _add_execution_args(p: argparse.ArgumentParser) -> None:
     i.add_argument("--server", choices=["vllm", "sglang", "endpoint"], default=None,
                    help="serve --judge with a vLLM or SGLang server per task, or send to a running endpoint "
                         "(--judge openai:<model>@<url>); many requests in flight, parsed and re-asked as always")
-    i.add_argument("--server-options", type=_json_dict, default={},
+    i.add_argument("--server-options", type=json_dict, default={},
                    help='datatrove InferenceConfig options as JSON, e.g. \'{"tp": 2, "max_concurrent_generations": 256}\'')
 
 
 def _add_run_args(p: argparse.ArgumentParser) -> None:
-    from ..cli import _add_generation_args, _add_judge_args, _json_dict
+    from .options import add_generation_args, add_judge_args, json_dict
 
     _add_work_args(p, seed=False)
     p.add_argument("--out", default=None, help="release folder (default: <work>/dataset)")
@@ -110,15 +110,15 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--until", choices=[*STAGE_NAMES[1:], "export"], default="export", help="last stage to run")
     _add_execution_args(p)
     g = p.add_argument_group("models (loaded in each task, never in the launching process)")
-    _add_judge_args(g)
+    add_judge_args(g)
     g.add_argument("--llm", default=None, help="text model for imagination, GCoT checks and translation (default: --judge)")
-    g.add_argument("--llm-kwargs", type=_json_dict, default={}, help="backend options of --llm as JSON")
-    _add_generation_args(g)  # the same diffusion options as `t2ireason generate` (FLUX.1-dev in the paper)
+    g.add_argument("--llm-kwargs", type=json_dict, default={}, help="backend options of --llm as JSON")
+    add_generation_args(g)  # the same diffusion options as `t2ireason generate` (FLUX.1-dev in the paper)
 
 
 def add_engine_args(parser: argparse.ArgumentParser) -> None:
     """The ``engine`` subcommand's actions and options."""
-    from ..cli import _positive_int
+    from .options import positive_int
 
     sub = parser.add_subparsers(dest="engine_action", required=True, metavar="ACTION")
     _add_run_args(sub.add_parser(
@@ -129,7 +129,7 @@ def add_engine_args(parser: argparse.ArgumentParser) -> None:
                     "the response cache. See t2ireason.engine."))
     est = sub.add_parser("estimate", help="count the candidates and estimate images, judge calls and tokens per stage")
     _add_work_args(est)
-    est.add_argument("--image-tokens", type=_positive_int, default=1280, help="tokens per image for the judge")
+    est.add_argument("--image-tokens", type=positive_int, default=1280, help="tokens per image for the judge")
     est.add_argument("--assume", nargs="+", type=_key_values, default=[], metavar="NAME=VALUE",
                      help="override an assumption, e.g. quality_pass_rate=0.8 labels_per_image=2.5")
     sample = sub.add_parser("sample", help="PRISM-Bench representative prompts: top prompts per track, k-means, "
@@ -138,10 +138,10 @@ def add_engine_args(parser: argparse.ArgumentParser) -> None:
     sample.add_argument("--embedder", required=True, help="text embedding model (folder or Hub id), e.g. a "
                                                           "sentence-transformers checkpoint or a CLIP model")
     sample.add_argument("--tracks", nargs="+", choices=CHARACTERISTICS, default=list(CHARACTERISTICS))
-    sample.add_argument("--k", type=_positive_int, default=50, help="clusters, hence prompts, per track")
-    sample.add_argument("--top", type=_positive_int, default=10_000, help="highest-scored prompts clustered per track")
+    sample.add_argument("--k", type=positive_int, default=50, help="clusters, hence prompts, per track")
+    sample.add_argument("--top", type=positive_int, default=10_000, help="highest-scored prompts clustered per track")
     sample.add_argument("--seed", type=int, default=0, help="k-means seed")
-    sample.add_argument("--limit", type=_positive_int, default=None, help="read at most N rows of --data")
+    sample.add_argument("--limit", type=positive_int, default=None, help="read at most N rows of --data")
     sample.add_argument("--out", required=True, help="folder for captions/{en,zh}/<track>.jsonl (PRISM-Bench layout)")
     status = sub.add_parser("status", help="each stage's tasks and statistics, from datatrove's logs in the work folder")
     status.add_argument("--work", required=True, help="work folder of a run")
@@ -150,7 +150,7 @@ def add_engine_args(parser: argparse.ArgumentParser) -> None:
 
 
 def _config(args: argparse.Namespace):
-    from .pipeline import EngineConfig
+    from ..engine.pipeline import EngineConfig
 
     return EngineConfig(shard_size=args.shard_size, seed=args.seed, imagination_examples=args.imagination_examples,
                         imagination_temperature=args.imagination_temperature, thresholds=dict(args.thresholds),
@@ -160,7 +160,7 @@ def _config(args: argparse.Namespace):
 
 
 def _sources(args: argparse.Namespace):
-    from .sources import Sources, sample_sources
+    from ..engine.sources import Sources, sample_sources
 
     if args.sample:
         given = [o for o in ("captions", "seed_prompts", "mine_images") if getattr(args, o)]
@@ -172,7 +172,7 @@ def _sources(args: argparse.Namespace):
 
 
 def _executor(args: argparse.Namespace):
-    from .executors import Local, Slurm
+    from ..engine.executors import Local, Slurm
 
     if args.executor == "local":
         return Local(tasks=args.tasks, workers=args.workers or 1)
@@ -215,12 +215,12 @@ def _what_next(result) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..cli import _generation_config
+    from ..engine.models import Server
+    from ..engine.pipeline import run_engine
+    from ..engine.work import Workdir
     from ..judges import JudgeSpec, preflight_spec, validate_judge
     from ..judges.checkpoints import check_checkpoint
-    from .models import Server
-    from .pipeline import run_engine
-    from .work import Workdir
+    from .options import generation_config
 
     if args.images_per_prompt != 1 or args.prompts or args.generator_kwargs:
         raise ValueError("the engine draws one image per prompt, from its own prompts, with the generator's "
@@ -249,7 +249,7 @@ def _run(args: argparse.Namespace) -> int:
             preflight_spec(llm, args.llm_kwargs, structured=True, images=False)
     result = run_engine(args.work, _sources(args), _config(args), judge=args.judge, judge_kwargs=args.judge_kwargs,
                         llm=args.llm, llm_kwargs=args.llm_kwargs, cache=args.cache,
-                        drawer=_generation_config(args), executor=executor,
+                        drawer=generation_config(args), executor=executor,
                         server=Server(args.server, args.server_options) if args.server else None,
                         out=out if args.until == "export" else None, license=args.license, repo_id=args.repo_id,
                         until=args.until, progress=not args.no_progress)
@@ -275,9 +275,9 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from .pipeline import RELEASE, EngineResult, stage_summary
-    from .sources import candidate_counts
-    from .work import STAGE_NAMES, Workdir
+    from ..engine.pipeline import RELEASE, EngineResult, stage_summary
+    from ..engine.sources import candidate_counts
+    from ..engine.work import STAGE_NAMES, Workdir
 
     work = Workdir(args.work)
     if work.settings("sources") is None:
@@ -293,9 +293,9 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _estimate(args: argparse.Namespace) -> int:
-    from .cost import CostAssumptions, estimate_cost, format_cost
-    from .sources import ingest
-    from .work import Workdir
+    from ..engine.cost import CostAssumptions, estimate_cost, format_cost
+    from ..engine.sources import ingest
+    from ..engine.work import Workdir
 
     config = _config(args)
     work = Workdir(args.work)
@@ -313,7 +313,7 @@ def _estimate(args: argparse.Namespace) -> int:
 
 def _sample(args: argparse.Namespace) -> int:
     from ..benchmarks.flux_reason import stream
-    from .sampling import TextEmbedder, representative_prompts, write_prism_captions
+    from ..engine.sampling import TextEmbedder, representative_prompts, write_prism_captions
 
     embed = TextEmbedder(args.embedder)
     selected = representative_prompts(stream(args.data, limit=args.limit), embed, tracks=args.tracks, k=args.k,
@@ -328,7 +328,7 @@ def _sample(args: argparse.Namespace) -> int:
 
 
 def _agreement(args: argparse.Namespace) -> int:
-    from .export import review_agreement
+    from ..engine.export import review_agreement
 
     result = review_agreement(args.review)
     if not result["images"]:

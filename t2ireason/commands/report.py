@@ -22,7 +22,7 @@ def add_report_args(p: argparse.ArgumentParser) -> None:
 
 
 def print_report(runs, args: argparse.Namespace, out) -> dict:
-    from .writer import write_report
+    from ..report.writer import write_report
 
     report = write_report(runs, out, evaluation=args.evaluation, embed_images=args.embed_images, title=args.title,
                           published=getattr(args, "published", False))

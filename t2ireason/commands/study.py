@@ -5,15 +5,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .protocols import KINDS, PROTOCOLS
+from ..study.protocols import KINDS, PROTOCOLS
 
 __all__ = ["add_rate_args", "run_rate", "add_agreement_args", "run_agreement"]
 
 
 def _positive(text: str) -> int:
-    from ..cli import _positive_int
+    from .options import positive_int
 
-    return _positive_int(text)
+    return positive_int(text)
 
 
 def _raters(text: str) -> int | list[str]:
@@ -44,7 +44,7 @@ def add_rate_args(p: argparse.ArgumentParser) -> None:
 
 
 def run_rate(args: argparse.Namespace) -> int:
-    from .sample import PAGE_FILE, RATINGS_DIR, make_study
+    from ..study.sample import PAGE_FILE, RATINGS_DIR, make_study
 
     study = make_study(args.runs, args.out, kind=args.kind, per_group=args.per_group, raters=args.raters,
                        raters_per_item=args.raters_per_item, seed=args.seed, evaluation=args.evaluation,
@@ -78,7 +78,7 @@ def add_agreement_args(p: argparse.ArgumentParser) -> None:
 
 def run_agreement(args: argparse.Namespace) -> int:
     from ..report.tables import to_markdown
-    from .agreement import compute_agreement, find_study, write_agreement
+    from ..study.agreement import compute_agreement, find_study, write_agreement
 
     if args.export and not args.license:
         raise ValueError("--export needs --license: the license of the images and ratings (e.g. cc-by-4.0)")
@@ -100,7 +100,7 @@ def run_agreement(args: argparse.Namespace) -> int:
     print(f"tables: {', '.join(str(f) for f in folders)} (the runs' report shows them: t2ireason report)")
     if args.export:
         from ..publish import folder_files, publish
-        from .export import export_study
+        from ..study.export import export_study
 
         folder = export_study(study, result, args.export, license=args.license, repo_id=args.repo)
         print(f"study dataset in {folder} ({len(folder_files(folder))} files)")

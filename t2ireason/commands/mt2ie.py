@@ -12,11 +12,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ...generation import GenerationConfig, preflight_generator
-from ...judges import load_judge, preflight
-from . import agent
-from .protocol import PROMPT_TEMPERATURE
-from .release import MODES
+from ..benchmarks.mt2ie import agent
+from ..benchmarks.mt2ie.protocol import PROMPT_TEMPERATURE
+from ..benchmarks.mt2ie.release import MODES
+from ..generation import GenerationConfig, preflight_generator
+from ..judges import load_judge, preflight
 
 __all__ = ["add_mt2ie_args", "run_mt2ie_command"]
 
@@ -79,14 +79,14 @@ def _reference_arg(text: str) -> list[str] | dict[str, float]:
 
 def add_mt2ie_args(p: argparse.ArgumentParser) -> None:
     """Options of ``t2ireason mt2ie``: every one has the paper's setup (seed 002) as its default."""
-    from ...cli import _add_judge_args, _json_dict, _positive_int
+    from .options import add_judge_args, json_dict, positive_int
 
     p.add_argument("--model", dest="models", action="append", type=_model_pair, required=True,
                    metavar="NAME=MODEL",
                    help="a T2I model to evaluate, as name=<generator spec>: a diffusers folder or Hub id, "
                         "openai:<model>[@<base url>], hf:<Janus folder or Hub id>, python:<module>:<callable>; "
                         "repeat for several")
-    _add_judge_args(p, default=agent.PAPER_JUDGE)
+    add_judge_args(p, default=agent.PAPER_JUDGE)
     judge = next(a for a in p._actions if a.dest == "judge")
     judge.help += f" (default: {agent.PAPER_JUDGE}, the paper's VQAScore judge; it also writes the prompts)"
     p.add_argument("--out", required=True,
@@ -94,14 +94,14 @@ def add_mt2ie_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mode", choices=MODES, default="iterative",
                    help="iterative: each prompt adds one concept (section 5); adaptive: the next prompt "
                         "follows the last score (section 6) (default: iterative)")
-    p.add_argument("--iterations", type=_positive_int, default=agent.PAPER_ITERATIONS,
+    p.add_argument("--iterations", type=positive_int, default=agent.PAPER_ITERATIONS,
                    help="prompts per run, the seed prompt included (default: 5, T0..T4)")
     p.add_argument("--seeds", type=int, nargs="+", default=list(agent.PAPER_SEEDS),
                    help="random seeds, one ranking each (default: 0 1 2 3 4)")
     p.add_argument("--seed-prompts", default=None,
                    help="seed_prompts.jsonl (or its folder) with id, category, prompt per line "
                         "(default: the 16 shipped with the package)")
-    p.add_argument("--seed-prompts-per-seed", type=_positive_int, default=agent.PAPER_SEED_PROMPTS_PER_SEED,
+    p.add_argument("--seed-prompts-per-seed", type=positive_int, default=agent.PAPER_SEED_PROMPTS_PER_SEED,
                    help="seed prompts per random seed, one per category in turn (default: 4)")
     p.add_argument("--scoring", choices=agent.SCORINGS, default="vqascore",
                    help="vqascore: P(Yes) of the judge (needs answer probabilities); vqa_accuracy: the judge "
@@ -119,17 +119,17 @@ def add_mt2ie_args(p: argparse.ArgumentParser) -> None:
                    help="sampling temperature of prompt writing (default: 0.3, appendix F)")
     p.add_argument("--dtype", default="auto", choices=["auto", "float32", "float16", "bfloat16"],
                    help="T2I model dtype (default: float16 on GPU, float32 on CPU)")
-    p.add_argument("--steps", type=_positive_int, default=None, help="T2I inference steps (default: the pipeline's)")
-    p.add_argument("--height", type=_positive_int, default=None, help="image height (default: the pipeline's)")
-    p.add_argument("--width", type=_positive_int, default=None, help="image width (default: the pipeline's)")
-    p.add_argument("--batch-size", type=_positive_int, default=1, help="prompts per T2I pipeline call (default: 1)")
-    p.add_argument("--pipeline-kwargs", type=_json_dict, default={},
+    p.add_argument("--steps", type=positive_int, default=None, help="T2I inference steps (default: the pipeline's)")
+    p.add_argument("--height", type=positive_int, default=None, help="image height (default: the pipeline's)")
+    p.add_argument("--width", type=positive_int, default=None, help="image width (default: the pipeline's)")
+    p.add_argument("--batch-size", type=positive_int, default=1, help="prompts per T2I pipeline call (default: 1)")
+    p.add_argument("--pipeline-kwargs", type=json_dict, default={},
                    help='extra T2I pipeline call arguments as JSON, e.g. \'{"guidance_scale": 5.0}\'')
     p.add_argument("--quality", dest="quality", action="append", default=[], type=_for_model(str),
                    metavar="[NAME=]QUALITY",
                    help="an image API's quality (OpenAI: low, medium, high, auto; hd), for every model or, as "
                         "name=quality, for that one; repeat for several")
-    p.add_argument("--generator-kwargs", action="append", default=[], type=_for_model(_json_dict),
+    p.add_argument("--generator-kwargs", action="append", default=[], type=_for_model(json_dict),
                    metavar="[NAME=]JSON",
                    help="backend options as JSON for every model's generator or, as name=JSON, for that one, "
                         'e.g. api=\'{"api_key": "...", "max_concurrency": 4}\' for an openai: model; repeat for several')
@@ -182,7 +182,7 @@ def run_mt2ie_command(args: argparse.Namespace) -> int:
         if "kendall_tau" in table:
             print(f"\nKendall's tau vs the reference: {_fmt(table['kendall_tau'])} "
                   f"(mean over seeds {_fmt(table['kendall_tau_seed_mean'])})")
-        from ...report.plots import mt2ie_iterations
+        from ..report.plots import mt2ie_iterations
 
         png, pdf = mt2ie_iterations(table["per_iteration"], out / "mt2ie_iterations", title=f"MT2IE {args.mode}")
         print(f"\nplot: {png} and {pdf}")

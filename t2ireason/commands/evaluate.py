@@ -1,0 +1,270 @@
+"""``t2ireason evaluate`` (a run's images scored, resumable) and ``t2ireason run`` (build, generate, evaluate and
+report in one go): the judge, the preset and the scoring options checked, and the judge asked, before anything
+is made."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .options import (
+    add_generation_args,
+    add_judge_args,
+    finite_float,
+    generation_config,
+    generation_said,
+    json_dict,
+    load_prompt_overrides,
+    positive_int,
+)
+
+__all__ = ["add_evaluate_args", "run_evaluate", "add_run_args", "run_run"]
+
+
+def _presets_help() -> str:
+    """Each judged benchmark's presets, from the benchmark modules themselves."""
+    from ..benchmarks import JUDGED, get_benchmark
+
+    said = []
+    for name in JUDGED:
+        bench = get_benchmark(name)
+        said.append(f"{name}: " + ", ".join(p + (" (default)" if p == bench.default_preset else "")
+                                           for p in bench.presets))
+    return "named judge setting of the benchmark's metric; " + "; ".join(said)
+
+
+def _add_scoring_args(p: argparse.ArgumentParser) -> None:
+    from ..runs import LOCK_TIMEOUT
+
+    add_judge_args(p, required=False)
+    p.add_argument("--preset", default=None, help=_presets_help())
+    p.add_argument("--options", type=json_dict, default={},
+                   help='scoring options of the metric as JSON, e.g. \'{"structured_output": true, "max_reasks": 3}\'')
+    p.add_argument("--name", default=None, help="name of this evaluation inside the run (default: from the judge)")
+    p.add_argument("--chunk-size", type=positive_int, default=32,
+                   help="images scored between two saves of the results (resume granularity)")
+    p.add_argument("--retry-failed", action="store_true",
+                   help="score again the images that failed because the judge was unreachable (time-outs, "
+                        "server errors); a failed reply is not retried (with `run`, also draw again the images "
+                        "that failed for such a reason; a refusal is kept)")
+    p.add_argument("--allow-failed", action="store_true",
+                   help="exit 0 even when images failed because the judge was unreachable (default: exit 1)")
+    p.add_argument("--lock-timeout", type=finite_float(0), default=LOCK_TIMEOUT,
+                   help="seconds to wait for another process scoring the same evaluation of the run "
+                        f"(default {LOCK_TIMEOUT:g}), then stop with an error")
+
+
+def _check_scoring(args: argparse.Namespace, benchmark: str, run: str):
+    """The judge, its options, the preset and the scoring options, checked before any folder is made; a
+    local judge's checkpoint too, unless the evaluation in the run folder ``run`` is finished (then no
+    judge is loaded)."""
+    from ..benchmarks import get_benchmark
+    from ..judges.spec import judge_setting
+    from ..scoring import check_loadable, check_setting
+
+    bench = get_benchmark(benchmark)
+    setting = judge_setting(bench, args.preset, args.judge, args.judge_kwargs or None, args.options)
+    check_setting(bench, setting)
+    if setting.preset_settings is not None:  # which of the preset's backend settings the judge gets, in one line,
+        print(setting.preset_settings.line())  # before the judge is contacted or anything is made
+    if not _finished(run, args, setting):
+        check_loadable(bench, setting)
+    return setting
+
+
+def _finished(run: str, args: argparse.Namespace, setting) -> bool:
+    """Whether the run folder ``run`` holds this evaluation, finished (a re-run loads and asks no judge)."""
+    from ..runs import RUN_FILE, evaluation_name
+
+    manifest = Path(run) / RUN_FILE
+    if not manifest.is_file():
+        return False
+    try:
+        evaluations = json.loads(manifest.read_text(encoding="utf-8")).get("evaluations") or {}
+    except (OSError, ValueError, AttributeError):
+        evaluations = {}
+    name = args.name or evaluation_name(setting.judge, args.preset)
+    return bool((evaluations.get(name) or {}).get("finished"))
+
+
+def _preflight(args: argparse.Namespace, setting, folder: str) -> None:
+    """Before any image is generated or scored and before the run folder is made, the judge is asked
+    what scoring will ask (its key, its endpoint, an image with a JSON schema:
+    :func:`t2ireason.judges.preflight_spec`) and the response cache is opened, unless this run's
+    evaluation is already finished (a re-run contacts no server)."""
+    from ..judges import preflight_spec
+    from ..runs import Run, evaluation_name
+
+    name = args.name or evaluation_name(setting.judge, args.preset)
+    Run(folder, {}).evaluation_dir(name)  # a name that leaves the run: said before the judge is contacted
+    if _finished(folder, args, setting):
+        return
+    if args.cache:
+        from ..judges.cache import ResponseCache, default_cache_path
+
+        ResponseCache(default_cache_path() if args.cache is True else args.cache).check()
+    preflight_spec(setting.loadable, setting.judge_kwargs, structured=True)
+
+
+def _evaluate(run, args: argparse.Namespace) -> dict:
+    scores = run.evaluate(args.judge, preset=args.preset, judge_kwargs=args.judge_kwargs or None,
+                          options=args.options, name=args.name, cache=args.cache, chunk_size=args.chunk_size,
+                          progress=not args.no_progress, retry_failed=args.retry_failed,
+                          lock_timeout=args.lock_timeout, preflight=False)  # asked before the run was made
+    judge = scores["judge"]
+    failed, transient = scores["num_failed"], scores.get("num_retryable", 0)
+    said = f"{failed} failed"
+    if scores.get("num_not_generated"):
+        said += f" ({scores['num_not_generated']} of them not generated)"
+    if transient:
+        said += (f", {transient} of them because the judge was unreachable: run again with --retry-failed "
+                 "when it is back")
+    if scores.get("retried"):
+        said += f"; {scores['retried']} failed images scored again"
+    if scores.get("reused"):
+        said += f"; {scores['reused']} replies received before reused, not asked again"
+    print(f"{scores['num_images']} images scored by {judge['backend']}:{judge.get('model_name') or judge['model']} "
+          f"({said}; {scores['num_reasks']} re-asks) -> {run.evaluation_dir(scores['evaluation']) / 'scores.json'}")
+    return scores
+
+
+def _evaluation_status(run, scores: dict, args: argparse.Namespace) -> int:
+    """1 when every image failed (said on stderr: how many, the first failure's cause, where every
+    one is recorded), or some failed because the judge was unreachable (unless --allow-failed): a
+    script or CI job must not take an outage for a score."""
+    if scores["num_images"] and scores["num_failed"] == scores["num_images"]:
+        from ..runs import RESULTS_FILE
+
+        name = scores["evaluation"]
+        first = next((r for r in run.results(name) if r.failed), None)
+        cause = " ".join(str(first.failure or "no score and no cause recorded").split()) if first else "unknown"
+        cause = cause if len(cause) <= 300 else cause[:299] + "…"
+        print(f"error: every image failed ({scores['num_failed']} of {scores['num_images']}); the first, "
+              f"{first.id if first else '?'}: {cause}; each failure, with the judge's replies, is in "
+              f"{run.evaluation_dir(name) / RESULTS_FILE}", file=sys.stderr)
+        return 1
+    return 1 if scores.get("num_retryable") and not args.allow_failed else 0
+
+
+def add_evaluate_args(p: argparse.ArgumentParser) -> None:
+    from ..benchmarks import JUDGED
+
+    p.add_argument("--run", required=True,
+                   help="run folder: scores go to <run>/evaluations/<name>/ (created with --benchmark if new)")
+    p.add_argument("--benchmark", default=None, choices=JUDGED,
+                   help="benchmark of a new run (an existing run knows its own)")
+    p.add_argument("--data", default=None, help="Hub dataset id or built folder of a new run (default: the shipped sample)")
+    p.add_argument("--configs", nargs="+", default=None, help="configs of a new run (default: all)")
+    p.add_argument("--limit", type=positive_int, default=None, help="only the first N prompts (new run)")
+    p.add_argument("--data-revision", default=None, help="revision of a Hub dataset --data (new run)")
+    p.add_argument("--images", default=None,
+                   help="folder of images to score (generate output, or the official layout); default: <run>/images")
+    _add_scoring_args(p)
+    p.add_argument("--no-progress", action="store_true", help="no progress bars (logs, CI)")
+
+
+def _open_or_create(args: argparse.Namespace):
+    from ..runs import Run
+
+    if args.benchmark:
+        return Run.create(args.run, args.benchmark, data=args.data, configs=args.configs, limit=args.limit,
+                          revision=args.data_revision)
+    if any(getattr(args, k) is not None for k in ("data", "configs", "limit", "data_revision")):
+        raise ValueError("--data, --configs, --limit and --data-revision describe a new run: give --benchmark too")
+    return Run.open(args.run)
+
+
+def check_hub_args(args: argparse.Namespace) -> None:
+    """What a run records for the Hub (a release's license, a dataset revision), by its form, first."""
+    from ..hub_ids import check_license, check_revision
+
+    if getattr(args, "license", None) is not None:
+        args.license = check_license(args.license)
+    if args.data_revision is not None:
+        check_revision(args.data_revision, "--data-revision")
+
+
+def run_evaluate(args: argparse.Namespace) -> int:
+    check_hub_args(args)
+    if args.benchmark:
+        setting = _check_scoring(args, args.benchmark, args.run)
+        images = Path(args.images or Path(args.run) / "images")
+        if not (Path(args.run) / "run.json").is_file():  # a new run: its images and rows, before the judge is asked
+            from ..data import check_data
+
+            if not images.is_dir():
+                raise ValueError(f"no images to score in {images}: generate them first (`t2ireason run`, which also "
+                                 f"scores them, or `t2ireason generate --out {images}`), or give --images <folder>")
+            check_data(args.benchmark, args.data, args.configs, revision=args.data_revision)
+    elif not (Path(args.run) / "run.json").is_file():
+        _open_or_create(args)  # says what is missing
+    else:
+        from ..runs import Run
+
+        setting = _check_scoring(args, Run.open(args.run).manifest["benchmark"], args.run)
+    if (Path(args.run) / "run.json").is_file() and not args.images and not _finished(args.run, args, setting):
+        from ..runs import Run
+
+        Run.open(args.run).image_items()  # a prompt without its image: said before the judge is asked
+    _preflight(args, setting, args.run)  # a missing key or a judge that cannot score: nothing made
+    run = _open_or_create(args)
+    if args.images:
+        run.use_images(args.images)
+    return _evaluation_status(run, _evaluate(run, args), args)
+
+
+def add_run_args(p: argparse.ArgumentParser) -> None:
+    from ..benchmarks import JUDGED
+
+    p.add_argument("--benchmark", required=True, choices=JUDGED, help="which benchmark")
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("--source", default=None,
+                        help="the official release folder: build the dataset from it first (build step)")
+    source.add_argument("--data", default=None,
+                        help="Hub dataset id or built folder (default: the small sample shipped with the package)")
+    p.add_argument("--license", default=None, help="with --source: the release's license, when not known")
+    p.add_argument("--configs", nargs="+", default=None, help="configs to use (default: all)")
+    p.add_argument("--limit", type=positive_int, default=None, help="use only the first N prompts (quick runs)")
+    p.add_argument("--data-revision", default=None, help="revision (branch, tag, commit) of a Hub dataset --data")
+    p.add_argument("--out", required=True, help="run folder (data, images, evaluations, report); reused to resume")
+    p.add_argument("--run-name", default=None, help="the run's name in reports (default: the folder's name)")
+    add_generation_args(p)
+    _add_scoring_args(p)
+    p.add_argument("--embed-images", action="store_true", help="embed the images in the HTML report")
+
+
+def run_run(args: argparse.Namespace) -> int:
+    from ..runs import Run
+
+    check_hub_args(args)
+    config = generation_config(args, Path(args.out) / "images")
+    setting = _check_scoring(args, args.benchmark, args.out)
+    if not args.source:
+        from ..data import check_data
+
+        check_data(args.benchmark, args.data, args.configs, revision=args.data_revision)
+    _preflight(args, setting, args.out)  # nothing generated for a judge that cannot score
+    data = Path(args.out) / "data" if args.source else args.data  # built into the run folder
+    run = Run.create(args.out, args.benchmark, data=data, configs=args.configs, limit=args.limit, name=args.run_name,
+                     revision=args.data_revision)
+    if args.source:
+        print(f"[1/4] build {args.benchmark} from {args.source}")
+        run.build(args.source, license=args.license)
+    else:
+        print(f"[1/4] rows of {args.benchmark} from {args.data or 'the sample shipped with t2i-reason'}")
+    print("[2/4] generate")
+    counts = run.generate(config, prompts=load_prompt_overrides(args.prompts), progress=not args.no_progress,
+                          lock_timeout=args.lock_timeout, retry_failed=args.retry_failed,
+                          generator_kwargs=args.generator_kwargs)
+    print(f"      {generation_said(counts, run.images_dir)} -> {run.images_dir}")
+    print("[3/4] evaluate")
+    scores = _evaluate(run, args)
+    print("[4/4] report")
+    args.evaluation, args.title = scores["evaluation"], None
+    from .report import print_report
+
+    print_report([run], args, run.path / "report")
+    print(f"run folder: {run.path}")
+    return _evaluation_status(run, scores, args)
