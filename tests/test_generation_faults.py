@@ -19,13 +19,12 @@ import pytest
 from PIL import Image
 
 from t2ireason import cli
-from t2ireason.data import load_rows
+from t2ireason.data import load_rows, plan_jobs
 from t2ireason.generation import (
     GenerationConfig,
     GeneratorError,
     GeneratorUnavailable,
     generate,
-    plan_jobs,
     read_failures,
 )
 from t2ireason.testing_http import Answer, Fail, Images, JSONBody, serve

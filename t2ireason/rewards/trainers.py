@@ -21,10 +21,7 @@ from __future__ import annotations
 
 import math
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .reward import Reward
+from typing import Any
 
 __all__ = ["FlowGRPOReward", "TrlDDPOAsyncReward"]
 
@@ -37,7 +34,7 @@ class FlowGRPOReward:
     """``details, info = fn(images, prompts, metadata, only_strict=True)``: ``details["avg"]`` the reward, one float
     per image, and each component's scores under its name (``details["r2i_score"]``...)."""
 
-    def __init__(self, reward: Reward):
+    def __init__(self, reward: Any):  # a Reward (not imported: it imports this module)
         self.reward = reward
 
     def __call__(self, images: Any, prompts: Any, metadata: Any = None, only_strict: bool = True
@@ -55,7 +52,7 @@ class TrlDDPOAsyncReward:
     """``scores_future, info_future = fn(images, prompts, metadata)``, as trl's ``DDPOTrainer`` with
     ``async_reward_computation=True`` reads a reward."""
 
-    def __init__(self, reward: Reward):
+    def __init__(self, reward: Any):  # a Reward (not imported: it imports this module)
         self.reward = reward
 
     def __call__(self, images: Any, prompts: Any, metadata: Any = None) -> tuple[Future, Future]:
