@@ -224,6 +224,9 @@ class Benchmark(ABC):
     language: tuple[str, ...] = ("en",)
     #: the one split its dataset has: ``test`` for an evaluation set, ``train`` for a training set
     split: str = "test"
+    #: what an image's subscores are multiplied by to be shown beside its score, on 0-100 as the tables are
+    #: (100 for subscores on 0-1; 1 for those on 0-100 already, or counts)
+    subscore_scale: float = 1.0
 
     @property
     @abstractmethod

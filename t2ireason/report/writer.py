@@ -111,7 +111,8 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
                                       unscorable={label: sum(r.unscorable for r in rs) for label, rs in results.items()})
         plots += figures
         sections.append(Section(bench.pretty_name, results, tables, [f for f in figures if f.suffix == ".png"],
-                                [_run_row(run, n, label) for run, n, label in group] + about))
+                                [_run_row(run, n, label) for run, n, label in group] + about,
+                                subscore_scale=bench.subscore_scale))
     for folder in agents:  # MT2IE writes its own benchmark: its output is a ranking, not a run
         table = json.loads((folder / "summary.json").read_text(encoding="utf-8")).get("table")
         if not table:

@@ -112,6 +112,9 @@ class Method:
     criteria_fields: tuple[str, ...] = ()
     templates: tuple[str, ...] = ()
 
+    #: how a message about a missing or unknown choice says to give one
+    choice_hint = "load_reward(..., dimension=...) or a 'dimension' in metadata"
+
     def __init__(self, bench: Any, choice: str | None = None, language: str | None = None):
         self.bench = bench
         self.choice = choice
@@ -205,7 +208,7 @@ class _T2I(Method):
         if dim not in DIMENSIONS:
             said = f"dimension {dim!r} is not one of" if dim else "no dimension: give one of"
             raise ValueError(f"t2i_reasonscore judges a prompt by its dimension; {said} {', '.join(DIMENSIONS)} "
-                             f"(load_reward(..., dimension=...) or a 'dimension' in metadata), for {prompt[:60]!r}")
+                             f"({self.choice_hint}), for {prompt[:60]!r}")
         return dim
 
     def row(self, prompt: str, meta: dict[str, Any], ident: str) -> dict[str, Any]:
@@ -343,12 +346,13 @@ class Criteria:
     benchmark metric's name, or a :class:`Method` object (a metric that makes its own questions).
 
     ``choice`` is what the metric judges a prompt by when its metadata does not say: T2I-ReasonBench's
-    dimension, PRISM-Bench's track (default: the project's general alignment template); ``language``
+    dimension, PRISM-Bench's track (default: the project's general alignment template), and ``choice_hint``
+    how a message tells the caller's user to give it (default: ``load_reward(..., dimension=...)``); ``language``
     PRISM-Bench's language (default ``en``). :attr:`counts` says how many rows were given, read from memory
     or the cache, made, and failed so far; :attr:`used` holds every row this object made or read, by key."""
 
     def __init__(self, metric: str | Method, llm: Any = None, *, cache: str | Path | bool = True,
-                 choice: str | None = None, language: str | None = None):
+                 choice: str | None = None, language: str | None = None, choice_hint: str | None = None):
         if isinstance(metric, Method):
             self.method = metric
         else:
@@ -357,6 +361,8 @@ class Criteria:
             if metric not in _METHODS:
                 raise ValueError(f"no criteria for {metric!r}; the metrics with rows: {', '.join(_METHODS)}")
             self.method = _METHODS[metric](get_benchmark(METRIC_BENCHMARKS[metric]), choice, language)
+            if choice_hint:  # how the caller's user names the choice (the command line: its option)
+                self.method.choice_hint = choice_hint
             if metric == "t2i_reasonscore" and choice is not None:
                 self.method.dimension({}, "")  # an unknown dimension is said now, not at the first call
         self.bench = self.method.bench

@@ -176,9 +176,15 @@ def make_study(runs: Sequence[str | os.PathLike], out: str | os.PathLike, *, kin
     per_group = proto.per_group if per_group is None else per_group
     raters_per_item = proto.raters_per_item if raters_per_item is None else raters_per_item
     rater_ids = _rater_names(raters_per_item if raters is None else raters)
-    if per_group < 1 or not 1 <= raters_per_item <= len(rater_ids):
-        raise StudyError(f"need per_group >= 1 and 1 <= raters per item <= raters ({len(rater_ids)}); "
-                         f"got {per_group} and {raters_per_item}")
+    if per_group < 1:
+        raise StudyError(f"per_group (--per-group) must be at least 1, got {per_group}")
+    if raters_per_item < 1:
+        raise StudyError(f"raters_per_item (--raters-per-item) must be at least 1, got {raters_per_item}")
+    if raters_per_item > len(rater_ids):
+        raise StudyError(f"each image goes to {raters_per_item} raters (raters_per_item, --raters-per-item; the "
+                         f"paper's: {proto.raters_per_item}) "
+                         f"but the study has {len(rater_ids)} (raters, --raters): give --raters "
+                         f"{raters_per_item} or more, or --raters-per-item {len(rater_ids)} or fewer")
     evaluation = _evaluation_for_questions(opened, evaluation) if kind == "questions" else None
     judged = [judge_results(r, evaluation) for r in opened] if evaluation else None
 

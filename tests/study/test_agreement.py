@@ -245,8 +245,12 @@ def test_what_cannot_be_a_study_is_one_line(t2i_run, tmp_path, capsys):
     assert "an A/B/tie study compares two runs' images of each prompt; got 1 run(s)" in error(
         "rate", str(t2i_run.path), "--out", out, "--kind", "preference")
     assert "is not a run folder" in error("rate", str(tmp_path / "nowhere"), "--out", out)
-    assert "need per_group >= 1 and 1 <= raters per item <= raters (2)" in error(
+    assert "each image goes to 3 raters (raters_per_item, --raters-per-item; the paper's: 3) but the study has 2" in error(
         "rate", str(t2i_run.path), "--out", out, "--raters", "2", "--raters-per-item", "3")
+    # issue 43: "need ... got 20 and 3", naming no option, for the paper's 3 raters an image and --raters 2
+    said = error("rate", str(t2i_run.path), "--out", out, "--raters", "2")
+    assert "but the study has 2 (raters, --raters)" in said and "--raters 3 or more" in said, said
+    assert "--raters-per-item 2 or fewer" in said
     assert not (tmp_path / "study").exists()  # nothing made
     assert "no study.json beside the ratings given: name the study folder with --study" in error(
         "agreement", str(t2i_run.path), "--ratings", str(tmp_path))
@@ -305,3 +309,33 @@ def test_the_readme_study_commands_run(tmp_path, monkeypatch, capsys):
     assert "T2I-ReasonBench Table 1: correlation with human ratings" in capsys.readouterr().out
     for folder in rate[2:rate.index("--out")]:  # each run holds the figures, for its report
         assert (Path(folder) / "agreement" / study["id"] / "agreement.json").is_file()
+
+
+def test_ratings_saved_with_a_bom_an_upper_case_extension_or_a_key_twice_are_read_or_named(tmp_path, capsys):
+    """Issue 43: a file saved with a UTF-8 byte-order mark was left out whole; an item given twice in one file kept
+    its last answer in silence; `ann.JSON` was skipped without a line."""
+    run = scored_run(tmp_path, "t2i-reasonbench", "model-a")
+    out = tmp_path / "study"
+    assert cli.main(["rate", str(run.path), "--out", str(out), "--per-group", "2", "--raters", "3"]) == 0
+    study = json.loads((out / "study.json").read_text())
+    folder = out / "ratings"
+    rating = lambda it: {"value": 1 + _digest(it["id"])[0] % 5}  # noqa: E731
+    folder.mkdir(exist_ok=True)
+    (folder / "rater1.json").write_text(json.dumps(ratings_file(study, "rater1", rating)), encoding="utf-8-sig")
+    (folder / "rater2.JSON").write_text(json.dumps(ratings_file(study, "rater2", rating)))
+    third = ratings_file(study, "rater3", rating)
+    first = study["queues"]["rater3"][0]["item"]
+    answers = [f"{json.dumps(k)}: {json.dumps(v)}" for k, v in third.pop("answers").items()]
+    answers.append(f'{json.dumps(first)}: {{"value": 1}}')  # the first item answered again, with another value
+    twice = json.dumps(third)[:-1] + ', "answers": {' + ", ".join(answers) + "}}"
+    (folder / "rater3.json").write_text(twice)
+    (folder / "notes.txt").write_text("rater2 took a break at item 4")
+    assert cli.main(["agreement", str(run.path), "--ratings", str(folder)]) == 0
+    capsys.readouterr()
+    result = json.loads((run.path / "agreement" / study["id"] / "agreement.json").read_text())
+    kept = {f["file"]: f["answers"] for f in result["files"]}
+    queue = {r: len(study["queues"][r]) for r in ("rater1", "rater2", "rater3")}
+    assert kept == {"rater1.json": queue["rater1"], "rater2.JSON": queue["rater2"], "rater3.json": queue["rater3"] - 1}
+    assert f"rater3.json: item {first} is answered more than once in the file; left out" in result["problems"]
+    assert "notes.txt: not a .json file; not read" in result["problems"]
+    assert "rater3" not in result["merged"].get(first, {}).get("ratings", {})

@@ -61,6 +61,7 @@ class T2IReasonBench(Benchmark):
     pretty_name = "T2I-ReasonBench"
     configs = tuple(DIMENSIONS)
     metric = "t2i_reasonscore"
+    subscore_scale = 100.0  # its question groups (reason, detail, quality) are on 0-1
     license = None  # neither the paper nor the release states one: users must say
     citation = _CITATION
     # pinned at the commit whose files the project checked byte for byte (release_hashes/t2i-reasonbench.sha256:
