@@ -53,8 +53,13 @@ _TEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "
                 "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
 
 
+#: letters pdflatex's text fonts lack (it stops: "Unicode character τ"), written as math (the agreement tables' τ, ρ, α)
+_TEX_MATH = {"τ": r"$\tau$", "ρ": r"$\rho$", "α": r"$\alpha$"}
+
+
 def _tex(text: str) -> str:
-    return re.sub(r"[\\&%$#_{}~^]", lambda m: _TEX_SPECIAL[m.group()], str(text)).replace("\n", " ")
+    text = re.sub(r"[\\&%$#_{}~^]", lambda m: _TEX_SPECIAL[m.group()], str(text)).replace("\n", " ")
+    return re.sub("[" + "".join(_TEX_MATH) + "]", lambda m: _TEX_MATH[m.group()], text)
 
 
 @dataclass

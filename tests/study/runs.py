@@ -59,3 +59,8 @@ def scored_run(folder: Path, benchmark: str, name: str, *, limit: int | None = N
 def judge_scores(run: Run, evaluation: str = EVALUATION) -> dict[str, float | None]:
     """Each image's score by its key (its path in the run's image folder)."""
     return {Path(r.image).relative_to(run.images_dir).as_posix(): r.score for r in run.results(evaluation)}
+
+
+def study_key(folder: Path) -> dict[str, Any]:
+    """The study's key: the file beside the raters' folder ``folder`` (never inside it)."""
+    return json.loads((folder.parent / f"{folder.name}.key.json").read_text())
