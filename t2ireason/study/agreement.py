@@ -43,7 +43,7 @@ from ..files import atomic_write_json, atomic_write_text, inside
 from ..results import Cell, PaperTable
 from ..version import __version__
 from .layouts import metric_title, tables
-from .protocols import level_of
+from .protocols import group_of, level_of
 from .ratings import Ratings, krippendorff_alpha, merge, read_ratings
 from .sample import (
     STUDY_FILE,
@@ -277,6 +277,10 @@ def _raters(study: dict[str, Any], ratings: Ratings, merged: dict[str, Any]) -> 
 _COMPUTE = {"scale": _scale, "preference": _preference, "questions": _questions}
 
 
+#: the benchmarks whose metric asks each row's own questions (T2I-ReasonBench Table 1's "LLM" column says whose)
+_QUESTIONS = ("t2i-reasonbench", "r2i-bench", "worldgenbench")
+
+
 def _questions_source(run: Any) -> str:
     """Whose questions the run's rows hold: the LLM that made them (``t2ireason criteria``), else the release's
     (or the sample's shipped with the package)."""
@@ -302,20 +306,16 @@ def _rows(study: dict[str, Any], runs: list[Any], names: list[str]) -> list[dict
     from ..judges.spec import judge_name
 
     bench = runs[0].bench
-    has_questions = study["benchmark"] in ("t2i-reasonbench", "r2i-bench", "worldgenbench")
     rows = []
     for name in names:
         scores = runs[0].scores(name)
         metric = scores.get("metric") or (scores.get("settings") or {}).get("metric") or bench.metric
         judge = judge_name(scores.get("judge") or {})
-        own = metric == bench.metric
-        about = [judge] if judge else []
-        if own and has_questions:
-            sources = list(dict.fromkeys(_questions_source(run) for run in runs))
-            about.append(f"questions: {', '.join(sources)}")
-        label = metric_title(metric) + (f" ({'; '.join(about)})" if about else "")
-        rows.append({"evaluation": name, "metric": metric, "judge": judge, "own": own, "label": label})
-    rows.sort(key=lambda r: not r["own"])  # the benchmark's own metric first, the baselines in their order
+        label = metric_title(metric) + (f" ({judge})" if judge else "")
+        rows.append({"evaluation": name, "metric": metric, "judge": judge, "own": metric == bench.metric,
+                     "label": label})
+    # the benchmark's own metric first, in the run's order; then the baselines by name, as the papers list theirs
+    rows = [r for r in rows if r["own"]] + sorted((r for r in rows if not r["own"]), key=lambda r: r["label"].lower())
     labels = [r["label"] for r in rows]
     for r in rows:  # two evaluations alike (another preset, other options): told apart by their names
         if labels.count(r["label"]) > 1:
@@ -336,16 +336,20 @@ def _judges_row(study: dict[str, Any], runs: list[Any], rows: list[dict[str, Any
     if len(runs) < 3:
         return {"label": label, "why": f"{label}: not computed, the two judges' agreement over the runs' mean scores "
                                        f"needs three runs or more ({len(runs)} rated)"}
-    scores = [{}, {}]
+    scores: list[dict[str, float | None]] = [{}, {}]
     models, groups = {}, {}
     for run in runs:
+        track = {key: group_of(study["benchmark"], row) for key, row, _ in run.image_items(failed=True)}
         for side, row in zip(scores, (a, b)):
             for key, r in judge_results(run, row["evaluation"]).items():
-                side[f"{run.name}/{key}"] = r.score
-                models[f"{run.name}/{key}"], groups[f"{run.name}/{key}"] = run.name, r.config
+                if key in track:
+                    side[f"{run.name}/{key}"] = r.score
+                    models[f"{run.name}/{key}"], groups[f"{run.name}/{key}"] = run.name, track[key]
     ids = [i for i in scores[0] if i in scores[1]]
-    found = judge_agreement({i: scores[0][i] for i in ids}, {i: scores[1][i] for i in ids},
-                            models={i: models[i] for i in ids}, groups={i: groups[i] for i in ids})["model"]
+    with warnings.catch_warnings():  # a track where one judge gives every run the same mean: not defined (–)
+        warnings.simplefilter("ignore", ConstantInputWarning)
+        found = judge_agreement({i: scores[0][i] for i in ids}, {i: scores[1][i] for i in ids},
+                                models={i: models[i] for i in ids}, groups={i: groups[i] for i in ids})["model"]
     return {"label": label, "evaluations": [a["evaluation"], b["evaluation"]], "n_models": found["n_models"],
             "per_group": {g: {"kendall_tau": v["kendall_tau"], "spearman_rho": v["spearman_rho"]}
                           for g, v in found.get("per_group", {}).items()},
@@ -409,6 +413,8 @@ def compute_agreement(study: dict[str, Any], runs: Sequence[str | os.PathLike], 
     out = {"study": study["id"], "title": study["title"], "kind": study["kind"], "benchmark": study["benchmark"],
            "computed": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"), "t2ireason_version": __version__,
            "runs": [r.name for r in opened], "rows": rows, "evaluations": per_evaluation,
+           "questions": (", ".join(dict.fromkeys(_questions_source(run) for run in opened))
+                         if study["benchmark"] in _QUESTIONS else None),
            "judges": _judges_row(study, opened, rows),
            "raters": _raters(study, read, merged), "files": read.files, "problems": problems, "resamples": resamples,
            "left_out": sorted(gone), "merged": merged}
@@ -425,7 +431,7 @@ def _table_from_dict(d: dict[str, Any]) -> PaperTable:
 
 def write_agreement(result: dict[str, Any], runs: Sequence[str | os.PathLike]) -> list[Path]:
     """Write ``result`` into each run's ``agreement/<study id>/``; returns the folders."""
-    from ..report.latex import ONE_COLUMN, to_latex
+    from ..report.latex import ONE_COLUMN, ONE_COLUMN_HEIGHT, to_latex
     from ..report.tables import to_csv, to_markdown
 
     folders = []
@@ -437,7 +443,8 @@ def write_agreement(result: dict[str, Any], runs: Sequence[str | os.PathLike]) -
         atomic_write_text(folder / "tables.md", f"## Agreement with people: {result['title']}\n\n"
                           + to_markdown(result["tables"]))
         atomic_write_text(folder / "tables.csv", to_csv(result["tables"]))
-        atomic_write_text(folder / "tables.tex", to_latex(result["tables"], intervals=True, width=ONE_COLUMN))
+        atomic_write_text(folder / "tables.tex", to_latex(result["tables"], intervals=True, width=ONE_COLUMN,
+                                                          height=ONE_COLUMN_HEIGHT))
         folders.append(folder)
     return folders
 

@@ -48,6 +48,14 @@ def _cell(figures: dict[str, Any], key: str, scale: float = 1.0) -> Cell:
     return Cell.of({k: None if v is None else v * scale for k, v in (("mean", value), ("ci_low", low), ("ci_high", high))})
 
 
+def _questions_note(study: dict[str, Any], result: dict[str, Any]) -> str:
+    """Whose questions the benchmark's metric asked (T2I-ReasonBench Table 1's LLM column), the same for its rows."""
+    if not result.get("questions"):
+        return ""
+    own = next((r["metric"] for r in result["rows"] if r["own"]), None)
+    return f"; {metric_title(own)}'s questions: {result['questions']}" if own else ""
+
+
 def _resampling_note(result: dict[str, Any]) -> str:
     dropped = sum(r["degenerate"] for r in result.get("resamples", []))
     if not dropped:
@@ -85,14 +93,16 @@ def _scale_table(study: dict[str, Any], result: dict[str, Any], rows: list[dict[
              else "Correlation with human ratings")
     note = (f"Kendall's τ-b and Spearman's ρ between each evaluation's per-image score and the mean of the raters' "
             f"{lo}-{hi} ratings, {result['raters']['items']} images of {n_runs} run(s)"
-            + ("; Average is the mean over the groups" if len(groups) > 1 and bench != "prism-bench" else "")
+            + ("; Average is the mean over the groups (those where it is defined)" if len(groups) > 1
+               and bench != "prism-bench" else "")
             + "; All pools every image")
     if judges:
         note += (f"; {judges['label']}: the two judges of the benchmark's metric against each other over the "
                  f"{judges['n_models']} runs' mean scores of each group, every image of the runs (as the paper's "
                  "two judges over its 19 models)" if judges.get("per_group") else f"; {judges['why']}")
     columns = list(dict.fromkeys(c for cells in cells_of.values() for c in cells))
-    return PaperTable(title, columns, cells_of, note + "; " + _UNDEFINED + _resampling_note(result), proto.decimals)
+    return PaperTable(title, columns, cells_of, note + _questions_note(study, result) + "; " + _UNDEFINED
+                      + _resampling_note(result), proto.decimals)
 
 
 def _mt2ie_table(study: dict[str, Any], result: dict[str, Any], rows: list[dict[str, Any]]) -> PaperTable:
@@ -102,7 +112,7 @@ def _mt2ie_table(study: dict[str, Any], result: dict[str, Any], rows: list[dict[
                 for row in rows}
     lo, hi = study["protocol"]["scale"]
     return PaperTable("MT2IE Tables 1 and 2: correlation with human ratings over every image", ["ρ", "τ"], cells_of,
-                      f"as MT2IE (seed 002, section 4) reports agreement with TIFA160's 1-5 Likert ratings: Spearman's ρ "
+                      f"As MT2IE (seed 002, section 4) reports agreement with TIFA160's 1-5 Likert ratings: Spearman's ρ "
                       f"and Kendall's τ-b on 0-100 over every image ({result['raters']['items']}), here against the "
                       f"mean of the raters' {lo}-{hi} ratings; " + _UNDEFINED + _resampling_note(result), 1)
 
@@ -140,14 +150,16 @@ def _preference_tables(study: dict[str, Any], result: dict[str, Any], rows: list
               else "Agreement with human A/B/tie choices (R2I-Bench Table 4's layout)")
     title21 = ("R2I-Bench Table 21: agreement with human A/B/tie choices per category" if paper
                else "Agreement with human A/B/tie choices per group (R2I-Bench Table 21's layout)")
+    how += _questions_note(study, result)
     out = [PaperTable(title4, list(dict.fromkeys(c for cells in table4.values() for c in cells)), table4,
-                      how + "; Average is the mean over the categories (Table 21's Average row, whose figures Table 4 "
-                      "prints), All pools every pair; tie-calibrated: margins up to the threshold that fits the raters "
+                      how + "; Average is the mean over the categories where it is defined (Table 21's Average row, "
+                      "whose figures Table 4 prints), All pools every pair; tie-calibrated: margins up to the threshold that fits the raters "
                       "best count as ties (Deutsch et al., 2023; agreement.json gives it); " + _UNDEFINED
                       + _resampling_note(result), proto.decimals if paper else 3)]
     if any(len(result["evaluations"][r["evaluation"]].get("per_group", {})) > 1 for r in rows):
         out.append(PaperTable(title21, list(dict.fromkeys(c for cells in table21.values() for c in cells)), table21,
-                              how + "; per category, and Average: the mean over the categories; " + _UNDEFINED
+                              how + "; per category, and Average: the mean over the categories where it is defined; "
+                              + _UNDEFINED
                               + _resampling_note(result), proto.decimals if paper else 3))
     return out
 

@@ -22,24 +22,13 @@ from scipy import stats
 from t2ireason import cli
 from t2ireason.study.protocols import level_of
 
-from .runs import EVALUATION, scored_run, study_key
+from .runs import EVALUATION, ratings_file, scored_run, study_key
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _digest(*parts: str) -> bytes:
     return hashlib.sha256("/".join(parts).encode()).digest()
-
-
-def ratings_file(study: dict, rater: str, answer, **extra) -> dict:
-    """What the page exports for ``rater``: ``answer(item)`` for each item of the rater's queue."""
-    items = {it["id"]: it for it in study["items"]}
-    queue = study["queues"][rater]
-    return {"format": "t2ireason-ratings", "version": 1, "study": study["id"], "rater": rater,
-            "started": "2025-01-01T10:00:00.000Z", "exported": "2025-01-01T11:00:00.000Z", "complete": True,
-            "order": [e["item"] for e in queue],
-            "answers": {e["item"]: {**answer(items[e["item"]]), "at": "2025-01-01T10:30:00.000Z"} for e in queue},
-            **extra}
 
 
 def _write(folder: Path, name: str, content) -> Path:
