@@ -231,6 +231,27 @@ def test_r2i_bench_tables_4_and_21_every_baseline(r2i):
     assert "lumina against sana" in table4["note"]
 
 
+def test_the_exported_ratings_say_which_run_was_on_the_left(r2i, tmp_path):
+    """The page's a and b are its own order of a pair's images; the study's dataset speaks of the runs' images."""
+    import pyarrow.parquet as pq
+
+    from t2ireason.study import compute_agreement, export_study, load_study
+
+    runs, study, _, human = r2i
+    key = load_study(runs[0].path.parent / "study.key.json")
+    result = compute_agreement(key, [r.path for r in runs], [runs[0].path.parent / "study" / "ratings"])
+    folder = export_study(key, result, tmp_path / "dataset", license="cc-by-4.0")
+    rows = pq.read_table(folder / "data" / "ratings" / f"{study['id']}.parquet").to_pylist()  # read as written
+    items = {it["id"]: it for it in study["items"]}
+    swaps = {(r, e["item"]): e["swap"] for r, q in study["queues"].items() for e in q}
+    for row in rows:
+        it = items[row["item"]]
+        page = ["b", "a"] if swaps[(row["rater"], row["item"])] else ["a", "b"]
+        left_run = it["images"][it["sides"]["ab".index(page[0])]]["run"]
+        assert row["shown"][0] == ("a" if left_run == "lumina" else "b")  # a: the image of the first run, lumina's
+        assert row["value"] == result["merged"][row["item"]]["ratings"][row["rater"]]
+
+
 def test_degenerate_resamples_are_counted_said_and_the_intervals_kept(t2i):
     """As found: one resample in 2,000 with all its ratings equal made an interval vanish, without a word."""
     runs, study, result, _ = t2i

@@ -306,6 +306,8 @@ def test_the_raters_folder_names_no_run_and_shows_a_and_b_at_one_size(browser, t
     printed = capsys.readouterr().out
     key = tmp_path / "study.key.json"
     assert f"key: {key} (keep it, do not send it" in printed and not (study_dir / "study.json").exists()
+    assert ("3 prompt(s) left out of the sample: the benchmark cannot score them (concept_mixing/functional_mixing/31: "
+            "the release has no evaluation questions for this prompt; the key lists them)") in printed
     study = study_key(study_dir)
     # nothing in the folder sent to the raters names a run or the paper's models, in a file's name or its bytes
     sent = [p for p in study_dir.rglob("*") if p.is_file()]
@@ -370,6 +372,8 @@ def test_each_tab_asks_who_rates_and_two_tabs_of_one_rater_add_up(browser, tmp_p
     assert second.locator("#progress").inner_text() == f"1 of {len(queue)} rated"  # ana's answer, from the other tab
     second.keyboard.press("n")
     second.keyboard.press("4")
+    # the first tab is told (the browser's storage event), as a rater coming back to it would see
+    wait_until(first, f"document.getElementById('progress').textContent === '2 of {len(queue)} rated'")
     first.keyboard.press("n")
     first.keyboard.press("n")
     first.keyboard.press("5")
