@@ -158,6 +158,7 @@ def test_t2i_reasonbench_table_1_holds_every_evaluation_own_metric_first(t2i):
     assert mt2ie["columns"] == ["ρ", "τ"] and mt2ie["decimals"] == 1 and list(mt2ie["rows"]) == labels
     assert math.isclose(mt2ie["rows"]["VQAScore (zhiqiulin/clip-flant5-xxl)"]["τ"]["value"], 100 * pooled,
                         abs_tol=1e-9)
+    assert "T2I-ReasonScore's questions: the sample's" in table["note"]
     md = (runs[1].path / "agreement" / study["id"] / "tables.md").read_text()
     assert "| CLIPScore (openai/clip-vit-base-patch32) |" in md
 
@@ -294,3 +295,21 @@ def test_every_agreement_tables_tex_compiles_and_fits_one_column(t2i, prism, r2i
         assert "\\resizebox" not in tex
         pages = int(re.search(r"Output written on doc.pdf \((\d+) page", log).group(1))
         assert pages <= tex.count("\\begin{table}")  # no table spilled over a page of its own
+
+
+def test_whose_questions_the_benchmarks_metric_asked(tmp_path):
+    """T2I-ReasonBench Table 1 tells its rows apart by the LLM that wrote the questions: here the note says whose."""
+    from types import SimpleNamespace
+
+    from t2ireason.study.agreement import _questions_source
+
+    made = tmp_path / "criteria"
+    made.mkdir()
+    (made / "build_report.json").write_text(json.dumps({"made_by": "t2ireason criteria",
+                                                        "criteria_llm": {"backend": "openai", "model": "gpt-5.1"}}))
+    release = tmp_path / "release"
+    release.mkdir()
+    (release / "build_report.json").write_text(json.dumps({"benchmark": "t2i-reasonbench"}))
+    assert _questions_source(SimpleNamespace(data_source=lambda: str(made))) == "gpt-5.1"
+    assert _questions_source(SimpleNamespace(data_source=lambda: str(release))) == "the release's"
+    assert _questions_source(SimpleNamespace(data_source=lambda: None)) == "the sample's"
