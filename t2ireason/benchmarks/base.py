@@ -251,6 +251,12 @@ class Benchmark(ABC):
     #: cell); None: every field of the row schema is required
     scored_fields: tuple[str, ...] | None = None
 
+    def unscorable(self, row: dict[str, Any]) -> str | None:
+        """Why the benchmark cannot score ``row`` whatever its image (a prompt the release gives no questions),
+        None when it can: such a prompt is left out of a human study's sample, whose ratings could never meet a
+        judge's score."""
+        return None
+
     def score(self, rows: Sequence[dict[str, Any]], images: Sequence[Any], judge: Any, *,
               progress: bool | str = False, **options: Any) -> list[ImageResult]:
         """Score each image against its row with ``judge``: one ImageResult per image, in order."""

@@ -14,12 +14,15 @@ then the larger font, then models as rows):
 
 Only a table that no layout fits is scaled (``\\resizebox``), the last resort. The widths are
 estimated from Computer Modern's character widths (``cmr8``/``cmbx8``, the widest of its small
-sizes, so that the estimate errs wide). Without a ``width`` the layout is the former one: models as
+sizes, so that the estimate errs wide). With a ``height`` too (:data:`ONE_COLUMN_HEIGHT`; the agreement
+tables ask it), a layout must also fit it, caption included, or LaTeX stops the page ("Float too large"):
+where none does with the 95% intervals, the table is laid out without them and its caption says so. Without a ``width`` the layout is the former one: models as
 rows, and a table of more than nine columns across the page (``table*``), scaled to it.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,10 +30,12 @@ from dataclasses import dataclass
 from ..results import Cell, PaperTable
 from .cells import best_rows, format_cell
 
-__all__ = ["to_latex", "ONE_COLUMN"]
+__all__ = ["to_latex", "ONE_COLUMN", "ONE_COLUMN_HEIGHT"]
 
 #: the text width of LaTeX's one-column ``article`` at 10 pt, in points
 ONE_COLUMN = 345.0
+#: the text height of the same article (letter paper), in points: a float taller is "too large for page"
+ONE_COLUMN_HEIGHT = 550.0
 
 # Computer Modern's advance widths in em (cmr8.tfm; bold, cmbx8, is some 16% wider); kerning left out
 _EM = {**{c: w for chars, w in [("!',.:;[]`il", 0.295), ("fj", 0.325), ("-", 0.354), (" ", 0.354), ("I", 0.383),
@@ -42,6 +47,11 @@ _BOLD = 1.16
 #: the font sizes of a 10 pt article, in points
 _SIZES = {"\\small": 9.0, "\\footnotesize": 8.0}
 _SCRIPTSIZE = 7.0
+#: the line spacing of those sizes, a booktabs rule with its gaps, \medskip stretched, the caption's lines and skip
+_LEADING = {"\\small": 11.0, "\\footnotesize": 9.5}
+_RULE = 4.0
+_MEDSKIP = 8.0
+_CAPTION_LEADING, _CAPTION_SKIP = 12.0, 10.0
 _MARGIN = 0.97  # an estimate within 3% of the width counts as too wide
 
 
@@ -53,8 +63,13 @@ _TEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "
                 "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
 
 
+#: letters pdflatex's text fonts lack (it stops: "Unicode character τ"), written as math (the agreement tables' τ, ρ, α)
+_TEX_MATH = {"τ": r"$\tau$", "ρ": r"$\rho$", "α": r"$\alpha$"}
+
+
 def _tex(text: str) -> str:
-    return re.sub(r"[\\&%$#_{}~^]", lambda m: _TEX_SPECIAL[m.group()], str(text)).replace("\n", " ")
+    text = re.sub(r"[\\&%$#_{}~^]", lambda m: _TEX_SPECIAL[m.group()], str(text)).replace("\n", " ")
+    return re.sub("[" + "".join(_TEX_MATH) + "]", lambda m: _TEX_MATH[m.group()], text)
 
 
 @dataclass
@@ -112,6 +127,12 @@ class _Grid:
 
     def width(self, size: float, sep: float) -> float:
         return self._layout(size, sep)[0]
+
+    def height(self, size: str, sep: float) -> float:
+        """The tabular's height in the font size ``size`` (a command): its lines, a broken heading two, and rules."""
+        broken = self._layout(_SIZES[size], sep)[1]
+        heading = sum(max(len(broken.get((n, m), [""])) for m in range(len(line))) for n, line in enumerate(self.header))
+        return _LEADING[size] * (heading + len(self.rows)) + _RULE * (len(self.header) + 2)
 
     def tex(self, size: float, sep: float) -> list[str]:
         broken = self._layout(size, sep)[1]
@@ -205,13 +226,15 @@ def _split(items: list, k: int) -> list[list]:
     return [c for c in chunks if c]
 
 
-def _fitted(t: PaperTable, width: float, intervals: bool) -> tuple[str, float, list[_Grid]] | None:
-    """(font size command, column gap, the panels) of the first layout that fits ``width``, by the
-    fewest panels, then the paper's orientation, the larger font, headings on one line; None when
-    none fits."""
+def _fitted(t: PaperTable, width: float, intervals: bool, height: float | None = None,
+            caption: str = "") -> tuple[str, float, list[_Grid]] | None:
+    """(font size command, column gap, the panels) of the first layout that fits ``width`` (and ``height``, with
+    the ``caption`` under it), by the fewest panels, then the paper's orientation, the larger font, headings on one
+    line; None when none fits."""
     best = best_rows(t)
     labels = list(t.rows)
     groups = _groups(t.columns)
+    below = _CAPTION_SKIP + _CAPTION_LEADING * math.ceil(_width(caption, 10.0) / width)
 
     def first_fit(turned: bool, size: str, gap: float, wrap: bool) -> tuple[int, list[_Grid]] | None:
         items = labels if turned else groups  # what panels split: the models, or the columns' groups
@@ -219,7 +242,9 @@ def _fitted(t: PaperTable, width: float, intervals: bool) -> tuple[str, float, l
             grids = [_on_its_side(t, groups, chunk, best, intervals, wrap) if turned
                      else _as_rows(t, chunk, labels, best, intervals, True, wrap) for chunk in _split(items, k)]
             if all(g.width(_SIZES[size], gap) <= width * _MARGIN for g in grids):
-                return k, grids
+                # the fewest panels that fit the width: more would only be taller
+                tall = sum(g.height(size, gap) for g in grids) + _MEDSKIP * (len(grids) - 1) + below
+                return (k, grids) if height is None or tall <= height * _MARGIN else None
         return None
 
     options = []  # (panels, turned on its side, font rank, headings broken, size, gap, grids)
@@ -235,19 +260,29 @@ def _fitted(t: PaperTable, width: float, intervals: bool) -> tuple[str, float, l
     return size, gap, grids
 
 
-def to_latex(tables: Sequence[PaperTable], *, intervals: bool = False, width: float | None = None) -> str:
+def to_latex(tables: Sequence[PaperTable], *, intervals: bool = False, width: float | None = None,
+             height: float | None = None) -> str:
     """Every table as a LaTeX ``table`` with booktabs rules (``\\usepackage{booktabs}``): the model
     column, then the paper's columns, each column's best value in bold, the note as the caption;
     ``intervals=True`` adds the 95% intervals in brackets (a smaller font). ``width`` (points, e.g.
-    :data:`ONE_COLUMN`) lays each table out to fit it (see the module); without it, a table of more than
-    nine columns spans the page (``table*``), scaled to it."""
+    :data:`ONE_COLUMN`) lays each table out to fit it (see the module), and ``height`` (e.g.
+    :data:`ONE_COLUMN_HEIGHT`) too, the intervals left out of a table that cannot fit with them; without a
+    width, a table of more than nine columns spans the page (``table*``), scaled to it."""
     out = ["% t2i-reason paper tables; needs \\usepackage{booktabs} (and graphicx for the wide ones)"]
     for t in tables:
         caption = _tex(t.title) + (f". {_tex(t.note)}" if t.note else "")
-        if intervals and any(cell.low is not None for cells in t.rows.values() for cell in cells.values()):
+        plain = f"{t.title}. {t.note}"
+        has_intervals = intervals and any(cell.low is not None for cells in t.rows.values() for cell in cells.values())
+        fitted = _fitted(t, width, intervals, height, plain) if width is not None and t.rows else None
+        if fitted is None and has_intervals and height is not None and width is not None:
+            fitted = _fitted(t, width, False, height, plain)  # too many to fit the page with their intervals
+            if fitted:
+                has_intervals = False
+                caption += "; the 95\\% bootstrap intervals are left out here to fit the page (the Markdown and CSV " \
+                           "tables give them)"
+        if has_intervals:
             caption += "; 95\\% bootstrap confidence intervals in brackets"
         label = re.sub(r"[^a-z0-9]+", "-", t.title.lower()).strip("-")
-        fitted = _fitted(t, width, intervals) if width is not None and t.rows else None
         if fitted:
             size, gap, grids = fitted
             out += ["\\begin{table}[t]", "\\centering", size, *([f"\\setlength{{\\tabcolsep}}{{{gap:g}pt}}"]

@@ -12,6 +12,9 @@ naming the file (and the item), and :attr:`Ratings.problems` lists them all.
   order is not the one the study showed that rater, an answer to a question the item does not have or off
   its levels: that answer is left out, the rest of the file kept.
 
+An A/B/tie answer names the image as the page listed it (``a`` its first, ``b`` its second); the
+study's key says which run made each (the item's ``sides``), and the verdict is counted for the runs.
+
 Merging: a ``scale`` item's human score is the mean of its raters' scores (T2I-ReasonBench and
 PRISM-Bench average their three annotators); an A/B/tie item's is the sign of the mean of its raters'
 verdicts (+1: the first run's image is better, -1: the second's, 0: a tie), each rater's verdict
@@ -34,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from .page import RATINGS_FORMAT
+from .sample import run_letter
 
 __all__ = ["Ratings", "rating_files", "read_ratings", "merge", "krippendorff_alpha", "VERDICTS"]
 
@@ -134,10 +138,11 @@ def _checked(study: dict[str, Any], item: dict[str, Any], swap: bool, answer: An
         choice = answer.get("choice")
         if choice not in ("A", "B", "tie"):
             return None, [f"choice {choice!r} is not A, B or tie"]
-        expected = ["b", "a"] if swap else ["a", "b"]
+        expected = ["b", "a"] if swap else ["a", "b"]  # the page's order of the item's images, left to right
         if answer.get("shown") != expected:
             return None, [f"the images were shown as {answer.get('shown')!r}, the study showed this rater {expected}"]
-        return VERDICTS["tie" if choice == "tie" else expected[0 if choice == "A" else 1]], []
+        # the image chosen as the page lists it, then as the runs made it (the key's sides)
+        return VERDICTS["tie" if choice == "tie" else run_letter(item, expected[0 if choice == "A" else 1])], []
     given = answer.get("questions")
     if not isinstance(given, dict):
         return None, ["no answers to questions (\"questions\" is not an object)"]

@@ -121,3 +121,25 @@ def test_a_narrow_table_is_laid_out_as_before_and_a_wide_one_in_panels():
     assert "\\resizebox" not in tex and tex.count("\\begin{tabular}") >= 2 and "\\medskip" in tex
     assert "\\multicolumn{3}{c}{Track 0}" in tex and "\\cmidrule(lr){2-4}" in tex
     assert tex.count("model-11 & ") == tex.count("\\begin{tabular}")  # every panel holds every model
+
+
+def test_greek_letters_are_latex_math_and_a_table_too_tall_with_its_intervals_drops_them():
+    """As found: the agreement tables.tex wrote raw τ, ρ, α, which pdflatex refuses ("Unicode character τ"); and a
+    table laid out to fit the width could be taller than the page."""
+    from t2ireason.report.latex import ONE_COLUMN_HEIGHT
+
+    small = PaperTable("Agreement (Krippendorff's α)", ["Idiom τ", "All ρ"], {"judge": {"Idiom τ": Cell(0.5),
+                                                                                      "All ρ": Cell(0.6)}})
+    tex = to_latex([small])
+    assert "Idiom $\\tau$" in tex and "All $\\rho$" in tex and "Krippendorff's $\\alpha$" in tex
+    assert not {"τ", "ρ", "α"} & set(tex)
+    columns = [f"{g} {s}" for g in ("Idiom", "Textual", "Entity", "Scientific", "All") for s in ("τ", "ρ")]
+    tall = PaperTable("Table 1", columns, {f"metric {m} (judge-{m})": {c: Cell(0.5 + m / 100, 0.1, 0.9) for c in columns}
+                                           for m in range(8)}, note="a note", decimals=4)
+    wide_only = to_latex([tall], intervals=True, width=ONE_COLUMN)
+    assert "[0.1000, 0.9000]" in wide_only  # fits the width with its intervals, in five panels: some 700 pt tall
+    fitted = to_latex([tall], intervals=True, width=ONE_COLUMN, height=ONE_COLUMN_HEIGHT)
+    assert "[0.1000, 0.9000]" not in fitted and "intervals are left out here to fit the page" in fitted
+    assert fitted.count("\\begin{tabular}") < wide_only.count("\\begin{tabular}") and "\\resizebox" not in fitted
+    assert to_latex([small], intervals=True, width=ONE_COLUMN, height=ONE_COLUMN_HEIGHT) == to_latex(
+        [small], intervals=True, width=ONE_COLUMN)  # what fits is laid out as before

@@ -152,6 +152,9 @@ class R2IBench(Benchmark):
             raise TypeError(f"read_release takes no options, got {sorted(options)}")
         return release.read_release(source, license=self.license)
 
+    def unscorable(self, row: dict[str, Any]) -> str | None:
+        return scores.unscorable_questions(row.get("questions") or [])
+
     def score(self, rows: Sequence[dict[str, Any]], images: Sequence[Any], judge: Any, *,
               progress: bool | str = False, **options: Any) -> list[ImageResult]:
         """R2I-Score of each image: one judge call per instance (all batched), bounded re-asks; the options

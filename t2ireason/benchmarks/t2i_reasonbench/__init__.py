@@ -141,6 +141,11 @@ class T2IReasonBench(Benchmark):
 
     # -- scoring ------------------------------------------------------------------------------------
 
+    def unscorable(self, row: dict[str, Any]) -> str | None:
+        if not any(g.get("pairs") for g in row.get("evaluation") or [] if isinstance(g, dict)):
+            return "the release has no questions for this prompt"
+        return None
+
     def score(self, rows: Sequence[dict[str, Any]], images: Sequence[Any], judge: Any, *,
               progress: bool | str = False, **options: Any) -> list[ImageResult]:
         """Score each image (or, in text mode, each description) against its row.
