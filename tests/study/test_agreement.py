@@ -307,7 +307,7 @@ def test_ratings_saved_with_a_bom_an_upper_case_extension_or_a_key_twice_are_rea
     run = scored_run(tmp_path, "t2i-reasonbench", "model-a")
     out = tmp_path / "study"
     assert cli.main(["rate", str(run.path), "--out", str(out), "--per-group", "2", "--raters", "3"]) == 0
-    study = json.loads((out / "study.json").read_text())
+    study = study_key(out)
     folder = out / "ratings"
     rating = lambda it: {"value": 1 + _digest(it["id"])[0] % 5}  # noqa: E731
     folder.mkdir(exist_ok=True)
