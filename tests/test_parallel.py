@@ -1,0 +1,173 @@
+"""Judging split over the processes of a launch (issue 41 item 4): two processes started by torchrun (gloo, on
+CPU) each judge a share of the images, and together write what one process writes (the same results, in the
+same order, and the same scores), with which process judged how many recorded; a rank killed with SIGKILL
+leaves a launch that the next one resumes without asking any question twice; the lock is the launch's (its
+processes cooperate) and still refuses another command on the same evaluation.
+
+Each launch costs seconds (two interpreters, torch, gloo), so the launches are shared between assertions: one
+launch killed mid-way, one that resumes it to the end."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from t2ireason import cli
+from t2ireason.benchmarks import get_benchmark
+from t2ireason.runs import Run
+from t2ireason.testing_http import Answer, Hang, serve
+
+ROOT = Path(__file__).resolve().parents[1]
+TORCHRUN = Path(sys.executable).parent / "torchrun"
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "OPENAI_API_KEY": "k"}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _run_with_images(folder: Path, limit: int) -> Run:
+    """A run of the shipped R2I-Bench sample with a distinct small PNG where each image goes."""
+    run = Run.create(folder, "r2i-bench", limit=limit)
+    bench = get_benchmark("r2i-bench")
+    for i, row in enumerate(run.rows()):
+        path = run.images_dir / bench.image_path(row)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        Image.new("RGB", (16, 16), (37 * i % 256, 90, 160)).save(path)
+    return run
+
+
+def _schema(request) -> dict:
+    return request.body.get("response_format", {}).get("json_schema", {}).get("schema", {})
+
+
+def _is_image_request(request) -> bool:
+    return bool(request.image_urls) and "ok" not in _schema(request).get("properties", {})
+
+
+def _answer(request, delay: float = 0.0) -> Answer:
+    """Each question scored 0, 0.5 or 1 by a hash of the question and the image: scores differ from image to
+    image, the same in any process."""
+    image = request.image_urls[0] if request.image_urls else ""
+    levels = {k: (0, 0.5, 1)[hashlib.sha256(f"{k}{image}".encode()).digest()[0] % 3]
+              for k in _schema(request).get("properties", {"ok": 1})}
+    return Answer(json.dumps(levels), delay=delay)
+
+
+def _argv(run: Path, server, *extra: str) -> list[str]:
+    """The R2I-Bench paper preset (GPT-4o at temperature 0.1, no seed: nothing is cached, the journals alone
+    keep the replies) behind the local server, one request at a time per process."""
+    return ["evaluate", "--run", str(run), "--judge", f"openai:gpt-4o@{server.base_url}", "--preset", "paper",
+            "--options", '{"structured_output": true}', "--judge-kwargs", '{"max_concurrency": 1}', "--name", "s",
+            "--no-progress", "--chunk-size", "2", *extra]
+
+
+def _launch(argv: list[str]) -> subprocess.Popen:
+    return subprocess.Popen([str(TORCHRUN), "--nproc_per_node", "2", "--master_addr", "127.0.0.1", "--master_port",
+                             str(_free_port()), "-m", "t2ireason.cli", "--", *argv], cwd=ROOT, env=_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def _wait_for(condition, what: str, proc: subprocess.Popen, timeout: float = 180.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if proc.poll() is not None:
+            out, err = proc.communicate()
+            raise AssertionError(f"the launch ended ({proc.returncode}) before {what}:\n{out[-3000:]}\n{err[-3000:]}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"waited {timeout:g} s for {what}")
+        time.sleep(0.05)
+
+
+def _journaled(run: Path) -> int:
+    return sum(p.read_bytes().count(b"\n") for p in (run / "evaluations" / "s").glob("replies*.jsonl"))
+
+
+def _rank_pid(launcher: int, rank: int) -> int:
+    import psutil  # accelerate's own dependency
+
+    for child in psutil.Process(launcher).children(recursive=True):
+        try:
+            if child.environ().get("RANK") == str(rank):
+                return child.pid
+        except psutil.Error:
+            continue
+    raise AssertionError(f"no process of rank {rank} under the launcher {launcher}")
+
+
+def _results(run: Path) -> list[dict]:
+    lines = (run / "evaluations" / "s" / "results.jsonl").read_text().splitlines()
+    return [{k: r[k] for k in ("key", "id", "score", "subscores", "failure")} for r in map(json.loads, lines)]
+
+
+@pytest.mark.slow
+def test_two_processes_judge_a_share_each_and_a_killed_rank_resumes_without_asking_twice(tmp_path, capsys):
+    if not TORCHRUN.is_file():
+        pytest.fail("torchrun is not installed next to the interpreter")
+    one, two = _run_with_images(tmp_path / "one", 10).path, _run_with_images(tmp_path / "two", 10).path
+    answered: list[str] = []  # the image requests the server answered (paid for), by their messages
+    state = {"stop_when": None, "hang": False, "delay": 0.0}
+
+    def behaviour(request):
+        if not _is_image_request(request):
+            return _answer(request)
+        if state["stop_when"] is not None and state["stop_when"]():
+            state["hang"] = True  # from now on nothing is answered: no reply is on its way when a rank is killed
+        if state["hang"]:
+            return Hang(600)
+        answered.append(json.dumps(request.messages, sort_keys=True))
+        return _answer(request, delay=state["delay"])
+
+    with serve(behaviour, models=["gpt-4o"]) as server:
+        assert cli.main(_argv(one, server)) == 0  # one process: the reference
+        reference = json.loads((one / "evaluations" / "s" / "scores.json").read_text())
+        scorable = len(answered)
+        assert reference["processes"] == [{"rank": 0, "images": 10}] and scorable >= 6
+        answered.clear()
+
+        # a launch of two, one of its processes killed once a chunk is saved and more replies are journaled
+        folder = two / "evaluations" / "s"
+        state.update(delay=0.1, stop_when=lambda: len(answered) >= 3 and any(
+            p.stat().st_size for p in folder.glob("results.rank-*.jsonl")))
+        launch = _launch(_argv(two, server))
+        _wait_for(lambda: state["hang"] and _journaled(two) == len(answered), "a chunk saved, replies journaled",
+                  launch)
+        os.kill(_rank_pid(launch.pid, 1), signal.SIGKILL)
+        launch.communicate(timeout=120)
+        assert launch.returncode != 0  # torchrun ends the other process too
+        assert not (folder / "scores.json").exists()
+        before = list(answered)
+
+        # the same launch again resumes; meanwhile another command on the evaluation is refused
+        state.update(stop_when=None, hang=False, delay=0.5)
+        launch = _launch(_argv(two, server, "--lock-timeout", "60"))
+        _wait_for(lambda: len(answered) > len(before), "the resumed launch asking", launch)
+        assert cli.main(_argv(two, server, "--lock-timeout", "0.2")) == 2
+        assert "is being scored by another process" in capsys.readouterr().err
+        out, err = launch.communicate(timeout=300)
+        assert launch.returncode == 0, err[-3000:]
+
+    assert len(answered) == len(set(answered)) == scorable  # every question asked once over both launches
+    scores = json.loads((two / "evaluations" / "s" / "scores.json").read_text())
+    assert scores["aggregate"] == reference["aggregate"] and scores["num_failed"] == reference["num_failed"]
+    assert _results(two) == _results(one)  # the same lines, in the same order
+    shares = scores["processes"]
+    assert [s["rank"] for s in shares] == [0, 1] and all(s["images"] > 0 for s in shares)  # each judged some
+    assert sum(s["images"] for s in shares) < 10  # the killed launch's scored chunks were kept
+    assert "judged by process 0:" in out and out.count("images scored by") == 1  # said once, by the main process
+    assert sorted(p.name for p in folder.iterdir()) == ["results.jsonl", "scores.json"]  # merged, journals gone
