@@ -22,7 +22,6 @@ asked again, and counted (``stale``).
 from __future__ import annotations
 
 import datetime as _dt
-import inspect
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -141,12 +140,12 @@ def _read_json(path: Path) -> dict[str, Any]:
 def _load(setting: Any, cache: str | bool, procs: Processes, probe: bool) -> Any:
     """The judge of ``setting`` (behind the response cache), in a launch on this process's device; with
     ``probe``, an HTTP judge asked one request first (:func:`~t2ireason.judges.preflight_spec`)."""
-    from .judges import load_judge, preflight_spec
+    from .judges import load_judge, on_device, preflight_spec
     from .scoring import report_preset_settings
 
     if procs.is_main:
         report_preset_settings(setting)
-    kwargs = _on_device(setting, procs)
+    kwargs = on_device(setting.loadable, setting.judge_kwargs, procs.device)
     judge = load_judge(setting.loadable, cache=cache, **kwargs)
     if probe:  # one probe (an image with a JSON schema), rather than every image's request failing
         try:
@@ -156,24 +155,6 @@ def _load(setting: Any, cache: str | bool, procs: Processes, probe: bool) -> Any
                 judge.close()
             raise
     return judge
-
-
-def _on_device(setting: Any, procs: Processes) -> dict[str, Any]:
-    """The judge's options, with this process's device for a local model of a launch (unless the options
-    place it: ``device``, ``device_map``)."""
-    kwargs = dict(setting.judge_kwargs)
-    spec = setting.spec
-    if procs.count == 1 or spec is None or not spec.is_local():
-        return kwargs
-    if spec.backend == "vllm":
-        raise RunError("a vllm: judge is not split over the processes of a launch (each would start its own engine "
-                       "on every GPU): run one process and spread the model with --judge-kwargs "
-                       "'{\"tensor_parallel_size\": N}', or serve it with `vllm serve <model> --data-parallel-size N` "
-                       "and judge with openai:<model>@http://localhost:8000/v1")
-    if "device" in inspect.signature(spec.backend_class().__init__).parameters and \
-            not {"device", "device_map"} & set(kwargs):
-        kwargs["device"] = procs.device
-    return kwargs
 
 
 def _judge_info(info: dict[str, Any], recorded: dict[str, Any] | None) -> dict[str, Any]:
