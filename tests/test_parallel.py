@@ -171,3 +171,31 @@ def test_two_processes_judge_a_share_each_and_a_killed_rank_resumes_without_aski
     assert sum(s["images"] for s in shares) < 10  # the killed launch's scored chunks were kept
     assert "judged by process 0:" in out and out.count("images scored by") == 1  # said once, by the main process
     assert sorted(p.name for p in folder.iterdir()) == ["results.jsonl", "scores.json"]  # merged, journals gone
+
+
+@pytest.mark.slow
+def test_mt2ie_chains_split_over_two_processes_make_what_one_process_makes(tmp_path):
+    """MT2IE's runs (a model and a chain of prompts each) shared by two processes: the same rows, prompts,
+    images and ranking as one process, in the same files, each process having run some."""
+    if not TORCHRUN.is_file():
+        pytest.fail("torchrun is not installed next to the interpreter")
+    from test_mt2ie_agent import _job
+
+    one, two = tmp_path / "one", tmp_path / "two"
+    expected = _job(one)
+    script = tmp_path / "job.py"
+    script.write_text("import runpy, sys\n"
+                      f"runpy.run_path({str(ROOT / 'tests' / 'test_mt2ie_agent.py')!r})['_job'](sys.argv[1])\n")
+    launch = subprocess.run([str(TORCHRUN), "--nproc_per_node", "2", "--master_addr", "127.0.0.1", "--master_port",
+                             str(_free_port()), str(script), str(two)], cwd=ROOT, env=_env(), capture_output=True,
+                            text=True, timeout=300)
+    assert launch.returncode == 0, launch.stderr[-3000:]
+    for name in ("runs/a.jsonl", "runs/b.jsonl", "prompt_chains.jsonl", "seed_prompts.jsonl"):
+        assert (two / name).read_text() == (one / name).read_text(), name
+    pngs = sorted(p.relative_to(one) for p in one.rglob("*.png"))
+    assert pngs == sorted(p.relative_to(two) for p in two.rglob("*.png")) and len(pngs) == 64
+    assert all((two / p).read_bytes() == (one / p).read_bytes() for p in pngs)
+    summary = json.loads((two / "summary.json").read_text())
+    assert summary["table"] == json.loads(json.dumps(expected["table"])) and summary["new"] == expected["new"] == 64
+    assert [s["rank"] for s in summary["processes"]] == [0, 1] and all(s["runs"] > 0 for s in summary["processes"])
+    assert not (two / ".processes").exists()  # merged into the folder's own files
