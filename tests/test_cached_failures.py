@@ -111,3 +111,23 @@ def test_a_failure_kept_by_an_older_cache_is_asked_again_and_counted(judge_serve
     assert scores["aggregate"]["r2i_score"] == pytest.approx(100.0) and scores["num_reasks"] == 0
     assert scores["response_cache"]["stale_failures_asked_again"] == scorable
     assert f"{scorable} failed replies found in the cache, asked again" in capsys.readouterr().out
+
+
+def test_prisms_official_protocol_keeps_in_the_cache_only_what_the_authors_script_counts(tmp_path):
+    """The official protocol asks no re-ask: a reply the authors' script skips is that evaluation's outcome,
+    but it is not kept for another; the next evaluation asks the judge again."""
+    from t2ireason.data import load_rows
+    from t2ireason.judges.scripted import ScriptedJudge
+
+    bench = get_benchmark("prism-bench")
+    rows = load_rows(bench, limit=2)
+    images = [Image.new("RGB", (16, 16), c) for c in ("red", "blue")]
+    garbage = ScriptedJudge(lambda r: "no comment")
+    first = bench.score(rows, images, CachedJudge(garbage, tmp_path / "c.sqlite"), protocol="official")
+    assert all(r.failed for r in first) and len(garbage.requests) == 4  # skipped, as the authors' script does
+    fixed = ScriptedJudge(lambda r: '{"justification": "fine", "score": 8}')
+    again = bench.score(rows, images, CachedJudge(fixed, tmp_path / "c.sqlite"), protocol="official")
+    assert len(fixed.requests) == 4 and [r.score for r in again] == [0.8, 0.8]
+    cached = CachedJudge(ScriptedJudge([]), tmp_path / "c.sqlite")  # asks nothing: every answer is cached now
+    assert [r.score for r in bench.score(rows, images, cached, protocol="official")] == [0.8, 0.8]
+    assert cached.hits == 4
