@@ -10,8 +10,11 @@ imported for it (``t2ireason evaluate`` with an HTTP judge needs neither torch n
 
 A launch is told by the launcher's environment (``WORLD_SIZE`` above 1, set by torchrun and by
 ``accelerate launch`` on several processes). On CPU the state is made with ``cpu=True`` (accelerate's rule:
-a plain ``PartialState()`` there sees no distribution). When one process of a launch fails, torchrun ends
-the others (its elastic agent stops the whole group), so no process waits for a failed one.
+a plain ``PartialState()`` there sees no distribution). The processes talk over gloo whatever the device
+(they exchange a few small objects; NCCL would refuse two processes on one GPU), and each takes the GPU
+accelerate gives it (the local rank modulo the GPUs seen: two processes on one GPU share it). When one
+process of a launch fails, torchrun ends the others (its elastic agent stops the whole group), so no process
+waits for a failed one.
 """
 
 from __future__ import annotations
@@ -136,5 +139,7 @@ def processes() -> Processes:
         import torch
         from accelerate import PartialState
 
-        _launch = Processes(PartialState(cpu=not torch.cuda.is_available()))
+        # gloo: the processes exchange only small objects (the lock's outcome, each share's counts), and NCCL
+        # refuses two processes on one GPU, a launch that judging with a small model on one GPU makes worthwhile
+        _launch = Processes(PartialState(cpu=not torch.cuda.is_available(), backend="gloo"))
     return _launch

@@ -22,6 +22,7 @@ asked again, and counted (``stale``).
 from __future__ import annotations
 
 import datetime as _dt
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -104,10 +105,11 @@ def _evaluate(run: Any, procs: Processes, name: str, setting: Any, settings: dic
         if mine:
             files.folder.mkdir(parents=True, exist_ok=True)
             journaled = JournaledJudge(judge, journal)
+            started = time.perf_counter()
             _score(run, name, files, journaled, setting.options, mine, total=len(items), done=done,
                    chunk_size=chunk_size, progress=progress and procs.is_main, not_made=not_made,
                    launch=procs.count > 1)
-            share["reused"] = journaled.reused
+            share.update(reused=journaled.reused, seconds=round(time.perf_counter() - started, 3))
         share.update(_cache_counts(judge))
         adapted = getattr(judge, "concurrency_record", lambda: None)()
         if adapted is not None:  # the server was overwhelmed: what the judge did about it
@@ -229,8 +231,8 @@ def _score(run: Any, name: str, files: EvaluationFiles, judge: Any, options: dic
 def scores_record(run: Any, name: str, results: list[dict[str, Any]], setting: Any, info: dict[str, Any] | None,
                   settings: dict[str, Any], shares: list[dict[str, Any]], cache: str | bool) -> dict[str, Any]:
     """What ``scores.json`` holds: the paper's aggregate of ``results`` (in the run's order), the counts,
-    the judge, and how the replies were got: which process scored how many images (``processes``), how many
-    replies the response cache gave (``response_cache``)."""
+    the judge, and how the replies were got: which process scored how many images, in how many seconds
+    (``processes``), how many replies the response cache gave (``response_cache``)."""
     from .results import ImageResult
 
     bench = run.bench
@@ -247,7 +249,7 @@ def scores_record(run: Any, name: str, results: list[dict[str, Any]], setting: A
         "num_reasks": sum(r.get("reasks", 0) for r in results),
         "judge": info,
         "settings": settings,
-        "processes": [{k: s[k] for k in ("rank", "images", "concurrency") if k in s} for s in shares],
+        "processes": [{k: s[k] for k in ("rank", "images", "seconds", "concurrency") if k in s} for s in shares],
         "response_cache": _cache_said(shares, cache),
         "t2ireason_version": __version__,
     }
