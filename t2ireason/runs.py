@@ -14,7 +14,8 @@ without regenerating, and compared with other runs::
       images/                           the images in the benchmark's official layout + metadata.parquet
       evaluations/<name>/results.jsonl  one scored image per line, appended as scoring goes
       evaluations/<name>/replies.jsonl  every judge reply received, as it arrives (until the evaluation is finished)
-      evaluations/<name>/scores.json    the paper's aggregate, counts, the judge
+      evaluations/<name>/*.rank-<r>.jsonl   the same, per process, while a launch of several scores
+      evaluations/<name>/scores.json    the paper's aggregate, counts, the judge, the processes' shares
       report/                           tables.md, .csv, .tex, plots/ (PNG, PDF), report.html
                                         (:func:`t2ireason.report.writer.write_report`)
       .locks/                           file locks: one writer per evaluation, and of run.json
@@ -26,17 +27,19 @@ whatever its sampling (:mod:`t2ireason.judges.journal`; the response cache keeps
 deterministic replies, for every run), so a resume after a refused key, a crash or
 SIGTERM asks only what was never answered. Records are appended whole or not at all
 (:func:`t2ireason.files.append_whole`: a full disk is an error naming the file, never
-a torn line). An evaluation has one writer at a time (a second process waits, then
-stops with a clear error), and ``run.json`` is only ever changed read-modify-write
-under its lock, so evaluations made by several processes are all recorded. Every
+a torn line). An evaluation has one command at a time (a second one waits, then stops
+with a clear error; the processes of one launch, ``torchrun`` or ``accelerate launch``,
+share it: :mod:`t2ireason.run_evaluation`), and ``run.json`` is only ever changed
+read-modify-write under its lock, so evaluations made by several processes are all recorded. Every
 path made from data (an image's id, an evaluation's name) is checked to stay
 inside its folder (:func:`t2ireason.files.inside`).
 
-Scoring calls the benchmark's ``score`` chunk by chunk (an HTTP judge's chunks in a rolling
-window, :mod:`t2ireason.window`, so that its concurrency stays full) and its ``aggregate``
-once at the end, with the judge setting the metric modules use
+Scoring (:mod:`t2ireason.run_evaluation`) calls the benchmark's ``score`` chunk by chunk (an HTTP
+judge's chunks in a rolling window, :mod:`t2ireason.window`, so that its concurrency stays full) and
+its ``aggregate`` once at the end, with the judge setting the metric modules use
 (:mod:`t2ireason.scoring`), so ``t2ireason evaluate`` needs neither ``evaluate``
-nor torch when the judge is behind HTTP.
+nor torch when the judge is behind HTTP (and runs as one process). The evaluation's files are
+:mod:`t2ireason.run_files`'s.
 """
 
 from __future__ import annotations
