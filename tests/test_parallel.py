@@ -199,3 +199,27 @@ def test_mt2ie_chains_split_over_two_processes_make_what_one_process_makes(tmp_p
     assert summary["table"] == json.loads(json.dumps(expected["table"])) and summary["new"] == expected["new"] == 64
     assert [s["rank"] for s in summary["processes"]] == [0, 1] and all(s["runs"] > 0 for s in summary["processes"])
     assert not (two / ".processes").exists()  # merged into the folder's own files
+
+
+def test_a_local_judge_goes_to_its_processs_device_and_a_vllm_judge_is_refused_in_a_launch(tmp_path):
+    from t2ireason.judges import JudgeError, on_device
+
+    folder = tmp_path / "model"
+    assert on_device(f"hf:{folder}", {"dtype": "bfloat16"}, "cuda:1") == {"dtype": "bfloat16", "device": "cuda:1"}
+    assert on_device(f"hf:{folder}", {"device_map": "auto"}, "cuda:1") == {"device_map": "auto"}  # placed by the user
+    assert on_device(f"hf:{folder}", {}, None) == {}  # one process: the judge's own default
+    assert on_device("openai:gpt-4o", {"max_concurrency": 8}, "cuda:1") == {"max_concurrency": 8}
+    with pytest.raises(JudgeError, match=r"tensor_parallel_size.*vllm serve org/big --data-parallel-size N"):
+        on_device("vllm:org/big", {}, "cuda:1")
+    assert on_device("vllm:org/big", {}, None) == {}  # one process: vLLM spreads itself
+
+
+def test_a_plain_process_is_a_launch_of_one(monkeypatch):
+    from t2ireason.processes import Processes, processes
+
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    procs = processes()
+    assert (procs.rank, procs.count, procs.is_main, procs.device) == (0, 1, True, None)
+    assert procs.share([1, 2, 3]) == [1, 2, 3] and procs.gather("x") == ["x"] and procs.broadcast(5) == 5
+    with Processes().main_holds(open(__file__)) as held:  # the lock entered and left by the process itself
+        assert held is None
