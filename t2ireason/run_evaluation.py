@@ -69,9 +69,10 @@ def _evaluate(run: Any, procs: Processes, name: str, setting: Any, settings: dic
     not_made = run.generation_failures()
     files = EvaluationFiles(run.evaluation_dir(name), procs.rank if procs.count > 1 else None)
     if procs.is_main:  # what an interrupted launch's processes scored, into results.jsonl, before any append
-        files.fold()
+        done, _ = files.fold()
     procs.barrier()
-    done, _ = files.done(repair=procs.count == 1)
+    if not procs.is_main:
+        done, _ = files.done()
     # an image made since it was scored as not made (or the reverse) is scored again
     todo = [item for item in items if item[0] not in done or (retry_failed and retryable(done[item[0]]))
             or not_generated(done[item[0]]) != (item[0] in not_made)]

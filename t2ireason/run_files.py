@@ -10,7 +10,8 @@ left in its processes' files are folded into ``results.jsonl``; after scoring, `
 whole, one line per image in the run's order (as one process writes it), and the processes' files are
 removed. Every process reads every journal (a resumed launch may split the images otherwise than the one
 that was stopped, or run as one process): a reply received by any process before a ``kill -9`` is never
-asked again.
+asked again. (Two processes asked the very same question, about two identical images, may both take the
+first reply a journal holds for it: a reply received either way, none bought twice.)
 """
 
 from __future__ import annotations

@@ -149,6 +149,9 @@ def _evaluation_status(run, scores: dict, args: argparse.Namespace) -> int:
     if scores["num_images"] and scores["num_failed"] == scores["num_images"]:
         from ..runs import RESULTS_FILE
 
+        if not processes().is_main:  # said once, by the main process of a launch
+            return 1
+
         name = scores["evaluation"]
         first = next((r for r in run.results(name) if r.failed), None)
         cause = " ".join(str(first.failure or "no score and no cause recorded").split()) if first else "unknown"

@@ -17,7 +17,9 @@ What makes two requests "the same" (the key, a SHA-256):
 Only deterministic requests are cached by default (greedy, or a fixed seed):
 a sampled reply is one draw, and replaying it would hide the sampling (a run
 keeps its own sampled replies for its resume: :mod:`t2ireason.judges.journal`).
-Replies with ``error`` set are never stored. Each reply is committed as soon as
+Replies with ``error`` set are never stored, and a reply the scorer could not read (it failed
+validation: :meth:`CachedJudge.reject`) is forgotten, so that a judge that answered garbage, once
+fixed, is asked again rather than its failures replayed. Each reply is committed as soon as
 the wrapped judge produces it, so an interrupted run keeps its finished work,
 and several processes can share one cache file (WAL journal, busy time-outs,
 short transactions, retries when the database is locked).
