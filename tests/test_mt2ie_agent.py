@@ -444,7 +444,7 @@ def test_cli_options_have_paper_defaults_and_help(capsys):
     args = _parser().parse_args(["--model", "sd=stabilityai/sd-turbo", "--out", "x"])
     assert args.models == [("sd", "stabilityai/sd-turbo")] and args.judge == PAPER_JUDGE
     assert (args.mode, args.iterations, args.seeds, args.seed_prompts_per_seed, args.scoring) == \
-        ("iterative", 5, [0, 1, 2, 3, 4], 4, "vqascore")
+        ("iterative", 5, [0, 1, 2, 3, 4], 4, ["vqascore"])
     assert (args.temperature, args.difficulty, args.reference, args.aesthetic) == (0.3, "auto", None, False)
     assert all(a.help for a in _parser()._actions)
     for bad, message in ((["--model", "sd"], "expected name=<diffusers folder or hub id>"),

@@ -90,3 +90,22 @@ def metric_parts(entries: Sequence[tuple[Any, str, str]], out: Path) -> list[Met
         section = Section(heading, results, tables, [f for f in figures if f.suffix == ".png"], about)
         parts.append(MetricPart(heading, tables, figures, section))
     return parts
+
+
+def mt2ie_method_tables(summaries: dict[str, dict[str, Any]]) -> list[PaperTable]:
+    """MT2IE output folders (name -> ``summary.json``) scored with ranking metrics beside the agent's: seed 002's
+    Table 3 (one folder) or Table 5 (several: the agent with several MLLMs, each folder's methods side by side),
+    Kendall's tau of each method's ranking against the reference, and each model's mean rank by each method. A
+    label two folders share is told apart by the folder's name."""
+    from ..benchmarks.mt2ie.rankings import kendall_table, mean_rank_table
+
+    given = {folder: s["rankings"] for folder, s in summaries.items() if s.get("rankings")}
+    if not given:
+        return []
+    labels = [label for rankings in given.values() for label in rankings]
+    rankings = {label if labels.count(label) == 1 else f"{label} [{folder}]": table
+                for folder, tables in given.items() for label, table in tables.items()}
+    title = ("MT2IE Table 5: Kendall's τ between each method's ranking and the reference" if len(given) > 1
+             else "MT2IE Table 3: Kendall's τ between each metric's ranking and the reference")
+    tau = kendall_table(rankings, title)
+    return ([tau] if tau.columns else []) + [mean_rank_table(rankings)]

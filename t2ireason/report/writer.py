@@ -73,6 +73,7 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
     runs = [r for r in runs if isinstance(r, Run) or Path(r) not in agents]
     entries, unfinished = finished_evaluations(runs, evaluation) if runs or not agents else ([], [])
     out.mkdir(parents=True, exist_ok=True)
+    from . import metric_sections
     from .metric_sections import is_own, metric_parts
 
     by_bench: dict[str, list[tuple[Run, str, str]]] = {}
@@ -138,6 +139,14 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
                                    title=f"MT2IE {table.get('mode', '')}")
         plots += figures
         sections.append(Section(f"MT2IE: {folder.name}", {}, tables, [f for f in figures if f.suffix == ".png"]))
+    summaries = {folder.name: json.loads((folder / "summary.json").read_text(encoding="utf-8")) for folder in agents}
+    methods = metric_sections.mt2ie_method_tables(summaries)  # the paper's Tables 3 and 5, when ranked by several
+    if methods:
+        markdown.append(f"## MT2IE: each method's ranking\n\n{to_markdown(methods)}")
+        headlines.append(to_markdown(methods[:1]))
+        csv_parts.append(to_csv(methods))
+        every_table += methods
+        sections.append(Section("MT2IE: each method's ranking", {}, methods))
     names = [s.title for s in sections]
     from ..study.agreement import agreement_sections
 
