@@ -181,7 +181,8 @@ class BaselineScorer(MetricScorer):
     """DSG, VIEScore or TIFA (:mod:`t2ireason.baselines`): its presets, its options, its tables. A metric whose
     questions an LLM writes (DSG, TIFA) takes ``llm`` and ``llm_kwargs`` among its options (default: the
     preset's LLM when the preset's judge scores, else the judge itself), and keeps each prompt's questions in
-    ``criteria.sqlite`` beside the response cache: made once, whatever the processes and the resumes."""
+    ``criteria.sqlite`` beside the response cache (the default place with none): made once, whatever the
+    processes, the resumes and the evaluations."""
 
     def __init__(self, name: str, bench: Any = None):
         super().__init__(bench)
@@ -204,7 +205,19 @@ class BaselineScorer(MetricScorer):
         return self._probe.paper_tables(aggregate, label)
 
     def _llm(self, setting: Any) -> tuple[Any, dict[str, Any] | None]:
+        """The ``llm`` and ``llm_kwargs`` options (:data:`~t2ireason.baselines.PRESET_LLM`: the preset's, unless a
+        judge is named)."""
         return setting.options.get("llm", PRESET_LLM), setting.options.get("llm_kwargs")
+
+    def _question_llm(self, setting: Any) -> tuple[Any, dict[str, Any] | None]:
+        """The spec of the LLM that writes the questions (None: the judge itself), and its options."""
+        llm, llm_kwargs = self._llm(setting)
+        if llm != PRESET_LLM:
+            return llm, llm_kwargs
+        if not setting.is_preset_judge:
+            return None, None  # the judge named writes the questions too
+        preset = self.presets.get(setting.preset, {})
+        return preset.get("llm"), {**preset.get("llm_kwargs", {}), **(llm_kwargs or {})}
 
     def check(self, setting):
         super().check(setting)
@@ -216,7 +229,7 @@ class BaselineScorer(MetricScorer):
                 raise ValueError(f"{self.name} option llm: a judge spec ('backend:model'), got {type(llm).__name__}")
             if llm_kwargs is not None and not isinstance(llm_kwargs, dict):
                 raise ValueError(f"{self.name} option llm_kwargs: a JSON object, got {llm_kwargs!r}")
-            if isinstance(llm, str):
+            if isinstance(llm, str) and llm != PRESET_LLM:
                 validate_judge(llm, llm_kwargs)
 
     def _made(self, setting: Any, cache: str | bool, device: str | None) -> Any:
@@ -224,9 +237,11 @@ class BaselineScorer(MetricScorer):
         questions, the preset's judge leaves them to the preset's LLM."""
         from .judges import on_device
 
-        keeps = {"store": True, "cache": cache} if self.asks_llm else {}
+        # the questions kept beside the response cache (its file's folder), or in the default place
+        store = Path(cache).expanduser().with_name("criteria.sqlite") if isinstance(cache, str | os.PathLike) else True
+        keeps = {"store": store, "cache": cache} if self.asks_llm else {}
         llm, llm_kwargs = self._llm(setting) if self.asks_llm else (PRESET_LLM, None)
-        if isinstance(llm, str):
+        if isinstance(llm, str) and llm != PRESET_LLM:
             llm_kwargs = on_device(llm, llm_kwargs or {}, device)
         named = None if setting.is_preset_judge else setting.judge
         return load_baseline(self.name, preset=setting.preset, judge=named, llm=llm, llm_kwargs=llm_kwargs, **keeps)
@@ -243,10 +258,7 @@ class BaselineScorer(MetricScorer):
 
     def preflight(self, setting, judge=None):
         super().preflight(setting, judge)
-        llm, llm_kwargs = self._llm(setting) if self.asks_llm else (None, None)
-        if llm == PRESET_LLM and setting.is_preset_judge:
-            llm = self.presets.get(setting.preset, {}).get("llm")
-            llm_kwargs = {**self.presets.get(setting.preset, {}).get("llm_kwargs", {}), **(llm_kwargs or {})}
+        llm, llm_kwargs = self._question_llm(setting) if self.asks_llm else (None, None)
         if isinstance(llm, str):  # the question LLM answers text alone
             from .judges import preflight_spec
 

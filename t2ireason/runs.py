@@ -105,8 +105,8 @@ def evaluation_name(judge: Any, preset: str | None = None, metric: str | None = 
         text = "judge"
     if preset:
         text += f"-{preset}"
-    if metric:
-        text = f"{metric}-{text}"
+    if metric:  # a metric that needs no judge (a user's module) is named by itself
+        text = metric if judge is None and not preset else f"{metric}-{text}"
     return slug(text, "judge")
 
 

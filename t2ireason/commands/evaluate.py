@@ -162,7 +162,8 @@ def _evaluate(run, args: argparse.Namespace) -> dict:
     if len(shares) > 1:
         said += "; judged by " + ", ".join(f"process {s['rank']}: {s['images']}" for s in shares)
     if processes().is_main:  # a launch's processes return the same scores: said once
-        metric = f" with {scores['metric']}" if scores.get("metric") not in (None, run.bench.metric) else ""
+        metric = scores.get("metric")
+        metric = f" with {Path(metric.rstrip('/')).name or metric}" if metric not in (None, run.bench.metric) else ""
         print(f"{scores['num_images']} images scored{metric} by {judge['backend']}:"
               f"{judge.get('model_name') or judge['model']} ({said}) -> "
               f"{run.evaluation_dir(scores['evaluation']) / 'scores.json'}")
