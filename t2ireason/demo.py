@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         if code:
             return code
         if n == 3:  # another metric as an evaluation of the same run, reported beside the benchmark's own
-            print(f"\n   t2ireason evaluate --metric viescore: the same images, scored with VIEScore")
+            print("\n   t2ireason evaluate --metric viescore: the same images, scored with VIEScore")
             code = cli.main(["evaluate", "--run", str(run_dir), "--metric", "viescore", "--judge", f"hf:{models['vlm']}",
                              "--judge-kwargs", json.dumps(judge_kwargs), "--options",
                              json.dumps({"structured_output": True}), "--cache", str(out / "judge_cache.sqlite"),

@@ -290,3 +290,18 @@ def test_metric_scorers_take_the_runs_rows_as_prompts():
                            ScriptedJudge(lambda r: PQ_REPLY if "naturalness" in r.messages[-1].text else SC_REPLY))
     assert (results[0].id, results[0].prompt, results[0].config) == ("idiom-0001", "a picture of the idiom", "idiom")
     assert metric_scorer("t2i_reasonscore", bench) is None and metric_scorer(None, bench) is None
+
+
+def test_the_help_names_every_other_metrics_presets():
+    from t2ireason.commands.evaluate import OTHER_PRESETS
+    from t2ireason.evaluation_metrics import BUILT_IN
+
+    said = {}
+    for part in OTHER_PRESETS.split("; "):
+        names, presets = part.split(": ")
+        for name in names.split(", "):
+            said[name] = presets
+    for name in BUILT_IN:
+        scorer = metric_scorer(name)
+        assert said[name] == ", ".join(p + (" (default)" if p == scorer.default_preset and len(scorer.presets) > 1
+                                            else "") for p in scorer.presets), name

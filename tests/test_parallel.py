@@ -213,7 +213,7 @@ def test_another_metrics_evaluation_is_split_over_a_launch_as_the_benchmarks_own
         if "naturalness" in request.text:
             return Answer('{"score": [7, 8], "reasoning": "pq"}')
         image = request.image_urls[0] if request.image_urls else ""
-        return Answer('{"score": [%d], "reasoning": "sc"}' % (hashlib.sha256(image.encode()).digest()[0] % 11))
+        return Answer(json.dumps({"score": [hashlib.sha256(image.encode()).digest()[0] % 11], "reasoning": "sc"}))
 
     with serve(behaviour, models=["gpt-4o"]) as server:
         argv = lambda run: ["evaluate", "--run", str(run), "--metric", "viescore", "--judge",  # noqa: E731

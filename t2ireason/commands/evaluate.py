@@ -33,8 +33,12 @@ def _presets_help() -> str:
         bench = get_benchmark(name)
         said.append(f"{name}: " + ", ".join(p + (" (default)" if p == bench.default_preset else "")
                                            for p in bench.presets))
-    return ("named judge setting of the metric; the benchmarks': " + "; ".join(said)
-            + "; dsg: paper (default), official; viescore, tifa, vqascore, clip_score: paper")
+    return "named judge setting of the metric; the benchmarks': " + "; ".join(said) + "; " + OTHER_PRESETS
+
+
+#: the presets of the other metrics (--metric), written out: reading them imports what --help must not (a test
+#: holds them to the metrics' own)
+OTHER_PRESETS = "dsg: paper (default), official; viescore, tifa, vqascore, clip_score: paper"
 
 
 def _add_scoring_args(p: argparse.ArgumentParser) -> None:
