@@ -227,8 +227,13 @@ def eval_result_entries(run: Run, evaluation: str, dataset_id: str, *, revision:
     check_repo_id(dataset_id, "dataset_id")
     if revision is not None:
         check_revision(revision, "revision", commit=True)
+    from .evaluation_metrics import metric_of
+
     bench = run.bench
     scores = run.scores(evaluation)
+    if metric_of(scores, bench) != bench.metric:
+        raise RunError(f"evaluation {evaluation!r} of {run.path} was scored with {metric_of(scores, bench)}, not "
+                       f"{bench.name}'s own metric: .eval_results hold the benchmark's tasks as its metric scores them")
     settings = scores.get("settings") or {}
     options = judge_setting(bench, settings.get("preset"), settings.get("judge"), settings.get("judge_kwargs"),
                             settings.get("options")).options
@@ -276,10 +281,10 @@ def _eval_result_files(entries: list[tuple[Run, str, str]], given: dict[str, tup
     per_run = {}
     for run, name, _ in entries:
         per_run.setdefault(run.path, []).append(name)
+    from .evaluation_metrics import metric_of
+
     for run, name, label in entries:
         bench = run.manifest["benchmark"]
-        from .evaluation_metrics import metric_of
-
         metric = metric_of(run.scores(name), run.bench)
         if metric != run.bench.metric:
             skipped.append(f"{label} ({bench}): scored with {metric}, not the benchmark's own metric; a model's "
