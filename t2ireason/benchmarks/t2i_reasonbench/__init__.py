@@ -199,7 +199,8 @@ class T2IReasonBench(Benchmark):
 
         ``records`` carry ``id`` and ``prompt`` (and ``idiom``, ``idiom_meaning`` for idiom;
         ``explicit_meaning`` for entity and scientific; optionally ``tag``). A reply must hold every
-        group of the dimension, each with 1 to 5 pairs keyed ``q1``/``c1``... numbered from 1, and
+        group of the dimension, each with as many pairs as its figure asks (:func:`.criteria.pair_counts`: 3-5
+        reason and 1-3 quality pairs for idiom...) keyed ``q1``/``c1``... numbered from 1, and
         ``image_content``; otherwise it is re-asked (``max_reasks`` times) naming the problem.
         A record still failing gives a row with no groups and the failure (with every raw reply)
         in ``extra``, which :meth:`score` then reports as a failure; ``strict=True`` raises instead.
