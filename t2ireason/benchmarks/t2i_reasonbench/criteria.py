@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import re
 import warnings
-from functools import cache
 from collections.abc import Sequence
+from functools import cache
 from typing import Any
 
 from ...judges.base import ChatRequest
