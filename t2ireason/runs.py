@@ -313,13 +313,13 @@ class Run:
 
         return read_failures(self.images_dir)
 
-    def image_items(self, rows: Sequence[dict[str, Any]] | None = None, *,
-                    failed: bool = False) -> list[tuple[str, dict[str, Any], Path]]:
+    def image_items(self, rows: Sequence[dict[str, Any]] | None = None, *, failed: bool = False,
+                    missing_ok: bool = False) -> list[tuple[str, dict[str, Any], Path]]:
         """``(key, row, path)`` for every image to score, in row order; with ``failed``, also the images
         the generation could not make (recorded in ``failures.jsonl``; their path holds no file). The
         generation manifest (``metadata.parquet``) maps prompt ids to files; without one, each row's
         image is looked for where the benchmark's official layout puts it. A file name that would
-        leave the image folder (made from a hostile id) is refused."""
+        leave the image folder (made from a hostile id) is refused; with ``missing_ok`` a missing image is given too."""
         rows = self.rows() if rows is None else rows
         folder, bench = self.images_dir, self.bench
         by_id = {bench.row_id(r): r for r in rows}
@@ -345,22 +345,22 @@ class Run:
                 if absent or pid not in files:
                     missing.append(pid)
                     gone += absent
-                items += [(file, row, path) for file, path in paths]
+                items += [(file, row, path) for file, path in paths or [(bench.image_path(row), _within(folder, bench.image_path(row)))] * missing_ok]
         else:
             missing, gone = [], []
             for pid, row in by_id.items():
                 file = bench.image_path(row)
                 path = _within(folder, file)
-                if path.is_file():
+                if path.is_file() or missing_ok:
                     items.append((file, row, path))
-                else:
+                if not path.is_file():
                     missing.append(pid)
                     gone.append(str(path))
-        if missing:
+        if missing and not missing_ok:
             where = f"; no file at {', '.join(gone[:3])}{' ...' if len(gone) > 3 else ''}" if gone else ""
             raise RunError(f"{len(missing)} of {len(rows)} prompts have no image in {folder} (ids {missing[:5]}"
                            f"{'...' if len(missing) > 5 else ''}{where}); generate them first (the generate step "
-                           "resumes)")
+                           "resumes), or count them as not scored (evaluate --allow-failed)")
         return items
 
     # -- evaluation ------------------------------------------------------------------------------
@@ -385,7 +385,7 @@ class Run:
     def evaluate(self, judge: Any = None, *, preset: str | None = None, judge_kwargs: dict | None = None,
                  options: dict[str, Any] | None = None, name: str | None = None, cache: str | bool = True,
                  chunk_size: int = 32, progress: bool = True, retry_failed: bool = False,
-                 lock_timeout: float = LOCK_TIMEOUT, preflight: bool = True) -> dict[str, Any]:
+                 lock_timeout: float = LOCK_TIMEOUT, preflight: bool = True, allow_missing: bool = False) -> dict[str, Any]:
         """Score the run's images with the benchmark's judge and write ``scores.json``.
 
         ``judge`` is a spec string or a judge object (default: the preset's); ``options`` reach the
@@ -404,7 +404,7 @@ class Run:
         the evaluation with the cause; the chunks finished before it are kept, and every reply
         received is in the evaluation's reply journal, so the resume asks only the others.
         ``preflight``: ask an HTTP judge one probe before scoring (the command line asks it
-        before creating the run, and passes False).
+        before creating the run, and passes False). ``allow_missing``: a missing image is counted as not scored.
 
         Returns the scores (as ``scores.json``) with ``retried``: how many failed images were
         scored again, and ``reused``: how many replies received before an interruption were
@@ -428,12 +428,12 @@ class Run:
                 "beside it")
         with self._lock(f"evaluation-{name}", lock_timeout, busy):
             return self._evaluate(name, setting, settings, cache=cache, chunk_size=chunk_size, progress=progress,
-                                  retry_failed=retry_failed, preflight=preflight)
+                                  retry_failed=retry_failed, preflight=preflight, allow_missing=allow_missing)
 
     def _evaluate(self, name: str, setting: Any, settings: dict[str, Any], *, cache: str | bool, chunk_size: int,
-                  progress: bool, retry_failed: bool, preflight: bool) -> dict[str, Any]:
+                  progress: bool, retry_failed: bool, preflight: bool, allow_missing: bool = False) -> dict[str, Any]:
         from .judges.journal import JournaledJudge, ReplyJournal
-        from .results import ImageResult
+        from .results import ImageResult, coverage
         from .scoring import judge_record, report_preset_settings
 
         bench = self.bench
@@ -441,8 +441,8 @@ class Run:
         if recorded and recorded.get("settings") != settings:
             raise RunError(f"evaluation {name!r} of {self.path} was made with other settings "
                            f"({recorded.get('settings')}), not these ({settings}); pass another name to keep both")
-        items = self.image_items(failed=True)
-        not_made = self.generation_failures()
+        items = self.image_items(failed=True, missing_ok=allow_missing)
+        not_made = {**{k: {"kind": "missing", "failure": f"no file at {p}"} for k, _, p in items if not p.is_file()}, **self.generation_failures()}
         folder = self.evaluation_dir(name)
         results_file, scores_file = folder / RESULTS_FILE, folder / SCORES_FILE
         done, lines = _read_results(results_file)
@@ -497,6 +497,7 @@ class Run:
             "num_images": len(results),
             "num_failed": sum(r.get("score") is None for r in results),
             "num_not_generated": sum(_not_generated(r) for r in results),
+            "coverage": coverage(results),
             "num_retryable": sum(_retryable(r) for r in results),
             "num_reasks": sum(r.get("reasks", 0) for r in results),
             "judge": info,

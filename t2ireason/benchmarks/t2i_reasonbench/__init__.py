@@ -189,6 +189,12 @@ class T2IReasonBench(Benchmark):
         then each dimension's group means (S_reason, S_detail, S_quality) behind it."""
         return scores.paper_tables(aggregate, label)
 
+    def change_tables(self, aggregate: dict[str, Any], baseline: dict[str, Any], label: str,
+                      baseline_label: str) -> list[PaperTable]:
+        """Table 3: a run of LLM-rewritten prompts, each dimension's score beside its change from the run of
+        the original prompts (``baseline``): :func:`.scores.rewrite_table`."""
+        return [scores.rewrite_table(aggregate, baseline, label, baseline_label)]
+
     # -- stage I: question-criterion generation -----------------------------------------------------
 
     def generate_criteria(self, records: Sequence[dict[str, Any]], dimension: str, judge: Any, *,
