@@ -579,7 +579,7 @@ class Run:
         from .results import ImageResult
 
         done, _ = _read_results(self.evaluation_dir(name) / RESULTS_FILE, repair=False)
-        order = [key for key, _, _ in self.image_items(failed=True)]
+        order = [key for key, _, _ in self.image_items(failed=True, missing_ok=True)]
         out = []
         for key in order:
             if key in done:
