@@ -129,7 +129,7 @@ def table_radar(table: PaperTable, path: str | os.PathLike, note: str = "") -> l
 
 def _title(table: PaperTable, width: int, note: str) -> str:
     """The figure's title, and under it ``note`` (the images each run scored of its own) in a line or two."""
-    return _wrap(table.title, width) + (f"\n{_wrap(note, int(width * 1.25))}" if note else "")
+    return _wrap(table.title, width) + (f"\n{_wrap(note, width)}" if note else "")
 
 
 def bars_figure(table: PaperTable, note: str = ""):
@@ -140,7 +140,8 @@ def bars_figure(table: PaperTable, note: str = ""):
     panels = _panels(table, lay)
     n = len(panels[0][1])
     bar, gap = 0.17, 0.14  # inches per bar and between groups
-    height = len(lay.axes) * (n * bar + gap) + 0.75 + (0.15 * math.ceil(n / 3) if n > 1 else 0) + 0.2 * bool(note)
+    title = _title(table, 50 if len(panels) == 1 else 100, note)
+    height = len(lay.axes) * (n * bar + gap) + 0.75 + (0.15 * math.ceil(n / 3) if n > 1 else 0) + 0.13 * title.count("\n")
     top = _top(table)
     with plt.rc_context(_STYLE):
         fig, axs = plt.subplots(1, len(panels), figsize=(COLUMN_WIDTH if len(panels) == 1 else PAGE_WIDTH,
@@ -171,7 +172,7 @@ def bars_figure(table: PaperTable, note: str = ""):
             if panel:
                 ax.set_title(panel)
         axs[0][0].invert_yaxis()  # the table's first category on top (once: the panels share the axis)
-        fig.suptitle(_title(table, 50 if len(panels) == 1 else 100, note), fontsize=8)
+        fig.suptitle(title, fontsize=8)
         _legend(fig, [e[0] for e in panels[0][1]])
     return fig
 
@@ -188,8 +189,9 @@ def radar_figure(table: PaperTable, note: str = ""):
     angles = [2 * math.pi * i / len(lay.axes) for i in range(len(lay.axes))]
     with plt.rc_context(_STYLE):
         side = COLUMN_WIDTH if len(panels) <= 2 else PAGE_WIDTH / len(panels)  # at most a page's width
+        title = _title(table, 50 * min(len(panels), 2), note)
         fig, axs = plt.subplots(1, len(panels), figsize=(side * len(panels), side + 0.55 + 0.15 * (len(panels) > 1)
-                                                         + 0.2 * bool(note)),
+                                                         + 0.13 * title.count("\n")),
                                 subplot_kw={"projection": "polar"}, squeeze=False, layout="constrained")
         for ax, (panel, entries) in zip(axs[0], panels):
             ax.set_theta_offset(math.pi / 2)  # the first category at the top, the others clockwise
@@ -216,7 +218,7 @@ def radar_figure(table: PaperTable, note: str = ""):
             if panel:
                 ax.set_xlabel(panel, labelpad=4, fontsize=8)
         fig.get_layout_engine().set(w_pad=0.1, h_pad=0.06)  # polar labels reach past what the layout measures
-        fig.suptitle(_title(table, 50 * min(len(panels), 2), note), fontsize=8)
+        fig.suptitle(title, fontsize=8)
         _legend(fig, [e[0] for e in panels[0][1]])
     return fig
 

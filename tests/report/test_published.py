@@ -278,3 +278,27 @@ def test_a_run_measured_as_the_papers_rows_is_ranked_among_them_and_one_measured
         assert plots.label_problems(fig) == []
     finally:
         plt.close(fig)
+
+
+def test_a_category_covering_fewer_subcategories_than_the_papers_is_not_the_papers_protocol():
+    """Issue 40 item 3, in the row's protocol: the preset's left-out subcategories are what differs from the
+    paper's rows; what the release lacks (mathematical_function, functional_mixing's questions) is the same for
+    every row, said once in the table's note, not held against the run."""
+    from types import SimpleNamespace
+
+    from benchmarks.r2i_bench.test_scores import _covered_results
+
+    from t2ireason.benchmarks import get_benchmark
+    from t2ireason.report.protocol import run_protocol
+
+    bench = get_benchmark("r2i-bench")
+    results = _covered_results()
+    run = SimpleNamespace(bench=bench, manifest={"data": "PLUM-Lab/r2i-bench", "generation": {}})
+    judge = {"backend": "openai", "model": "gpt-4o", "model_name": "gpt-4o", "preset": "official"}
+    [pub] = published_tables("r2i-bench")
+    protocol = run_protocol(run, {"judge": judge, "settings": {"preset": "official"}}, results, pub)
+    assert protocol.questions == "the release's (PLUM-Lab/r2i-bench)" and protocol.judge == "openai:gpt-4o"
+    assert protocol.differs.startswith("preset official (the paper's protocol: paper)")
+    assert "Commonsense over 3 of the paper's 7 subcategories" in protocol.differs
+    assert "Mathematical" not in protocol.differs and "Con.Mix." not in protocol.differs
+    assert "no prompts for mathematical_function" in pub.note()

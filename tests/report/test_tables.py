@@ -136,3 +136,35 @@ def test_a_narrow_table_is_laid_out_as_before_and_a_wide_one_in_panels():
     assert "\\resizebox" not in tex and tex.count("\\begin{tabular}") >= 2 and "\\medskip" in tex
     assert "\\multicolumn{3}{c}{Track 0}" in tex and "\\cmidrule(lr){2-4}" in tex
     assert tex.count("model-11 & ") == tex.count("\\begin{tabular}")  # every panel holds every model
+
+
+def test_t2i_reasonbench_table_3_draws_the_rewritten_prompts_change_from_the_originals(tmp_path):
+    """Issue 40 item 7: T2I-ReasonBench's Table 3 (each score with LLM-rewritten prompts beside its change from the
+    same model's scores on the original prompts, section 5.2) was not drawn. A run of rewritten prompts beside
+    the run of the original prompts with the same generator, judge and preset gives it: signed changes, never
+    ranked, the dimension over its score and change in LaTeX."""
+    from study.runs import scored_run
+
+    from t2ireason.report.tables import to_markdown
+    from t2ireason.report.writer import write_report
+
+    original = scored_run(tmp_path, "t2i-reasonbench", "sd3-original")
+    rewritten = scored_run(tmp_path, "t2i-reasonbench", "sd3-rewritten")
+    for run, flag in ((original, False), (rewritten, True)):
+        run.update(lambda m, flag=flag: m.update(generation={"model": "stabilityai/sd3", "rewritten_prompts": flag}))
+    report = write_report([original, rewritten], tmp_path / "report")
+    table = report["markdown"].split("### T2I-ReasonBench Table 3: with LLM-rewritten prompts")[1].split("###")[0]
+    now = rewritten.scores("scripted")["aggregate"]
+    then = original.scores("scripted")["aggregate"]
+    idiom = now["dimensions"]["idiom"]["score"]["mean"]
+    change = idiom - then["dimensions"]["idiom"]["score"]["mean"]
+    assert "| Model | Idiom score | Idiom change |" in table
+    row = next(line for line in table.splitlines() if line.startswith("| sd3-rewritten |"))
+    assert row.startswith(f"| sd3-rewritten | {idiom:.1f} | {change:+.1f} |"), row
+    assert "| sd3-original |" not in table  # a row for the rewritten run only
+    assert "change from sd3-original's, the same model judged alike on the original prompts" in table
+    tex = report["tables_tex"].read_text()
+    section = tex.split("T2I-ReasonBench Table 3: with LLM-rewritten prompts")[0].rsplit("\\begin{table}", 1)[1]
+    assert f"{change:+.1f}" in section and "change" in section and "\\textbf{" not in section.split("change")[-1]
+    changes = PaperTable("t", ["Idiom change"], {"a": {"Idiom change": Cell(-3.0)}, "b": {"Idiom change": Cell(2.0)}})
+    assert best_rows(changes) == {} and "| a | -3.0 |" in to_markdown([changes])
