@@ -86,6 +86,14 @@ class PublishedTable:
     def prompts(self) -> int | None:
         return int(self.citation["prompts"]) if self.citation.get("prompts") else None
 
+    @property
+    def shares(self) -> dict[str, float]:
+        """Where the table's columns are the parts of a figure (R2I-Bench's subcategories of a category, its
+        Tables 16 to 20), each part's share of the prompts (the paper's Tables 6 to 12); else none."""
+        text = self.citation.get("shares", "").split(" (")[0]
+        return {part: float(share) for part, _, share in (item.strip().rpartition(" ") for item in text.split(","))
+                if part}
+
     def in_scope(self, result: Any) -> bool:
         """Whether a scored image (an ImageResult) is one the table averages over (its ``scope``)."""
         key, _, value = self.citation.get("scope", "all").partition("=")
@@ -149,7 +157,7 @@ def published_tables(benchmark: str) -> tuple[PublishedTable, ...]:
     """The published tables of ``benchmark`` (its registry name), in table order; none for one without."""
     folder = resources.files("t2ireason") / "report" / "published"
     files = sorted((f for f in folder.iterdir() if f.name.startswith(f"{benchmark}_table") and f.name.endswith(".csv")),
-                   key=lambda f: int(re.search(r"table(\d+)", f.name).group(1)))
+                   key=lambda f: (int(re.search(r"table(\d+)", f.name).group(1)), f.name))
     return tuple(_read(benchmark, f.read_text(encoding="utf-8")) for f in files)
 
 
@@ -158,7 +166,9 @@ def place(tables: Sequence[PaperTable], benchmark: str, scale: float = 100.0) ->
     each published table's rows joined to the runs' table of its title, under the paper's row groups: the runs
     measured as the paper's rows first (ranked among them), the paper's rows, then the runs measured otherwise
     (not ranked: :attr:`PaperTable.apart`). A layout no run has is added as the paper prints it, after the
-    others (not one the runs have under another judge: PRISM-Bench's Table 4 beside a GPT-4.1 run's Table 1).
+    others (not one the runs have under another judge, PRISM-Bench's Table 4 beside a GPT-4.1 run's Table 1, nor a
+    category's table by subcategory); a table of a figure's parts gives each paper row's figure over the parts a
+    run scored, where it scored fewer than the paper (``Overall (3 of 7)``).
     The note says what measured the paper's rows. Returns the tables, and per published table joined a row
     for the report's what-made-it table (its rows, judge, questions, source)."""
     out = [PaperTable(t.title, list(t.columns), {k: dict(v) for k, v in t.rows.items()}, t.note, t.decimals,
@@ -170,7 +180,7 @@ def place(tables: Sequence[PaperTable], benchmark: str, scale: float = 100.0) ->
     for pub in pubs:
         table = next((t for t in out if t.title == pub.title), None)
         if table is None:
-            if pub.into in taken:
+            if pub.into in taken or pub.shares:  # a category's parts join the run's table of them, never alone
                 continue
             table = PaperTable(pub.title, list(pub.columns), {}, "", 1 if pub.scale != 100 else _decimals(pub))
             out.append(table)
@@ -183,6 +193,10 @@ def place(tables: Sequence[PaperTable], benchmark: str, scale: float = 100.0) ->
         table.note = "; ".join(filter(None, [table.note, pub.note()]))
         paper = pub.protocol()
         table.protocols.update(dict.fromkeys(pub.cells(scale), paper))
+        if pub.shares:  # the parts in the paper's order, each run's figure over its parts beside the paper's
+            _over_the_runs_parts(table, pub, runs)
+            derived = [c for c in table.columns if c.startswith("Overall (")]
+            table.columns = list(dict.fromkeys(["Overall", *derived, *pub.columns, *table.columns]))
         apart = [r for r in runs if (table.protocols.get(r) or RowProtocol()).differs]
         order = [r for r in runs if r not in apart] + list(pub.cells(scale)) + apart
         table.rows = {label: table.rows[label] for label in order}
@@ -193,6 +207,32 @@ def place(tables: Sequence[PaperTable], benchmark: str, scale: float = 100.0) ->
                       "source": f"{pub.citation['paper'].split(':')[0]}, {pub.citation['table'].split(',')[0]} as "
                                 f"printed (seed {pub.citation['seed']})"})
     return out, about
+
+
+def _over_the_runs_parts(table: PaperTable, pub: PublishedTable, runs: Sequence[str]) -> None:
+    """Where a run scored fewer of a figure's parts than the paper (an official R2I-Bench run's Commonsense: 3 of
+    its 7 subcategories), a column ``Overall (3 of 7)`` beside ``Overall``: the run's own figure, and each paper
+    row's over the same parts, their values weighted by the paper's shares of the prompts: the figures to
+    compare."""
+    shares = pub.shares
+    made: dict[str, list[str]] = {}  # column -> the parts it averages
+    for label in runs:
+        parts = [p for p in shares if isinstance((table.rows[label].get(p) or Cell(None)).value, (int, float))]
+        if not parts or len(parts) == len(shares):
+            continue
+        column = f"Overall ({len(parts)} of {len(shares)})"
+        while made.get(column, parts) != parts:  # another run's other parts: a column of their own
+            column += "'"
+        made[column] = parts
+        if column not in table.columns:
+            at = table.columns.index("Overall") + 1 if "Overall" in table.columns else 0
+            table.columns.insert(at, column)
+        table.rows[label][column] = table.rows[label].get("Overall") or Cell(None)
+        weight = sum(shares[p] for p in parts)
+        for row in pub.cells(1.0).keys() & table.rows.keys():
+            cells = table.rows[row]
+            if all(p in cells for p in parts):
+                cells[column] = Cell(round(sum(shares[p] * cells[p].value for p in parts) / weight, 10))
 
 
 def _decimals(pub: PublishedTable) -> int:

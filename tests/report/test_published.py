@@ -63,7 +63,7 @@ def test_every_shipped_number_is_the_papers(benchmark):
     if not files:
         pytest.skip("the seed papers (../shared/seeds) are not here")
     text = files[0].read_text(encoding="utf-8")
-    published = published_tables(benchmark)
+    published = [p for p in published_tables(benchmark) if not p.shares]  # R2I-Bench's Tables 16-20: below
     assert len(published) == len(specs)
     for n, (pub, (header, skip)) in enumerate(zip(published, specs)):
         occurrence = n if header == specs[0][0] and len(specs) > 1 and specs[1][0] == header else 0
@@ -161,7 +161,7 @@ def test_r2i_prompt_rewrite_subscripts_are_gains_over_sd3_medium():
         pytest.skip("the seed papers (../shared/seeds) are not here")
     line = next(x for x in files[0].read_text(encoding="utf-8").splitlines() if x.startswith("gpt-4o+SD3-medium\t2B"))
     subscripts = [float(v) for v in re.findall(r"_\{±([\d.]+)\}", line)]
-    [pub] = published_tables("r2i-bench")
+    pub = published_tables("r2i-bench")[0]
     sd3, rewrite = (next(r for r in pub.rows if r["model"] == m) for m in ("SD3-medium", "gpt-4o+SD3-medium"))
     assert subscripts == [round(float(rewrite[c]) - float(sd3[c]), 2) for c in pub.columns]
     assert "its gain over the SD3-medium row" in pub.citation["note"] and "spread" not in pub.citation["note"]
@@ -295,10 +295,74 @@ def test_a_category_covering_fewer_subcategories_than_the_papers_is_not_the_pape
     results = _covered_results()
     run = SimpleNamespace(bench=bench, manifest={"data": "PLUM-Lab/r2i-bench", "generation": {}})
     judge = {"backend": "openai", "model": "gpt-4o", "model_name": "gpt-4o", "preset": "official"}
-    [pub] = published_tables("r2i-bench")
+    pub = published_tables("r2i-bench")[0]
     protocol = run_protocol(run, {"judge": judge, "settings": {"preset": "official"}}, results, pub)
     assert protocol.questions == "the release's (PLUM-Lab/r2i-bench)" and protocol.judge == "openai:gpt-4o"
     assert protocol.differs.startswith("preset official (the paper's protocol: paper)")
     assert "Commonsense over 3 of the paper's 7 subcategories" in protocol.differs
     assert "Mathematical" not in protocol.differs and "Con.Mix." not in protocol.differs
     assert "no prompts for mathematical_function" in pub.note()
+
+
+#: R2I-Bench's Tables 16 to 20 as shipped: (table, config) -> where its values start in the printed row
+SUBCATEGORY_TABLES = {("Table 16", "mathematical"): 0, ("Table 17", "logical"): 0, ("Table 18", "commonsense"): 0,
+                      ("Table 19", "numerical"): 0, ("Table 19", "causal"): 4, ("Table 20", "concept_mixing"): 0,
+                      ("Table 20", "compositional"): 3}
+
+
+def test_every_shipped_r2i_subcategory_number_is_the_papers():
+    """R2I-Bench's Tables 16 to 20 (each category by subcategory; Tables 19 and 20 print two categories each,
+    shipped as two tables): every number against the seed's text, each subcategory named as the release names
+    it, with its share of the prompts (Tables 6 to 12); and the second check: each Overall is the share-weighted
+    mean of the row's subcategories within the printed rounding, except the rows the note names (the paper's
+    own figures)."""
+    files = list(SEEDS.glob("003_*.txt"))
+    if not files:
+        pytest.skip("the seed papers (../shared/seeds) are not here")
+    lines = files[0].read_text(encoding="utf-8").splitlines()
+    pubs = [p for p in published_tables("r2i-bench") if p.shares]
+    assert {(p.citation["table"].split(",")[0], p.citation["scope"].split("=")[1]) for p in pubs} == set(SUBCATEGORY_TABLES)
+    from t2ireason.benchmarks.r2i_bench.release import SUBCATEGORIES
+
+    for pub in pubs:
+        number, config = pub.citation["table"].split(",")[0], pub.citation["scope"].split("=")[1]
+        caption = next(i for i, x in enumerate(lines) if x.startswith(f"{number}: "))
+        header = max(i for i, x in enumerate(lines[:caption]) if x.startswith("Method\tOverall"))
+        printed = _seed_rows("\n".join(lines[header:]), "Method\tOverall", 0, 0)
+        # the seed's text prints a subscript as a word ("LLM4GEN SDI.5"); the corrections name it with parentheses
+        corrections = dict(c.replace("(", "").replace(")", "").split(" -> ") if c.startswith(("LLM4GEN", "ELLA"))
+                           else c.split(" -> ") for c in pub.citation["corrected"].split(" (the seed text")[0].split(", "))
+        assert len(pub.rows) == len(printed) == 16, number
+        start = SUBCATEGORY_TABLES[number, config]
+        for row, (name, values) in zip(pub.rows, printed):
+            name = corrections.get(name, name)
+            assert row["model"] == re.sub(r" (SD1\.5)$", r" (\1)", name), (number, name)
+            assert [row[c] for c in pub.columns] == values[start:start + len(pub.columns)], (number, name)
+        assert pub.columns[1:] == list(SUBCATEGORIES[config]) or set(pub.columns[1:]) == set(SUBCATEGORIES[config])
+        # as printed: Table 10's shares add up to 100.31
+        assert set(pub.shares) == set(SUBCATEGORIES[config]) and abs(sum(pub.shares.values()) - 100) < 0.5
+        off = [r["model"] for r in pub.rows if abs(float(r["Overall"]) - sum(
+            pub.shares[c] * float(r[c]) for c in pub.shares) / sum(pub.shares.values())) > 0.02]
+        assert all(m in pub.citation["note"] for m in off) and ("for " in pub.citation["note"]) == bool(off)
+
+
+def test_the_papers_figure_over_the_subcategories_a_run_scored():
+    """Issue 40 item 3: an official run's Commonsense covers 3 of the paper's 7 subcategories; beside the paper's
+    rows its by-subcategory table gives each paper row's figure over the same 3, weighted by the paper's shares
+    (Table 12): SD3-medium's 0.54 over 7 is 0.50 over those 3, the 3 points the issue found."""
+    title = "R2I-Bench: Commonsense by subcategory"
+    parts = ["social_cultural_knowledge_object", "social_cultural_knowledge_scene", "temporal_understanding"]
+    run = PaperTable(title, ["Overall", *parts], {"official-run": {c: Cell(60.0) for c in ["Overall", *parts]}})
+    [table, *_], _ = place([run], "r2i-bench")
+    assert table.columns[:3] == ["Overall", "Overall (3 of 7)", "affordance"]
+    sd3 = table.rows["SD3-medium [paper]"]
+    assert sd3["Overall"].value == pytest.approx(54.0)
+    assert sd3["Overall (3 of 7)"].value == pytest.approx((14.68 * 44 + 15.11 * 55 + 14.39 * 52) / 44.18)
+    assert round(sd3["Overall (3 of 7)"].value, 1) == 50.4
+    assert table.rows["official-run"]["Overall (3 of 7)"] == Cell(60.0)
+    full = PaperTable(title, ["Overall", *SUBCATEGORY_COLUMNS], {"r": {c: Cell(1.0) for c in ["Overall", *SUBCATEGORY_COLUMNS]}})
+    assert not any(c.startswith("Overall (") for c in place([full], "r2i-bench")[0][0].columns)  # all 7: none
+
+
+SUBCATEGORY_COLUMNS = ["affordance", "attribute", "color", "emotion_intention_commonsense",
+                       "social_cultural_knowledge_object", "social_cultural_knowledge_scene", "temporal_understanding"]

@@ -373,6 +373,9 @@ def coverage_note(coverage: dict[str, dict[str, Any]]) -> str:
         said.append(f"{title} over {len(c['scored'])} of the paper's {len(c['paper'])} subcategories ("
                     + "; ".join(f"{len(subs)} {reason}" if reason.startswith("not among") else
                                 f"{', '.join(subs)}: {reason}" for reason, subs in why.items()) + ")")
+    if said:
+        said[-1] += (" (with the paper's rows, each category's table by subcategory gives the paper's figure over "
+                     "the same subcategories)")
     return "; ".join(said)
 
 
@@ -402,7 +405,8 @@ def paper_tables(aggregate: dict[str, Any], label: str) -> list[PaperTable]:
     for category in aggregate["categories"]:
         subs = {name.split("/", 1)[1]: s for name, s in aggregate["subcategories"].items()
                 if name.split("/", 1)[0] == category}
-        if subs:
+        if subs:  # the category's figure first, as the paper's Tables 16 to 20 print it
             tables.append(PaperTable.one_row(f"R2I-Bench: {CATEGORY_TITLES.get(category, category)} by subcategory",
-                                             label, subs, note=f"0-{scale:g}"))
+                                             label, {"Overall": aggregate["categories"][category], **subs},
+                                             note=f"0-{scale:g}"))
     return tables
