@@ -145,6 +145,11 @@ def render_html_report(sections: Sequence[Section] | Sequence[ImageResult], out_
     tables_seen = 0
     for s_index, s in enumerate(sections):
         tables = [_table(t, tables_seen + i + 1) for i, t in enumerate(s.tables)]
+        shown: list = []
+        for table in tables:  # the same runs measured alike as in the table above: said there
+            if table["runs"] == shown and not any(r["apart"] for r in table["runs"]):
+                table["runs"] = []
+            shown = table["runs"] or shown
         tables_seen += len(tables)
         columns = list(dict.fromkeys(k for row in s.runs for k in row))
         page_sections.append({

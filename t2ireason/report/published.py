@@ -211,9 +211,9 @@ def place(tables: Sequence[PaperTable], benchmark: str, scale: float = 100.0) ->
 
 def _over_the_runs_parts(table: PaperTable, pub: PublishedTable, runs: Sequence[str]) -> None:
     """Where a run scored fewer of a figure's parts than the paper (an official R2I-Bench run's Commonsense: 3 of
-    its 7 subcategories), a column ``Overall (3 of 7)`` beside ``Overall``: the run's own figure, and each paper
-    row's over the same parts, their values weighted by the paper's shares of the prompts: the figures to
-    compare."""
+    its 7 subcategories), a column ``Overall (3 of 7)`` beside ``Overall``: the run's own figure (moved from
+    ``Overall``), and each paper row's over the same parts, their values weighted by the paper's shares of the
+    prompts: the figures to compare."""
     shares = pub.shares
     made: dict[str, list[str]] = {}  # column -> the parts it averages
     for label in runs:
@@ -227,7 +227,8 @@ def _over_the_runs_parts(table: PaperTable, pub: PublishedTable, runs: Sequence[
         if column not in table.columns:
             at = table.columns.index("Overall") + 1 if "Overall" in table.columns else 0
             table.columns.insert(at, column)
-        table.rows[label][column] = table.rows[label].get("Overall") or Cell(None)
+        # the run's figure moves to the column of its parts: under Overall it would stand beside figures of more
+        table.rows[label][column] = table.rows[label].pop("Overall", None) or Cell(None)
         weight = sum(shares[p] for p in parts)
         for row in pub.cells(1.0).keys() & table.rows.keys():
             cells = table.rows[row]

@@ -361,11 +361,14 @@ def subcategory_coverage(results: Sequence[ImageResult]) -> dict[str, dict[str, 
 
 
 def coverage_note(coverage: dict[str, dict[str, Any]]) -> str:
-    """Each category averaged over fewer subcategories than the paper's, said in one sentence
-    (``Commonsense over 3 of the paper's 7 subcategories (affordance: left out by the preset...)``)."""
+    """Each category averaged over fewer subcategories than the paper's because the release or the preset leaves
+    some out, said in one sentence (``Commonsense over 3 of the paper's 7 subcategories (affordance...: left out
+    by the preset...)``)."""
     said = []
     for title, c in coverage.items():
-        if not c["scored"] or not c["missing"]:
+        # a category the run scored, where the release or the preset leaves out part of it (prompts only not
+        # among the run's, its configs or limit, are said by its count of images)
+        if not c["scored"] or all(why.startswith("not among") for why, _ in c["missing"].values()):
             continue
         why: dict[str, list[str]] = defaultdict(list)
         for sub, (reason, _) in c["missing"].items():
