@@ -142,7 +142,7 @@ def _evaluation_status(run, scores: dict, args: argparse.Namespace) -> int:
     was unreachable: a script or CI job must not take an outage, or a quota, for a score."""
     never = scores.get("num_not_generated", 0)  # the images missing from the folder among them
     if never and not args.allow_failed and scores["num_failed"] < scores["num_images"]:
-        missing = scores.get("num_missing", 0)
+        missing = (scores.get("coverage") or {}).get("missing", 0)
         why = ", ".join(filter(None, [f"{never - missing} not generated (why: {run.images_dir / 'failures.jsonl'})"
                                       if never > missing else "",
                                       f"{missing} missing from {run.images_dir}" if missing else ""]))
