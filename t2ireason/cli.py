@@ -47,8 +47,8 @@ COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Callable[[a
     "rewrite": _command("generate", "rewrite", "rewrite prompts with an LLM, or describe them with a text module"),
     "evaluate": _command("evaluate", "evaluate", "score a run's images with the benchmark's metric (resumable; one run, "
                          "many judges)"),
-    "report": _command("report", "report", "paper-style tables (Markdown, CSV), plots and an HTML gallery of one run or "
-                       "several"),
+    "report": _command("report", "report", "paper-style tables (Markdown, CSV, LaTeX), figures and an HTML gallery of "
+                       "one run or several"),
     "export": _command("report", "export", "scored runs as a Hub dataset (image, prompt, every answer and reasoning), "
                        "optionally pushed"),
     "run": _command("evaluate", "run", "build, generate, evaluate and report in one go (resumable)"),
@@ -71,7 +71,7 @@ COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Callable[[a
 def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
     """The parser: every subcommand's options (``"*"``), only ``command``'s, or none (the list of
     subcommands, all ``t2ireason --help`` needs)."""
-    parser = Parser(prog="t2ireason", description=__doc__.splitlines()[0])
+    parser = Parser(prog="t2ireason", description=__doc__.splitlines()[0].replace("``", ""))
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (add_args, _, help_text) in COMMANDS.items():

@@ -3,7 +3,7 @@
 1. Builds tiny random models locally (a Stable Diffusion pipeline, a LLaVA-layout
    judge) and loads them through the same ``from_pretrained`` paths real models take.
 2. Asks the judge about the sample images shipped with the package: VQAScore's
-   P("Yes") and one structured-JSON judgement (the judge layer on its own).
+   P("Yes"), one structured-JSON judgement (the judge layer on its own) and VIEScore.
 3. Runs ``t2ireason run`` on each judged benchmark's sample release: build the Hub
    dataset from the release, generate the images, score them with the benchmark's
    metric module, and report the paper's table, plots and an HTML gallery.
@@ -50,6 +50,7 @@ def _quiet() -> None:
 def ask_the_judge(models: dict[str, Path], judge_kwargs: dict) -> None:
     """Step 2: the judge layer alone, on the sample images the package ships."""
     from .alignment import vqascore
+    from .baselines import get_baseline
     from .benchmarks.prism_bench import REPLY_SCHEMA, judge_requests, parse_judgement
     from .judges import load_judge
     from .parsing import ask_structured
@@ -67,6 +68,11 @@ def ask_the_judge(models: dict[str, Path], judge_kwargs: dict) -> None:
     print("One PRISM-Bench alignment judgement, asked for as JSON (schema enforced by constrained decoding):")
     print(f"  reply: {outcome.texts[-1]}")
     print(f"  parsed: {outcome.value if outcome.ok else 'failed: ' + str(outcome.error)}")
+    [vie] = get_baseline("viescore").score(prompts[:1], images[:1], judge, structured_output=True)
+    print("VIEScore (the paper's t2i prompts; O = sqrt(min SC x min PQ), 0-10), with its reasons:")
+    print(f"  SC {vie.subscores.get('SC')}  PQ {vie.subscores.get('PQ')}  O {vie.subscores.get('O', float('nan')):.2f}"
+          f"   reasoning: {(vie.questions[0].reasoning or '')[:60]!r}" if vie.failure is None
+          else f"  failed: {vie.failure}")
 
 
 def _cpu_seconds() -> float:

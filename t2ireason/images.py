@@ -42,7 +42,7 @@ from typing import Any
 
 from PIL import Image, UnidentifiedImageError
 
-__all__ = ["JudgeImage", "as_image", "as_images", "ImageError", "load_images", "missing_files", "image_batch",
+__all__ = ["JudgeImage", "as_image", "as_images", "ImageError", "ImageTooLarge", "decode_image", "load_images", "missing_files", "image_batch",
            "MEDIA_TYPES", "smart_resize", "on_white", "qwen_vl_utils_image"]
 
 #: PIL format name -> media type, for the formats judges take
@@ -55,6 +55,10 @@ _PNG_END = b"IEND\xaeB`\x82"  # the IEND chunk's type and CRC: the last 8 bytes 
 
 class ImageError(ValueError):
     """An input could not be read as an image; the message says which input and why."""
+
+
+class ImageTooLarge(ImageError):
+    """An image has more pixels than PIL reads (a decompression bomb, or a very large image)."""
 
 
 class JudgeImage:
@@ -199,21 +203,32 @@ def _read(path: Path, prepare: Prepare | None = None) -> JudgeImage:
 
 
 def _decode(data: bytes, where: str, source: str | None, prepare: Prepare | None = None) -> JudgeImage:
-    """The image encoded in ``data``, fully decoded and checked: an empty, truncated or
-    unreadable file, or a decompression bomb (more pixels than PIL's ``MAX_IMAGE_PIXELS``),
-    is an :class:`ImageError` naming ``where``."""
+    """The image encoded in ``data`` as a :class:`JudgeImage`, checked by :func:`decode_image` (a
+    decompression bomb refused: more pixels than PIL's ``MAX_IMAGE_PIXELS``)."""
+    img = decode_image(data, where)
+    if prepare is not None:  # other pixels than the file's: the file's bytes are no longer the image
+        return JudgeImage(_prepared(prepare, img, where), source)
+    return JudgeImage(img, source, data=data, format=img.format)
+
+
+def decode_image(data: bytes, where: str, *, large: bool = False) -> Image.Image:
+    """The image encoded in ``data``, fully decoded and checked: an empty, truncated or unreadable
+    file is an :class:`ImageError` naming ``where`` (never PIL's ``<_io.BytesIO ...>``), and so is a
+    decompression bomb, an :class:`ImageTooLarge`: more pixels than PIL's ``MAX_IMAGE_PIXELS`` (what a
+    judge reads), or with ``large`` more than twice that (PIL's own hard limit: a generation keeps an
+    image it paid for up to there, and says so)."""
     if not data:
         raise ImageError(f"cannot read image {where}: it is empty (0 bytes)")
     try:
         # PIL checks the size on opening (its header), and warns; catch_warnings changes the process's
         # filters, so threads decoding at once (load_images) take turns for it, and decode in parallel
         with _OPENING, warnings.catch_warnings():
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            warnings.simplefilter("ignore" if large else "error", Image.DecompressionBombWarning)
             img = Image.open(io.BytesIO(data))
             fmt = img.format
         img.load()
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as e:
-        raise ImageError(f"refusing image {where}: {e}") from None
+        raise ImageTooLarge(f"refusing image {where}: {_OBJECT_REPR.sub('the data', str(e))}") from None
     except UnidentifiedImageError:  # PIL's message names its BytesIO object, not the image
         raise ImageError(f"cannot read image {where}: PIL cannot identify an image format in its {len(data)} "
                          f"bytes (they begin {data[:12]!r})") from None
@@ -223,9 +238,8 @@ def _decode(data: bytes, where: str, source: str | None, prepare: Prepare | None
     # still being written, or a copy that stopped short. Whole PNGs end with the IEND chunk.
     if fmt == "PNG" and not data.rstrip(b"\0").endswith(_PNG_END):
         raise ImageError(f"cannot read image {where}: the PNG is incomplete (no IEND chunk at its end)")
-    if prepare is not None:  # other pixels than the file's: the file's bytes are no longer the image
-        return JudgeImage(_prepared(prepare, img, where), source)
-    return JudgeImage(img, source, data=data, format=fmt)
+    img.format = fmt
+    return img
 
 
 def _prepared(prepare: Prepare, image: Image.Image, where: str) -> Image.Image:
@@ -337,7 +351,7 @@ def _tensor_pixels(x: Any) -> Any:
     return x.to("cpu").numpy()
 
 
-def image_batch(images: Any, *, value_range: tuple[float, float] = (0.0, 1.0)) -> list[Any]:
+def image_batch(images: Any, *, value_range: tuple[float, float] = (0.0, 1.0), out_of_range: str = "fail") -> list[Any]:
     """The images of ``images`` as a list, one item per image, ready for :func:`as_image`.
 
     A torch tensor ``B x C x H x W`` or a numpy array ``B x H x W x C`` (a batch as a pipeline gives
@@ -345,9 +359,13 @@ def image_batch(images: Any, *, value_range: tuple[float, float] = (0.0, 1.0)) -
     pipeline's raw decoder output) to 8-bit pixels on the tensor's own device, then copied to the
     host in one transfer; uint8 pixels are taken as they are. A sequence keeps its items, a tensor or
     an array among them converted the same way (a PIL image or a path stays as it is). An image
-    whose values leave ``value_range`` (or are NaN) becomes an :class:`ImageError` naming it in the
-    list, so it fails alone (:func:`load_images`); a batch of another shape or type is an
-    :class:`ImageError` at once."""
+    whose values are NaN becomes an :class:`ImageError` naming it in the list, so it fails alone
+    (:func:`load_images`); so does one whose values leave ``value_range``, or with ``out_of_range="raise"``
+    (a reward: a wrong ``value_range``, a decoder's [-1, 1] output read as [0, 1], would score every image as
+    a failure) the batch is refused with one :class:`ImageError` saying which range its values span. A batch
+    of another shape or type, or of images without pixels (0 x 0), is an :class:`ImageError` at once."""
+    if out_of_range not in ("fail", "raise"):
+        raise ValueError(f"out_of_range must be 'fail' or 'raise', got {out_of_range!r}")
     lo, hi = (float(v) for v in value_range)
     if not hi > lo:
         raise ValueError(f"value_range must be (low, high) with high > low, got {value_range!r}")
@@ -355,15 +373,25 @@ def image_batch(images: Any, *, value_range: tuple[float, float] = (0.0, 1.0)) -
         if images.ndim != 4:
             raise ImageError(f"a batch of images is B x C x H x W (torch) or B x H x W x C (numpy); got shape "
                              f"{tuple(images.shape)}: pass a list for images of different sizes")
-        return _pixels(images, lo, hi, 0)
-    if isinstance(images, (str, os.PathLike, Image.Image, bytes)):
+        out = _pixels(images, lo, hi, 0)
+    elif isinstance(images, (str, os.PathLike, Image.Image, bytes)):
         raise ImageError(f"images must be a batch (a tensor, an array or a list), got one {type(images).__name__}")
-    out = []
-    for i, x in enumerate(images):  # one image an item: anything else is refused where it is read (as_image)
-        if (_is_tensor(x) or type(x).__module__ == "numpy") and getattr(x, "ndim", 0) in (2, 3):
-            out.extend(_pixels(x[None], lo, hi, i))
-        else:
-            out.append(x)
+    else:
+        out = []
+        for i, x in enumerate(images):  # one image an item: anything else is refused where it is read (as_image)
+            if (_is_tensor(x) or type(x).__module__ == "numpy") and getattr(x, "ndim", 0) in (2, 3):
+                out.extend(_pixels(x[None], lo, hi, i))
+            else:
+                out.append(x)
+    outside = [(i, x.found) for i, x in enumerate(out) if isinstance(x, ImageError) and getattr(x, "found", None)]
+    if outside and out_of_range == "raise":
+        low, high = min(f[0] for _, f in outside), max(f[1] for _, f in outside)
+        which = ", ".join(str(i) for i, _ in outside[:8]) + (" ..." if len(outside) > 8 else "")
+        hint = ("a [-1, 1] range is a decoder's raw output: pass value_range=(-1, 1)" if low >= -1.001 and high <= 1.001
+                else "8-bit values: pass a uint8 tensor, or divide by 255" if low >= -0.001 and high <= 255.5
+                else "pass the range the images are in as value_range")
+        raise ImageError(f"{len(outside)} of {len(out)} images have values outside value_range [{lo:g}, {hi:g}]: "
+                         f"they span [{low:.4g}, {high:.4g}] (images {which}); {hint}")
     return out
 
 
@@ -375,6 +403,9 @@ def _pixels(batch: Any, lo: float, hi: float, first: int) -> list[Any]:
 
     if not len(batch):
         return []
+    if 0 in tuple(batch.shape[1:]):  # no pixel to read (its minimum and maximum do not exist)
+        where = "the batch" if batch.ndim == 4 and first == 0 and len(batch) > 1 else f"image {first}"
+        raise ImageError(f"{where} has no pixels (shape {tuple(batch.shape[1:])}): nothing to score")
     scale = 255.0 / (hi - lo)
     if _is_tensor(batch):
         import torch
@@ -408,9 +439,12 @@ def _pixels(batch: Any, lo: float, hi: float, first: int) -> list[Any]:
     out: list[Any] = []
     for k, image in enumerate(pixels):
         if bad is not None and bad[k]:
-            shown = f"[{lows[k]:.4g}, {highs[k]:.4g}]" if lows[k] == lows[k] and highs[k] == highs[k] else "NaN"
-            out.append(ImageError(f"image {first + k}: float values must lie in [{lo:g}, {hi:g}] (value_range); "
-                                  f"got {shown}"))
+            finite = lows[k] == lows[k] and highs[k] == highs[k]
+            shown = f"[{lows[k]:.4g}, {highs[k]:.4g}]" if finite else "NaN"
+            error = ImageError(f"image {first + k}: float values must lie in [{lo:g}, {hi:g}] (value_range); "
+                               f"got {shown}")
+            error.found = (lows[k], highs[k]) if finite else None  # the range it spans, for a refusal of the batch
+            out.append(error)
         else:
             out.append(image)
     return out

@@ -33,14 +33,15 @@ import pyarrow as pa
 from datasets.utils.py_utils import temp_seed
 from PIL import Image
 
+from .baselines import PRESET_LLM, get_baseline, load_baseline
 from .benchmarks import get_benchmark
 from .images import JudgeImage, _is_tensor, as_image, missing_files
 from .judges.spec import judge_setting
 from .results import ImageResult
 from .scoring import judge_record, report_preset_settings
 
-__all__ = ["ImageMetric", "JudgeMixin", "JudgedMetric", "check_inputs", "results_payload", "image_features",
-           "metric_path", "known_metrics", "load_metric"]
+__all__ = ["ImageMetric", "JudgeMixin", "JudgedMetric", "BaselineMetric", "check_inputs", "check_files",
+           "results_payload", "image_features", "metric_path", "known_metrics", "load_metric"]
 
 
 # -- finding the metric modules ----------------------------------------------
@@ -280,6 +281,16 @@ class ImageMetric(evaluate.Metric):
         return feature.decode_batch(table.to_pydict())["references"]
 
 
+def check_files(predictions: Sequence[Any]) -> None:
+    """Image paths that do not exist are the caller's mistake: said before any judge is loaded (a
+    FileNotFoundError naming them), not a NaN with its cause per image."""
+    missing = missing_files(predictions)
+    if missing:
+        shown = ", ".join(f"predictions[{i}] = {path!r}" for i, path in missing[:3])
+        raise FileNotFoundError(f"{len(missing)} of {len(predictions)} image files do not exist: {shown}"
+                                + (f" and {len(missing) - 3} more" if len(missing) > 3 else ""))
+
+
 class JudgedMetric(JudgeMixin, ImageMetric):
     """An evaluate module scoring images against benchmark rows with a judge.
 
@@ -347,11 +358,8 @@ class JudgedMetric(JudgeMixin, ImageMetric):
 
     def _compute(self, predictions, references, **options):
         options = {**self.preset.get("options", {}), **options}
-        missing = missing_files(predictions) if self.predictions_are_images(options) else []
-        if missing:  # the caller's mistake: said before any judge is loaded, not a NaN with its cause per image
-            shown = ", ".join(f"predictions[{i}] = {path!r}" for i, path in missing[:3])
-            raise FileNotFoundError(f"{len(missing)} of {len(predictions)} image files do not exist: {shown}"
-                                    + (f" and {len(missing) - 3} more" if len(missing) > 3 else ""))
+        if self.predictions_are_images(options):
+            check_files(predictions)
         results = self.bench.score(references, predictions, self.judge, progress=self.progress, **options)
         aggregate = self.bench.aggregate(results, **options)
         return results_payload(results, aggregate, self.judge_info())
@@ -373,3 +381,69 @@ class JudgedMetric(JudgeMixin, ImageMetric):
 
     def judge_info(self) -> dict[str, Any]:
         return judge_record(self.judge, self.preset_name, self.judge_setting.preset_settings)
+
+
+class BaselineMetric(JudgeMixin, ImageMetric):
+    """An evaluate module scoring images against their prompts with a baseline metric
+    (:mod:`t2ireason.baselines`: DSG, VIEScore, TIFA) and a judge.
+
+    Init keyword arguments: ``judge``, ``preset``, ``judge_kwargs``, ``cache``, ``progress`` as
+    :class:`JudgedMetric`'s; for a metric whose questions an LLM writes, ``llm`` (a spec or a judge object; by
+    default the preset's when no judge is named, else the judge itself: one model named does everything),
+    ``llm_kwargs`` and ``store`` (where the questions are kept: True for ``criteria.sqlite``, a path, False).
+    ``references`` are the prompts."""
+
+    #: the baseline's name (t2ireason.baselines.BASELINES); set by the shell
+    baseline_name: str = ""
+
+    def __init__(self, judge: Any = None, preset: str | None = None, judge_kwargs: dict | None = None,
+                 cache: str | bool = True, progress: bool = True, llm: Any = PRESET_LLM,
+                 llm_kwargs: dict | None = None, store: str | bool = True, **kwargs: Any):
+        probe = get_baseline(self.baseline_name)
+        setting = judge_setting(probe, preset, judge, judge_kwargs)
+        keeps = {"store": store, "cache": cache} if hasattr(probe, "questions") else {}
+        if not keeps and store is not True:
+            raise ValueError(f"{self.baseline_name} keeps no questions: it takes no store")
+        self.baseline = load_baseline(self.baseline_name, preset=setting.preset, judge=judge, llm=llm,
+                                      llm_kwargs=llm_kwargs, **keeps)
+        self.judge_setting = setting
+        self.preset_name = setting.preset
+        self._set_judge(setting.judge, setting.judge_kwargs, cache, setting.spec)
+        self.progress = progress
+        super().__init__(**kwargs)
+
+    def _baseline_info(self, *, description: str, citation: str, inputs_description: str,
+                       reference_urls: Sequence[str] = ()) -> evaluate.MetricInfo:
+        return evaluate.MetricInfo(description=description, citation=citation, inputs_description=inputs_description,
+                                   features=image_features(references=datasets.Value("string")),
+                                   reference_urls=list(reference_urls))
+
+    def _compute(self, predictions, references, **options):
+        options = {**self.judge_setting.options, **options}
+        check_files(predictions)
+        results = self.baseline.score(references, predictions, self.judge, progress=self.progress, **options)
+        aggregate = self.baseline.aggregate(results, **options)
+        return results_payload(results, aggregate, self.judge_info())
+
+    def aggregate_results(self, results: Sequence[ImageResult], **options: Any) -> dict[str, Any]:
+        """The aggregate of per-image results gathered over several ``compute`` calls (``ImageResult`` objects
+        or their dicts, as ``per_image`` gives them)."""
+        results = [r if isinstance(r, ImageResult) else ImageResult.from_dict(r) for r in results]
+        return self.baseline.aggregate(results, **{**self.judge_setting.options, **options})
+
+    def _missing_judge_message(self) -> str:
+        return (f"no judge given and the {self.preset_name!r} preset of {self.baseline_name} names none: pass "
+                "judge='backend:model' (or a judge object) to evaluate.load")
+
+    @property
+    def judge(self):
+        if self._judge is None and self.judge_spec is not None:
+            report_preset_settings(self.judge_setting)  # once, as the judge is loaded
+        return super().judge
+
+    def judge_info(self) -> dict[str, Any]:
+        info = judge_record(self.judge, self.preset_name, self.judge_setting.preset_settings)
+        questions = getattr(self.baseline, "questions", None)
+        if questions is not None:  # the model that wrote the questions (the judge itself when none is named)
+            info["questions_by"] = questions.llm_identity(self.judge)
+        return info

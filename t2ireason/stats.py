@@ -6,13 +6,38 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from scipy import stats as sps
 
-__all__ = ["summarize", "bootstrap_ci", "paired_bootstrap_ci", "mean_se", "kendall_tau", "spearman_rho",
-           "pairwise_accuracy"]
+__all__ = ["summarize", "Bootstrap", "bootstrap", "bootstrap_ci", "paired_bootstrap", "paired_bootstrap_ci", "mean_se",
+           "kendall_tau", "spearman_rho", "pairwise_accuracy"]
+
+
+class Bootstrap(NamedTuple):
+    """A percentile bootstrap interval, and how many resamples had no statistic (``degenerate``: a correlation
+    over a resample whose values are all equal) and were dropped from it, of ``resamples`` drawn."""
+
+    low: float
+    high: float
+    degenerate: int = 0
+    resamples: int = 0
+
+
+def _interval(res: Any, confidence: float, resamples: int) -> Bootstrap:
+    """scipy's percentile interval, over the resamples that have a statistic: a degenerate resample (NaN) is
+    dropped and counted, rather than making the whole interval NaN; NaN when none has one."""
+    dist = np.asarray(res.bootstrap_distribution, dtype=float)
+    kept = np.isfinite(dist)
+    dropped = int(dist.size - kept.sum())
+    if not dropped:  # scipy's own interval, to the last bit
+        return Bootstrap(float(res.confidence_interval.low), float(res.confidence_interval.high), 0, resamples)
+    if not kept.any():
+        return Bootstrap(math.nan, math.nan, dropped, resamples)
+    alpha = (1 - confidence) / 2
+    low, high = sps.quantile(dist[kept], np.asarray([alpha, 1 - alpha]))  # as scipy.stats.bootstrap reads them
+    return Bootstrap(float(low), float(high), dropped, resamples)
 
 
 def _finite(values: Sequence[float | None]) -> np.ndarray:
@@ -29,6 +54,30 @@ def mean_se(values: Sequence[float | None]) -> tuple[float, float]:
     return float(x.mean()), se
 
 
+def bootstrap(
+    values: Sequence[float | None],
+    statistic: Callable[[np.ndarray], float] = np.mean,
+    *,
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> Bootstrap:
+    """Percentile bootstrap confidence interval of ``statistic`` (seeded, so reproducible), the resamples
+    where ``statistic`` is not defined (NaN) dropped and counted (:class:`Bootstrap`)."""
+    x = _finite(values)
+    if x.size < 2:
+        return Bootstrap(math.nan, math.nan)
+    if np.all(x == x[0]):  # no spread: the interval is the point
+        v = float(statistic(x))
+        return Bootstrap(v, v, 0, n_resamples)
+    with warnings.catch_warnings():  # a degenerate resample is dropped and counted, not warned about
+        warnings.simplefilter("ignore")
+        res = sps.bootstrap((x,), lambda s, axis=-1: np.apply_along_axis(statistic, axis, s),
+                            confidence_level=confidence, n_resamples=n_resamples,
+                            method="percentile", rng=np.random.default_rng(seed), vectorized=True)
+    return _interval(res, confidence, n_resamples)
+
+
 def bootstrap_ci(
     values: Sequence[float | None],
     statistic: Callable[[np.ndarray], float] = np.mean,
@@ -37,17 +86,10 @@ def bootstrap_ci(
     n_resamples: int = 2000,
     seed: int = 0,
 ) -> tuple[float, float]:
-    """Percentile bootstrap confidence interval of ``statistic`` (seeded, so reproducible)."""
-    x = _finite(values)
-    if x.size < 2:
-        return math.nan, math.nan
-    if np.all(x == x[0]):  # no spread: the interval is the point
-        v = float(statistic(x))
-        return v, v
-    res = sps.bootstrap((x,), lambda s, axis=-1: np.apply_along_axis(statistic, axis, s),
-                        confidence_level=confidence, n_resamples=n_resamples,
-                        method="percentile", rng=np.random.default_rng(seed), vectorized=True)
-    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+    """Percentile bootstrap confidence interval of ``statistic`` (seeded, so reproducible): :func:`bootstrap`'s
+    (low, high)."""
+    low, high, _, _ = bootstrap(values, statistic, confidence=confidence, n_resamples=n_resamples, seed=seed)
+    return low, high
 
 
 def summarize(values: Sequence[float | None], *, scale: float = 1.0, confidence: float = 0.95,
@@ -127,22 +169,30 @@ def _spearman_rho_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 _PAIRED = {"kendall_tau": _kendall_tau_rows, "spearman_rho": _spearman_rho_rows}
 
 
-def paired_bootstrap_ci(a: Sequence[float], b: Sequence[float], statistic: str = "kendall_tau", *,
-                        confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0) -> tuple[float, float]:
+def paired_bootstrap(a: Sequence[float], b: Sequence[float], statistic: str = "kendall_tau", *,
+                     confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0) -> Bootstrap:
     """Percentile bootstrap interval of Kendall's tau-b (``"kendall_tau"``) or Spearman's rho
     (``"spearman_rho"``) between ``a`` and ``b``, the pairs resampled together (seeded). Every resample
-    is computed at once where that is faster (a correlation per resample takes seconds). NaN when fewer than three
-    pairs, or when a resample has no statistic (all its scores equal)."""
+    is computed at once where that is faster (a correlation per resample takes seconds). A resample with no
+    statistic (its scores, or its ratings, all equal) is dropped from the interval and counted
+    (:attr:`Bootstrap.degenerate`); NaN when fewer than three pairs, or when no resample has a statistic."""
     x, y = _paired(a, b)
     if x.size < 3:
-        return math.nan, math.nan
+        return Bootstrap(math.nan, math.nan)
     rows = _PAIRED[statistic]
     # tau-b at once is O(n^2) a resample: past a few hundred pairs scipy's O(n log n), one resample at a time, is faster
     at_once = statistic != "kendall_tau" or x.size <= 200
-    with warnings.catch_warnings():  # a degenerate resample makes the interval NaN, as documented
+    with warnings.catch_warnings():  # a degenerate resample is dropped and counted, not warned about
         warnings.simplefilter("ignore")
         res = sps.bootstrap((x, y), (lambda u, v, axis=-1: rows(u, v)) if at_once else
                             (lambda u, v: float(sps.kendalltau(u, v).statistic)), paired=True, vectorized=at_once,
                             batch=max(1, 4_000_000 // x.size ** 2), n_resamples=n_resamples,
                             confidence_level=confidence, method="percentile", rng=np.random.default_rng(seed))
-    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+    return _interval(res, confidence, n_resamples)
+
+
+def paired_bootstrap_ci(a: Sequence[float], b: Sequence[float], statistic: str = "kendall_tau", *,
+                        confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """:func:`paired_bootstrap`'s (low, high)."""
+    low, high, _, _ = paired_bootstrap(a, b, statistic, confidence=confidence, n_resamples=n_resamples, seed=seed)
+    return low, high

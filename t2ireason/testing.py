@@ -165,9 +165,13 @@ def build_tiny_clip(path: str | Path) -> Path:
     return _mark(path, "clip")
 
 
-def _vlm_tokenizer():
+def _vlm_tokenizer(size: int | None = None):
     """A Llama (SentencePiece-style BPE) tokenizer: byte fallback, printable
-    characters, and merges so that ``▁Yes`` and ``▁No`` are single tokens."""
+    characters, and merges so that ``▁Yes`` and ``▁No`` are single tokens. ``size`` pads the vocabulary
+    to that many pieces with made-up words (never produced by encoding, but a model may write them):
+    ``perf/gpu.py``'s real-size judges, whose JSON masks should cost what a 32,000-piece vocabulary's do."""
+    import random
+
     from transformers import AddedToken, LlamaTokenizer
 
     symbols = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
@@ -176,6 +180,10 @@ def _vlm_tokenizer():
               ("Y", "e"), ("Ye", "s"), ("N", "o"), ("▁", "a"), ("▁", "t"), ("e", "s")]
     symbols += ["".join(m) for m in merges]
     vocab = {s: i for i, s in enumerate(dict.fromkeys(symbols))}
+    rng, letters = random.Random(SEED), "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+    while size is not None and len(vocab) < size:
+        vocab.setdefault(("▁" if rng.random() < 0.5 else "") + "".join(rng.choices(letters, k=rng.randint(2, 8))),
+                         len(vocab))
     tokenizer = LlamaTokenizer(vocab=vocab, merges=merges, add_bos_token=True, add_eos_token=False)
     tokenizer.add_special_tokens({"pad_token": AddedToken("<pad>", special=True),
                                   "additional_special_tokens": [AddedToken("<image>", special=True, normalized=False)]})
@@ -186,11 +194,12 @@ def _vlm_tokenizer():
     return tokenizer
 
 
-def _vlm_parts(shape: VLMShape):
-    """The tokenizer, ``LlavaProcessor`` and ``LlavaConfig`` of a LLaVA-layout judge of ``shape``."""
+def _vlm_parts(shape: VLMShape, vocabulary: int | None = None):
+    """The tokenizer (of ``vocabulary`` pieces: :func:`_vlm_tokenizer`), ``LlavaProcessor`` and ``LlavaConfig``
+    of a LLaVA-layout judge of ``shape``."""
     from transformers import LlamaConfig, LlavaConfig, LlavaProcessor
 
-    tokenizer = _vlm_tokenizer()
+    tokenizer = _vlm_tokenizer(vocabulary)
     processor = LlavaProcessor(image_processor=_clip_image_processor(shape.image_size), tokenizer=tokenizer,
                                patch_size=shape.patch_size, vision_feature_select_strategy="default",
                                num_additional_image_tokens=1, image_token="<image>", chat_template=VLM_CHAT_TEMPLATE)

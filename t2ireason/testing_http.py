@@ -122,15 +122,20 @@ class JSONBody:
 class Images:
     """An OpenAI Images reply to ``POST /v1/images/generations``: as many images as the request's ``n`` (or
     ``count``), each drawn from the request's prompt, model and the image's index (the same request gives the
-    same pixels), at the request's ``size`` (16x16 without one), as ``b64_json``, or with ``url`` as links this
-    server serves (``GET /v1/_files/<name>``; under ``url_base`` instead, another server's address, to link
-    elsewhere), each with a ``revised_prompt``, and the reply's ``usage``."""
+    same pixels), at the request's ``size`` (16x16 without one; ``size`` draws another whatever is asked), as
+    ``b64_json``, or with ``url`` as links this server serves (``GET /v1/_files/<name>``; under ``url_base``
+    instead, another server's address, to link elsewhere), each with a ``revised_prompt``, and the reply's
+    ``usage``; the items of ``empty`` come with a null image."""
 
     url: bool = False
     url_base: str | None = None
     count: int | None = None
     revised_prompt: bool = True
     delay: float = 0.0
+    #: the size drawn whatever the request asks (``"64x48"``): a server that ignores ``size``
+    size: str | None = None
+    #: the items (by index) that come without their image (``"b64_json": null``), as a misbehaving server sends
+    empty: Sequence[int] = ()
 
 
 @dataclass(frozen=True)
@@ -234,6 +239,8 @@ class ChatServer:
         #: the headers of each ``GET /v1/_files/<name>`` (an image a reply linked to), in order
         self.downloads: list[dict[str, str]] = []
         self.files: dict[str, bytes] = {}
+        #: a status every ``GET /v1/_files/<name>`` answers with instead of the file (a host that refuses, 403)
+        self.file_status: int | None = None
         self._seen: dict[str, int] = {}
         self._stopping = False
         self._server = None
@@ -344,9 +351,12 @@ class ChatServer:
         n = action.count if action.count is not None else int(body.get("n") or 1)
         data = []
         for i in range(n):
-            png = _png(f"{body.get('model')}\x1f{body.get('prompt')}\x1f{i}", str(body.get("size") or "16x16"))
+            png = _png(f"{body.get('model')}\x1f{body.get('prompt')}\x1f{i}",
+                       str(action.size or body.get("size") or "16x16"))
             item: dict[str, Any] = {}
-            if action.url:
+            if i in action.empty:
+                item["b64_json"] = None
+            elif action.url:
                 name = f"{len(self.files)}.png"
                 self.files[name] = png
                 item["url"] = f"{action.url_base or self.base_url}/_files/{name}"
@@ -364,6 +374,8 @@ class ChatServer:
         from starlette.responses import JSONResponse, Response
 
         self.downloads.append(dict(request.headers))
+        if self.file_status is not None:
+            return JSONResponse({"error": {"message": "simulated failure of a file"}}, status_code=self.file_status)
         data = self.files.get(request.path_params["name"])
         if data is None:
             return JSONResponse({"error": {"message": "no such file"}}, status_code=404)

@@ -520,11 +520,16 @@ def test_the_mt2ie_agent_draws_with_any_generator_from_the_command_line(tmp_path
         assert all(r.body["quality"] == "high" and r.headers["authorization"] == f"Bearer {key}"
                    for r in server.requests)
     assert not any(key.encode() in p.read_bytes() for p in out.rglob("*") if p.is_file())  # no key in any file
-    assert rc == 1 and "failed: " in capsys.readouterr().out  # a refused image is a row's failure, not a crash
+    # a refused image is a row without a score, not a crash; and the model's answer, not an error: exit 0
+    # (issue 43: exit 1 before)
+    assert rc == 0, capsys.readouterr()
     rows = {(r["model"], r["seed_prompt_id"]): r for r in MT2IE.read_release(out).configs["runs"]}
     assert len(rows) == 4 and sum(r["failure"] is not None for r in rows.values()) == 1
     [refused] = [r for r in rows.values() if r["failure"]]
-    assert refused["model"] == "api" and refused["failure"].startswith("drawing failed: HTTP 400") and SAFETY in refused["failure"]
+    assert refused["model"] == "api" and refused["failure"].startswith("refused by the model: HTTP 400")
+    assert SAFETY in refused["failure"] and refused["score"] is None
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["failed"], summary["refused"]) == (0, 1) and summary["refusals"][0]["id"] == refused["id"]
     assert all(0 <= r["score"] <= 1 for r in rows.values() if r["failure"] is None)
 
 

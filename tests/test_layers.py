@@ -23,7 +23,7 @@ LAYERS = [
       "hub_ids", "difficulty"]),
     ("transport, judges and generators", ["transport", "judges", "parsing", "generation"]),
     ("benchmarks and scoring",
-     ["benchmarks", "releases", "data", "scoring", "alignment", "metric", "rewards", "rewriting", "mt2ie",
+     ["benchmarks", "releases", "data", "scoring", "alignment", "baselines", "metric", "rewards", "rewriting", "mt2ie",
       "t2ireason"]),
     ("runs and building", ["runs", "window", "build", "engine"]),
     ("reports, studies, exports, publishing", ["report", "study", "exports", "publish", "spaces"]),

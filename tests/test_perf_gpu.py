@@ -1,10 +1,17 @@
 """perf/gpu.py measures on a GPU; on a machine without CUDA it says so and exits 0, so `make perf` runs
-everywhere (its code path is smoke-run with `--small`, by hand: perf/README.md)."""
+everywhere. Its code path runs here with `--small` (small models on the CPU), through the launcher the GPU
+machine's one call uses (perf/gpu_device_run.sh): every section in its own process, each figure written as
+it is measured."""
 
+import json
 import os
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -16,3 +23,70 @@ def test_gpu_script_without_cuda_notes_it_and_exits_0():
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("note=no CUDA device here") and "measured nothing" in out.stdout
     assert "targets_met" not in out.stdout  # nothing measured, nothing claimed
+
+
+@pytest.mark.slow
+def test_every_section_runs_small_on_the_cpu_and_writes_each_figure_as_measured(tmp_path):
+    """`perf/gpu.py --small`: every section's code path with small models on the CPU, each figure appended to
+    --figures as it is measured; a section stopped part-way (as its time limit stops it) keeps what it wrote."""
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "PYTHONPATH": str(ROOT)}
+    figures = tmp_path / "figures.jsonl"
+    run = subprocess.run([sys.executable, "perf/gpu.py", "--small", "--work", str(tmp_path / "work"), "--figures",
+                          str(figures)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0 and run.stdout.endswith("targets_met=true\n"), run.stdout + run.stderr
+    got = {}
+    for line in figures.read_text().splitlines():
+        row = json.loads(line)
+        got.setdefault(row["section"], {})[row["name"]] = row
+    assert got["machine"]["device"]["value"] == "cpu"
+    assert not [(s, r["value"]) for s, rows in got.items() for n, r in rows.items() if n == "error"]
+    llava, decoding = got["vqascore_llava"], got["json"]
+    for name in ("project_b4_ms_a_pair", "forward_alone_ms_a_pair", "roofline_ms_a_pair", "project_b1_ms_a_pair",
+                 "bare_per_pair_ms", "bare_batched_ms_a_pair", "bare_batched_threaded_ms_a_pair"):
+        assert llava[name]["value"] > 0, name
+    assert llava["vqascore_llava_vs_forward_ratio"]["target"] is None  # a small run claims no target
+    for name in ("project_eager_b2_row_steps_per_s", "bare_eager_b4_row_steps_per_s", "compile_seconds_b2",
+                 "project_default_b2_row_steps_per_s", "bare_static_b2_row_steps_per_s", "hbm_floor_b2_row_steps_per_s"):
+        assert decoding[name]["value"] > 0, name
+    assert decoding["compile_seconds_b2"]["mode"] == "static" and "batch 2" in decoding["compile_seconds_b2"]["first_calls"]
+    qwen = got["vqascore_qwen"]
+    assert qwen["vision_tower_window_by_window_ms_an_image"]["value"] > 0
+    assert qwen["vision_tower_one_call_a_layer_ms_an_image"]["value"] > 0
+    assert got["generation"]["generation_vs_bare_no_save_ratio"]["value"] > 0
+    assert "not measured" in got["data_parallel"]["status"]["value"]
+
+    cut = tmp_path / "cut.jsonl"
+    section = subprocess.Popen([sys.executable, "perf/gpu.py", "--small", "--only", "json", "--work",
+                                str(tmp_path / "work"), "--figures", str(cut)],
+                               cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 300
+        while not (cut.exists() and "project_eager_b2_row_steps_per_s" in cut.read_text()):
+            assert section.poll() is None and time.monotonic() < deadline, "the section ended before its first figure"
+            time.sleep(0.05)
+        section.terminate()
+        assert section.wait(timeout=60) != 0
+    finally:
+        section.kill()
+    kept = [json.loads(line)["name"] for line in cut.read_text().splitlines()]
+    assert "project_eager_b2_row_steps_per_s" in kept and "json_default_b2" not in kept
+
+
+@pytest.mark.skipif(shutil.which("timeout") is None or shutil.which("bash") is None, reason="needs bash and timeout")
+def test_the_device_run_runs_each_section_in_its_own_process_and_gathers_the_figures(tmp_path):
+    """`bash perf/gpu_device_run.sh --small` (here one quick section, no wheels: the installed packages): the
+    section in its own process under its limit, its log and figures.json with its exit status in $OUT, the
+    work folder removed."""
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "OUT": str(tmp_path / "out"), "PYTHON": sys.executable,
+           "WHEELS": str(tmp_path / "no-wheels"), "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path),
+           "SECTIONS": "data_parallel"}
+    run = subprocess.run(["bash", "perf/gpu_device_run.sh", "--small"], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    result = json.loads((tmp_path / "out" / "figures.json").read_text())
+    assert result["runs"] == {"data_parallel": {"exit": "0", "seconds": result["runs"]["data_parallel"]["seconds"],
+                                                "stopped_by_time_limit": False}}
+    assert "not measured" in result["figures"]["data_parallel"]["status"]["value"]
+    assert "no wheels in" in run.stdout and "data_parallel.status=" in run.stdout
+    assert (tmp_path / "out" / "data_parallel.log").exists() and (tmp_path / "out" / "run.log").exists()
+    assert not list(tmp_path.glob("t2ireason-gpu-work-*"))

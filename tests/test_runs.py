@@ -302,6 +302,7 @@ def test_demo_runs_the_loop_offline(tmp_path, tiny_models, capsys):
     assert demo.main(["--out", str(tmp_path), "--benchmarks", "worldgenbench", "--limit", "4"]) == 0
     printed = capsys.readouterr().out
     assert "P(Yes) = " in printed and "parsed: {'score':" in printed
+    assert "VIEScore (the paper's t2i prompts" in printed and "  SC " in printed and "reasoning: " in printed
     assert "WorldGenBench Table 2: knowledge checklist score, humanities" in printed
     report = tmp_path / "runs" / "worldgenbench" / "report" / "report.html"
     assert report.is_file() and str(report) in printed

@@ -133,3 +133,38 @@ def test_paired_bootstrap_ci_is_the_bootstrap_of_scipys_statistics(n):
         assert low < fn(x, y) < high
     assert all(math.isnan(v) for v in paired_bootstrap_ci([1, 2], [2, 1]))  # fewer than three pairs
     assert all(math.isnan(v) for v in paired_bootstrap_ci([1, 1, 1, 1], [1, 2, 3, 4]))  # no statistic at all
+
+
+def test_a_degenerate_resample_is_dropped_and_counted_and_the_interval_kept():
+    """As found: 1 of 2,000 resamples with all its ratings equal (tau undefined) made the whole interval NaN, and
+    nothing said so. Now it is dropped, counted, and the interval is the percentile interval of the others."""
+    from t2ireason.stats import paired_bootstrap, paired_bootstrap_ci
+
+    x, y = np.arange(12, dtype=float), np.asarray([0.0, 1.0] * 6)  # a resample of one y value in 2,048 or so
+    with pytest.warns(sps.DegenerateDataWarning):
+        res = sps.bootstrap((x, y), lambda u, v: sps.kendalltau(u, v).statistic, paired=True, vectorized=False,
+                            n_resamples=2000, method="percentile", rng=np.random.default_rng(2))
+    dist = res.bootstrap_distribution
+    assert np.isnan(dist).sum() == 1 and math.isnan(res.confidence_interval.low)  # scipy's own interval: lost
+    found = paired_bootstrap(x, y, "kendall_tau", seed=2)
+    assert (found.degenerate, found.resamples) == (1, 2000)
+    kept = dist[~np.isnan(dist)]
+    assert (found.low, found.high) == pytest.approx(tuple(np.percentile(kept, [2.5, 97.5])))
+    assert paired_bootstrap_ci(x, y, "kendall_tau", seed=2) == (found.low, found.high)
+    # without a degenerate resample, scipy's interval to the last bit, and nothing counted
+    z = x + np.random.default_rng(0).normal(0, 3, 12)
+    clean = paired_bootstrap(x, z, "spearman_rho", seed=2)
+    ref = sps.bootstrap((x, z), lambda u, v: sps.spearmanr(u, v).statistic, paired=True, vectorized=False,
+                        n_resamples=2000, method="percentile", rng=np.random.default_rng(2)).confidence_interval
+    assert clean.degenerate == 0 and (clean.low, clean.high) == pytest.approx((ref.low, ref.high))
+
+
+def test_the_mean_interval_every_table_prints_is_unchanged():
+    from t2ireason.stats import bootstrap
+
+    x = np.random.default_rng(3).uniform(0, 1, 30)
+    found = bootstrap(x, seed=5)
+    ref = sps.bootstrap((x,), np.mean, n_resamples=2000, method="percentile",
+                        rng=np.random.default_rng(5)).confidence_interval
+    assert (found.low, found.high) == (ref.low, ref.high) and found.degenerate == 0
+    assert summarize(x, seed=5)["ci_low"] == ref.low

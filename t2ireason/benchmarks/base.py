@@ -224,6 +224,9 @@ class Benchmark(ABC):
     language: tuple[str, ...] = ("en",)
     #: the one split its dataset has: ``test`` for an evaluation set, ``train`` for a training set
     split: str = "test"
+    #: what an image's subscores are multiplied by to be shown beside its score, on 0-100 as the tables are
+    #: (100 for subscores on 0-1; 1 for those on 0-100 already, or counts)
+    subscore_scale: float = 1.0
 
     @property
     @abstractmethod
@@ -247,6 +250,12 @@ class Benchmark(ABC):
     #: row given to its metric must hold them, and may leave the others out (null, as a dataset's empty
     #: cell); None: every field of the row schema is required
     scored_fields: tuple[str, ...] | None = None
+
+    def unscorable(self, row: dict[str, Any]) -> str | None:
+        """Why the benchmark cannot score ``row`` whatever its image (a prompt the release gives no questions),
+        None when it can: such a prompt is left out of a human study's sample, whose ratings could never meet a
+        judge's score."""
+        return None
 
     def score(self, rows: Sequence[dict[str, Any]], images: Sequence[Any], judge: Any, *,
               progress: bool | str = False, **options: Any) -> list[ImageResult]:

@@ -58,7 +58,8 @@ def run_criteria(args: argparse.Namespace) -> int:
         raise ValueError(f"--criteria-llm is needed: {args.benchmark}'s criteria are made by an LLM")
     choice = args.dimension if metric == "t2i_reasonscore" else args.track if metric == "prism_score" else None
     try:
-        criteria = Criteria(metric, llm, cache=args.cache, choice=choice, language=args.language)
+        criteria = Criteria(metric, llm, cache=args.cache, choice=choice, language=args.language,
+                            choice_hint="--dimension, or a 'dimension' field of the prompts file")
         ids = [r.get("id") if r.get("id") not in (None, "") else n for n, r in enumerate(records, 1)]
         rows, failures = criteria.rows([r["prompt"] for r in records], records, ids=ids)
         report = write_criteria(criteria, rows, failures, args.out, source=str(args.prompts), license=args.license,

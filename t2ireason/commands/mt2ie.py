@@ -170,7 +170,8 @@ def run_mt2ie_command(args: argparse.Namespace) -> int:
     out = Path(args.out)
     print(f"MT2IE {summary['mode']}: {len(models)} model(s), {len(summary['seeds'])} seed(s), "
           f"{summary['runs']} runs of {summary['iterations']} prompts; {summary['rows']} rows "
-          f"({summary['new']} new, {summary['failed']} failed, {summary['stopped']} not reached)")
+          f"({summary['new']} new, {summary['failed']} failed, {summary['refused']} refused by the model, "
+          f"{summary['stopped']} not reached)")
     table = summary["table"]
     if table:
         print(f"\n{'model':<20} {table['metric'] + ' (mean ± std over seeds)':>36} {'mean rank':>10} "

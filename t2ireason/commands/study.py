@@ -27,7 +27,9 @@ def add_rate_args(p: argparse.ArgumentParser) -> None:
     defaults = "; ".join(f"{b}: {pr.kind}" + (f" {pr.scale[0]}-{pr.scale[1]}" if pr.scale else "")
                          for b, pr in PROTOCOLS.items())
     p.add_argument("runs", nargs="+", help="run folders of one benchmark whose images are rated (two for A/B/tie)")
-    p.add_argument("--out", required=True, help="the study folder to write (study.json, index.html, images/, ratings/)")
+    p.add_argument("--out", required=True,
+                   help="the raters' folder to write (index.html, images/, ratings/: it names no run), and beside it "
+                        "the study's key, <out>.key.json, which stays with you (agreement reads it)")
     p.add_argument("--kind", choices=KINDS, default=None,
                    help=f"what the raters answer (default: what the benchmark's paper asked; {defaults}); "
                         "questions: the judge's own questions of --evaluation")
@@ -40,7 +42,8 @@ def add_rate_args(p: argparse.ArgumentParser) -> None:
                    help="raters of each image (default: the paper's 3)")
     p.add_argument("--seed", type=int, default=0, help="seed of the sample, the raters' assignment and order")
     p.add_argument("--evaluation", default=None, help="with --kind questions: the evaluation whose questions are asked")
-    p.add_argument("--title", default=None, help="the study's title on the page")
+    p.add_argument("--title", default=None, help="the study's title on the page (one that names a run or its model "
+                                                  "is refused: the raters would read it)")
 
 
 def run_rate(args: argparse.Namespace) -> int:
@@ -54,8 +57,13 @@ def run_rate(args: argparse.Namespace) -> int:
     print(f"study {study['id']}: {len(study['items'])} items ({study['kind']}; prompts per group: {groups}), "
           f"each rated by {study['raters_per_item']} of {len(study['raters'])} raters "
           f"({', '.join(f'{r} {len(q)}' for r, q in study['queues'].items())})")
-    print(f"rating page: {out / PAGE_FILE} (send the folder; each rater opens the page, names themself, rates "
-          f"and exports one file)")
+    if study["unscorable"]:
+        rid, why = next(iter(study["unscorable"].items()))
+        print(f"{len(study['unscorable'])} prompt(s) left out of the sample: the benchmark cannot score them "
+              f"({rid}: {why}{'; the key lists them' if len(study['unscorable']) > 1 else ''})")
+    print(f"rating page: {out / PAGE_FILE} (send the folder {out}: it names no run; each rater opens the page, names "
+          "themself, rates and exports one file)")
+    print(f"key: {study['key_file']} (keep it, do not send it: it says which run made each image)")
     print(f"then put the raters' files in {out / RATINGS_DIR} and run: t2ireason agreement "
           f"{' '.join(args.runs)} --ratings {out / RATINGS_DIR}")
     return 0
@@ -65,9 +73,11 @@ def add_agreement_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("runs", nargs="+", help="the run folders the study rated, with their evaluations")
     p.add_argument("--ratings", nargs="+", required=True, help="the raters' exported files, or folders of them")
     p.add_argument("--study", default=None,
-                   help="the study folder (default: the one the ratings sit in, <study>/ratings)")
+                   help="the study's key, <study>.key.json, or the raters' folder beside it (default: the one the "
+                        "ratings sit in, <study>/ratings)")
     p.add_argument("--evaluation", nargs="+", default=None,
-                   help="the evaluations (judges) compared (default: every one finished in all the runs)")
+                   help="the evaluations compared, a row each (default: every one finished in all the runs, whatever "
+                        "its metric: the benchmark's own first, then VQAScore, CLIPScore, DSG, VIEScore...)")
     p.add_argument("--export", default=None, metavar="FOLDER",
                    help="also write the study, its sample and the merged ratings as a Hub dataset folder")
     p.add_argument("--license", default=None, help="with --export: the license of the images and ratings")

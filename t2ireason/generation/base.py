@@ -47,10 +47,11 @@ class Drawn:
         return cls(None, reason, kind, retryable, dict(extra or {}))
 
     @classmethod
-    def of(cls, item: Any) -> Drawn:
+    def of(cls, item: Any, who: str = "the generator") -> Drawn:
         """What a drawing function returned for one image: a PIL image, a mapping with ``"image"`` (its other
         keys kept as ``extra``), or an exception in the image's place (a :class:`GenerationFailed` with its
-        kind, any other as an error)."""
+        kind, any other as an error). Anything else is the function's mistake, recorded as ``retryable``:
+        ``--retry-failed`` draws the image again once the function is fixed."""
         from PIL import Image
 
         if isinstance(item, Drawn):
@@ -64,7 +65,8 @@ class Drawn:
             return cls(item["image"], extra={k: v for k, v in item.items() if k != "image"})
         if isinstance(item, Image.Image):
             return cls(item)
-        return cls.failed(f"the generator returned a {type(item).__name__}, not a PIL image")
+        return cls.failed(f"{who} returned a {type(item).__name__}, not a PIL image (nor a mapping with one, nor an "
+                          "exception); once it is fixed, --retry-failed draws it again", "error", True)
 
 
 #: GenerationConfig fields -> their option on the command line, for a message about one a backend cannot take
@@ -97,6 +99,15 @@ class Generator(ABC):
                 raise GeneratorError(f"the {cls.backend} generator cannot take {option} ({value!r}): "
                                      f"it honours {', '.join(_FIELDS[n] for n in _FIELDS if n in cls.takes) or 'none'}"
                                      " besides --images-per-prompt, --batch-size and --seed")
+        if config.height is not None and config.width is not None:
+            from PIL import Image
+
+            limit = Image.MAX_IMAGE_PIXELS
+            if limit and config.height * config.width > limit:  # refused before anything is paid for
+                raise GeneratorError(f"--height {config.height} --width {config.width} asks for "
+                                     f"{config.height * config.width / 1e6:.1f} megapixels an image, more than the "
+                                     f"{limit / 1e6:.1f} a judge reads (PIL.Image.MAX_IMAGE_PIXELS): ask for a "
+                                     "smaller size")
 
     @classmethod
     def option_names(cls) -> list[str]:
@@ -172,7 +183,7 @@ class LocalGenerator(Generator):
             if len(out) != len(batch):
                 raise GeneratorError(f"{self!r} returned {len(out)} images for {len(batch)} prompts")
             for job, item in zip(batch, out):
-                on_drawn(job, Drawn.of(item))
+                on_drawn(job, Drawn.of(item, self.spec.describe()))
 
 
 def check_model(model: str | os.PathLike, revision: str | None = None, *, marker: str = "model_index.json",

@@ -15,9 +15,12 @@ Before the first request the endpoint is checked (:meth:`OpenAIImagesGenerator.c
 key and, when it lists its models, lists this one. A refusal (a 4xx error whose code or message is a content
 policy's, such as OpenAI's HTTP 400 ``moderation_blocked``, "rejected by the safety system") is that image's failure, kind
 ``refused``; another failure after the transport's retries is an ``error``, ``retryable`` when the server or
-the network failed. A refused key ends the generation; so does an endpoint that evidently cannot answer
-(unreachable, timing out or overloaded after every retry: :class:`GeneratorUnavailable`), unless
-``on_unavailable="record"``: images made before are kept either way.
+the network failed; an item of a reply without its image is that image's failure alone (the reply's others
+are kept: asking again would pay for them twice). A refused key ends the generation; so does an account
+whose quota or billing limit is reached (OpenAI's ``insufficient_quota``, ``billing_hard_limit_reached``: not
+retried) and an endpoint that evidently cannot answer (unreachable, timing out or overloaded after every
+retry: :class:`GeneratorUnavailable`), unless ``on_unavailable="record"``: images made before are kept
+either way, and so is a reply on its way (its request was paid for).
 """
 
 from __future__ import annotations
@@ -25,12 +28,13 @@ from __future__ import annotations
 import asyncio
 import base64
 import concurrent.futures
-import io
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from ..images import ImageError, ImageTooLarge, decode_image
 from ..transport import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_MAX_RETRY_AFTER,
@@ -42,6 +46,7 @@ from ..transport import (
     check_values,
     failure_kind,
     json_bytes,
+    quota_exhausted,
     refused_credentials,
     served_hint,
     transient,
@@ -51,8 +56,6 @@ from .base import Drawn, Generator
 from .spec import GeneratorError, GeneratorUnavailable
 
 if TYPE_CHECKING:
-    from PIL import Image
-
     from .jobs import GenerationConfig, Job
     from .spec import GeneratorSpec
 
@@ -94,20 +97,20 @@ def _groups(jobs: Sequence[Job], max_n: int) -> list[list[Job]]:
 
 
 def _check_reply(reply: Any) -> dict[str, Any]:
-    """An images reply, or :class:`Malformed` (retried as a malformed reply is)."""
-    data = reply.get("data") if isinstance(reply, dict) else None
-    if not isinstance(data, list) or not all(
-            isinstance(d, dict) and isinstance(d.get("b64_json") or d.get("url"), str) for d in data):
+    """An images reply: an object whose ``data`` is a list (or null: no image), or :class:`Malformed` (retried as a
+    malformed reply is). An item without an image is that image's failure alone (:meth:`OpenAIImagesGenerator._image`):
+    the reply's other images were paid for, and asking again would pay for them twice."""
+    if not isinstance(reply, dict) or "data" not in reply or not isinstance(reply["data"], (list, type(None))):
         raise Malformed(f"not an images reply ({str(reply)[:200]})")
     return reply
 
 
-def _decode(data: bytes) -> Image.Image:
-    from PIL import Image
-
-    image = Image.open(io.BytesIO(data))
-    image.load()
-    return image
+def _image_of(item: Any) -> str | None:
+    """What an item of a reply gives for its image (``b64_json`` or ``url``), or None."""
+    if not isinstance(item, dict):
+        return None
+    found = item.get("b64_json") or item.get("url")
+    return found if isinstance(found, str) else None
 
 
 class OpenAIImagesGenerator(Generator):
@@ -223,7 +226,9 @@ class OpenAIImagesGenerator(Generator):
             for job, d in zip(groups[i], drawn):
                 on_drawn(job, d)
 
-        self.transport.run_batch(groups, self._ask, before=self._ensure_checked, on_result=handed)
+        # a reply on its way when the run stops (a quota reached, an endpoint down) was paid for: it is kept
+        self.transport.run_batch(groups, self._ask, before=self._ensure_checked, on_result=handed,
+                                 drain=self.transport.timeout)
 
     def _body(self, prompt: str, n: int) -> dict[str, Any]:
         config = self.config
@@ -246,6 +251,12 @@ class OpenAIImagesGenerator(Generator):
             raise
         except Exception as e:
             text = self.transport.describe(e)
+            if quota_exhausted(e):  # every further request fails alike until the account can pay again
+                if self.on_unavailable == "record":
+                    return [Drawn.failed(text, "error", True) for _ in group]
+                raise GeneratorUnavailable(f"{self}: the account's quota or billing limit is reached: {text}. Images "
+                                           "made before are kept; raise the limit (or wait for it to reset) and run "
+                                           "the same command again: it draws the images not made") from None
             if refused_credentials(e):
                 raise GeneratorError(f"{self} refused the credentials: {text}. Images made before are kept; fix the "
                                      "key (or its permissions) and run again") from None
@@ -258,14 +269,19 @@ class OpenAIImagesGenerator(Generator):
         shared = {k: v for k, v in reply.items() if k != "data" and isinstance(v, (str, int, float, bool, dict))}
         if len(group) > 1:
             shared["images_in_request"] = len(group)
-        items = reply["data"][: len(group)]
-        drawn = list(await asyncio.gather(*(self._image(item, shared) for item in items)))
+        items = (reply["data"] or [])[: len(group)]
+        drawn = list(await asyncio.gather(*(self._image(item, shared, job) for item, job in zip(items, group))))
         short = f"the server returned {len(items)} of the {len(group)} images asked for"
         return drawn + [Drawn.failed(short, "error", True, shared) for _ in range(len(group) - len(items))]
 
-    async def _image(self, item: dict[str, Any], shared: dict[str, Any]) -> Drawn:
-        """One image of a reply, decoded in a worker thread (never on the loop that keeps requests in flight)."""
-        extra = {**{k: v for k, v in item.items() if k not in ("b64_json", "url")}, **shared}
+    async def _image(self, item: Any, shared: dict[str, Any], job: Job) -> Drawn:
+        """One image of a reply, decoded in a worker thread (never on the loop that keeps requests in flight);
+        an item without one is this image's failure (``retryable``: ``--retry-failed`` asks for it again)."""
+        extra = {**{k: v for k, v in (item.items() if isinstance(item, dict) else ()) if k not in ("b64_json", "url")},
+                 **shared}
+        if _image_of(item) is None:
+            given = {k: v for k, v in item.items() if k in ("b64_json", "url")} if isinstance(item, dict) else item
+            return Drawn.failed(f"the server's reply held no image for it ({str(given)[:100]})", "error", True, extra)
         loop = asyncio.get_running_loop()
         if self._decoder is None:
             self._decoder = concurrent.futures.ThreadPoolExecutor(min(4, os.cpu_count() or 1),
@@ -275,12 +291,16 @@ class OpenAIImagesGenerator(Generator):
                 data = await loop.run_in_executor(self._decoder, base64.b64decode, item["b64_json"])
             else:
                 data = await self.transport.download(item["url"])
-            image = await loop.run_in_executor(self._decoder, _decode, data)
+            image = await loop.run_in_executor(self._decoder, partial(decode_image, large=True), data,
+                                               f"{job.file} (the server's reply)")
         except asyncio.CancelledError:
             raise
         except Exception as e:  # a link that fails, bytes that are not an image: this image's failure
-            text = self.transport.describe(e) if failure_kind(e) != "other" else f"{type(e).__name__}: {e}"
-            return Drawn.failed(f"the image could not be read: {self.transport.scrub(text)}", "error", True, extra)
+            text = (self.transport.describe(e) if failure_kind(e) != "other" else str(e) if isinstance(e, ImageError)
+                    else f"{job.file}: {type(e).__name__}: {e}")
+            # an image larger than PIL reads is what the model drew: asking again pays for the same again
+            return Drawn.failed(f"the image could not be read: {self.transport.scrub(text)}", "error",
+                                not isinstance(e, ImageTooLarge), extra)
         return Drawn(image, extra=extra)
 
     def close(self) -> None:

@@ -6,7 +6,8 @@ each image's seed, the settings given on the command line only (``num_inference_
 prompt: a PIL image; a mapping ``{"image": <PIL image>, ...}`` whose other keys (a revised prompt, timings) are
 kept with the image; or an exception in the image's place (:class:`~t2ireason.generation.GenerationRefused`
 for a refusal) for an image it could not make, recorded with its message. An exception it raises stops the
-generation (finished images are kept, a re-run goes on). The module is imported from the working folder as
+generation with one line naming it (its traceback in ``<out>/.generation/error-<rank>.txt``; finished images
+are kept, a re-run goes on). The module is imported from the working folder as
 ``python -m`` would; a function that loads a model should load it once (``functools.cache``).
 """
 
@@ -66,7 +67,12 @@ class PythonGenerator(LocalGenerator):
         import_callable(spec.model)
 
     def draw_batch(self, prompts: Sequence[str], seeds: Sequence[int]) -> list[Any]:
-        out = self.fn(list(prompts), [int(s) for s in seeds], **self.config.call_kwargs())
+        try:
+            out = self.fn(list(prompts), [int(s) for s in seeds], **self.config.call_kwargs())
+        except Exception as e:  # the user's code: one line (the traceback kept by the driver), finished work kept
+            raise GeneratorError(f"python generator {self.spec.model!r} raised {type(e).__name__}: {e} (drawing "
+                                 f"{len(prompts)} prompt(s), the first {str(prompts[0])[:60]!r}); the images made "
+                                 "before are kept: fix it and run the same command again") from e
         if isinstance(out, (str, bytes, Mapping)) or not isinstance(out, Sequence):
             raise GeneratorError(f"python generator {self.spec.model!r} returned a {type(out).__name__}; it must "
                                  "return a list with one image (or exception) per prompt")

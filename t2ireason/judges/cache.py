@@ -30,7 +30,8 @@ The file is kept under a size limit (``max_size``, default :data:`DEFAULT_MAX_SI
 ``$T2IREASON_CACHE_MAX_SIZE`` such as ``500MB``; ``0`` for none): as a reward in a training loop
 every step asks about new images, so without a limit the file would only grow. Past the
 limit, the least recently used replies are deleted (SQLite reuses their pages, so the file
-stays near the limit), and the write-ahead log is kept to a tenth of it; an evicted reply is
+stays near the limit), and the write-ahead log is kept to a tenth of it, at most 4 MiB (SQLite's
+own checkpoints stay on beside that bound); an evicted reply is
 simply asked again when next needed. A file that cannot serve (damaged, its disk full) is a
 :class:`CacheError`: one line naming it and the way out, never sqlite3's traceback.
 """
@@ -158,8 +159,9 @@ class CacheError(JudgeError):
     """The response cache cannot be opened or written: the message names the file and why."""
 
 
-#: the write-ahead log's bound: a tenth of the size limit (within these), past which it is emptied into the file
-_WAL_SHARE, _WAL_BOUNDS = 0.1, (64 * 1024, 64 * 1024**2)
+#: the write-ahead log's bound: a tenth of the size limit (within these), past which it is emptied into the file;
+#: at most about what SQLite's own checkpoints (every 1,000 pages) let it reach
+_WAL_SHARE, _WAL_BOUNDS = 0.1, (64 * 1024, 4 * 1024**2)
 
 
 class ResponseCache:
@@ -167,11 +169,11 @@ class ResponseCache:
     threads and processes. One connection per process (re-opened after a fork).
 
     With a size limit, the write-ahead log (``<file>-wal``) is bounded too: SQLite's own
-    checkpoints cannot empty it while other processes keep reading and writing (with four
-    writers and a 2 MB limit it grew to 70 MB), so once it holds more than a tenth of the limit
-    a writer checkpoints it into the file and truncates it (``wal_checkpoint(TRUNCATE)``,
-    waiting for the others' short transactions); the file and its log together stay near the
-    limit (with four writers, at most 1.25 times it over 20 runs)."""
+    checkpoints (kept on, every 1,000 pages) cannot empty it while other processes keep reading and
+    writing (with four writers and a 2 MB limit it grew to 70 MB), so once it holds more than a
+    tenth of the limit (at most 4 MiB) a writer checkpoints it into the file and truncates it
+    (``wal_checkpoint(TRUNCATE)``, waiting for the others' short transactions); the file and its
+    log together stay near the limit (with four writers, at most 1.25 times it over 20 runs)."""
 
     def __init__(self, path: str | os.PathLike, *, timeout: float = 60.0, max_size: int | str | None = None):
         self.path = Path(path).expanduser()
@@ -234,8 +236,10 @@ class ResponseCache:
         conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")  # durable across process crashes in WAL mode
-        if self.max_wal is not None:  # checkpoints by _bound_wal only: SQLite's own would make its TRUNCATE busy
-            conn.execute("PRAGMA wal_autocheckpoint = 0")
+        if self.max_wal is not None:
+            # SQLite's own checkpoints stay on (every 1,000 pages): turned off, the log of a default 2 GiB cache
+            # grew to its bound of 64 MiB before its first checkpoint (67 MB for a 13 MB cache over a full
+            # R2I-Bench run). They may make _bound_wal's TRUNCATE busy for a moment, which it waits out.
             conn.execute(f"PRAGMA journal_size_limit = {self.max_wal}")
         conn.executescript(_SCHEMA)
         if "used" not in {row[1] for row in conn.execute("PRAGMA table_info(replies)")}:  # a cache of before

@@ -8,14 +8,17 @@ reading only ``config.json`` (from the folder, the local Hugging Face cache, or 
 
 from __future__ import annotations
 
+import importlib.metadata
+import importlib.util
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 from .base import JudgeError
 from .spec import JudgeSpec
 
-__all__ = ["check_checkpoint"]
+__all__ = ["check_checkpoint", "torchvision_problem", "torchvision_fix"]
 
 #: the class the hf backend loads every judge with
 _AUTO_CLASS = "AutoModelForImageTextToText"
@@ -111,3 +114,33 @@ def _check_family(model: str, config: dict[str, Any], trust_remote_code: bool) -
         raise JudgeError(f"judge model {model!r} is a {kind!r} model, which {version} does not load as a "
                          f"vision-language model ({_AUTO_CLASS}): a judge looks at images (e.g. "
                          "hf:Qwen/Qwen2.5-VL-7B-Instruct)")
+
+
+def torchvision_problem() -> str | None:
+    """Why the installed torchvision cannot be used (built for another torch), or None when it
+    imports or is not installed. A mismatched torchvision breaks transformers' image and video
+    processors for every family, so the judge refuses to load with the fix named."""
+    if importlib.util.find_spec("torchvision") is None:
+        return None
+    try:
+        import torchvision  # noqa: F401
+        from torchvision.ops import nms  # noqa: F401  # the compiled operators are what a mismatch breaks
+    except Exception as e:  # RuntimeError "operator torchvision::nms does not exist", ImportError...
+        return (f"torchvision {importlib.metadata.version('torchvision')} is installed but cannot be used beside "
+                f"torch {_torch_version()} ({type(e).__name__}: {e}). {torchvision_fix()}")
+    return None
+
+
+def _torch_version() -> str:
+    import torch
+
+    return torch.__version__
+
+
+def torchvision_fix() -> str:
+    """The install command of the torchvision built for the installed torch (0.N+15 for torch 2.N)."""
+    match = re.match(r"2\.(\d+)", _torch_version())
+    spec = f"torchvision==0.{int(match.group(1)) + 15}.*" if match else "the torchvision release built for it"
+    return (f"Install {spec} from the same index as torch {_torch_version()} (the project's Makefile: "
+            f"`make vision`, or TORCHVISION_SPEC=... beside TORCH_SPEC), or pick a torch that has one "
+            f"(on this project's CI machines: torch==2.14.1 torchvision==0.29.1).")

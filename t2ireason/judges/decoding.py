@@ -1,15 +1,11 @@
 """The logits processors the local judge decodes with (:mod:`t2ireason.judges.transformers_judge`):
-each sampled row drawn from its own seeded generator, answers teacher-forced for their probabilities,
-JSON schemas enforced row by row (llguidance). Each is a ``transformers.LogitsProcessor`` made per batch;
-torch, transformers and llguidance are imported when one is made."""
+each sampled row drawn from its own seeded generator, answers teacher-forced for their probabilities
+(JSON schemas are enforced by :mod:`.constrained`). Each is a ``transformers.LogitsProcessor`` made per
+batch; torch and transformers are imported when one is made."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from .base import JudgeError
-
-__all__ = ["row_sampler", "forced_tokens", "schema_constraint"]
+__all__ = ["row_sampler", "forced_tokens"]
 
 
 def row_sampler(rows: list[tuple[float, float, int | None, int | None]]):
@@ -100,63 +96,3 @@ def forced_tokens(answers: list[list[int]], filler: int):
             return scores
 
     return ForcedTokens()
-
-
-def schema_constraint(tokenizer_info: Any, schemas: list[dict | None], prompt_len: int, executor: Any = None):
-    """A logits processor keeping each row with a JSON schema inside that schema
-    (llguidance matchers, one per row); rows without one are left free.
-
-    The grammar is compact JSON (no optional whitespace): a weak model otherwise
-    spends its token budget on spaces and newlines. Per step the batch's last tokens are read
-    in one copy, the rows' masks computed together (``executor``, an ``llguidance.LLExecutor``,
-    fills them in parallel) into llguidance's pinned buffer, and that buffer copied to the
-    device without waiting.
-    """
-    import llguidance
-    import llguidance.torch as llt
-    import torch
-    from transformers import LogitsProcessor
-
-    class SchemaConstraint(LogitsProcessor):
-        def __init__(self):
-            self.matchers = [
-                None if schema is None else llguidance.LLMatcher(
-                    tokenizer_info, llguidance.LLMatcher.grammar_from_json_schema(
-                        schema, defaults={"whitespace_flexible": False}))
-                for schema in schemas
-            ]
-            for m, schema in zip(self.matchers, schemas):
-                if m is not None and m.is_error():
-                    raise JudgeError(f"cannot enforce JSON schema {schema.get('title', '')!r}: {m.get_error()}")
-            self.mask = llt.allocate_token_bitmask(len(schemas), tokenizer_info.vocab_size)  # pinned with CUDA
-            self.device_mask = None
-
-        def __call__(self, input_ids, scores):
-            if input_ids.shape[1] > prompt_len:  # the tokens chosen at the previous step, one copy for the batch
-                # (reading them waits for the device, so the previous step's copy of the mask is done)
-                for m, token in zip(self.matchers, input_ids[:, -1].tolist()):
-                    if m is not None and not m.is_stopped():
-                        m.consume_token(token)
-            self.mask.fill_(-1)  # all bits set: every token allowed
-            # a complete reply (stopped matcher) allows only end-of-sequence; a broken one is left free
-            live = [(m, i) for i, m in enumerate(self.matchers) if m is not None and not m.is_error()]
-            if executor is not None:
-                llt.fill_next_token_bitmask_par(executor, live, self.mask)
-            else:
-                for m, i in live:
-                    llt.fill_next_token_bitmask(m, self.mask, i)
-            if self.device_mask is None:
-                self.device_mask = torch.empty_like(self.mask, device=scores.device)
-            self.device_mask.copy_(self.mask, non_blocking=True)
-            scores = scores.clone()
-            if scores.is_cuda:
-                llt.apply_token_bitmask_inplace(scores, self.device_mask)
-            else:  # llguidance's kernel is torch.compile'd: on a CPU its first call builds C++ (13 CPU-s, and a
-                # compiler), a cost a short run never earns back; the same mask in eager torch
-                bits = (self.device_mask.unsqueeze(-1) >> torch.arange(32, dtype=torch.int32)) & 1
-                allowed = bits.reshape(len(bits), -1)[:, :scores.shape[1]].bool()
-                scores[:, allowed.shape[1]:] = float("-inf")  # past the tokenizer's vocabulary (padded logits)
-                scores[:, :allowed.shape[1]].masked_fill_(~allowed, float("-inf"))
-            return scores
-
-    return SchemaConstraint()

@@ -41,11 +41,12 @@ import importlib.util
 import json
 import re
 import threading
+from collections.abc import Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NamedTuple
 
-from ..images import JudgeImage
+from ..images import ImageError, JudgeImage, load_images, missing_files
 from .base import (
     AnswerQuery,
     ChatRequest,
@@ -57,72 +58,18 @@ from .base import (
     Sampling,
     TokenLogprob,
 )
-from .decoding import forced_tokens, row_sampler, schema_constraint
+from .checkpoints import torchvision_fix, torchvision_problem
+from .constrained import schema_constraint
+from .decoding import forced_tokens, row_sampler
 from .prefetch import prefetched
+from .static_cache import StaticDecoding, check_setting
+from .vision_attention import fitting_attention, use_varlen_sdpa
 
 __all__ = ["TransformersJudge", "GENERATION_CONFIGS", "torchvision_problem"]
 
 #: ``generation_config`` choices: the project's explicit ``sampling`` (default), or the checkpoint's own
 #: ``generation_config.json`` (its temperature, top-p, top-k, repetition penalty...), as official scripts run.
 GENERATION_CONFIGS = ("sampling", "model")
-
-
-#: families whose vision tower attends image by image (Qwen2-VL, Qwen3-VL) or window by window (Qwen2.5-VL):
-#: transformers' SDPA path calls the kernel once per image or window (Qwen2.5-VL-7B at batch 32: about 45,000
-#: small calls, half the batch's time on an H100, ../../perf/README.md); flash-attention's varlen kernel once a layer
-VARLEN_VISION_FAMILIES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe")
-
-
-def _fitting_attention(model: str, load: dict, dtype: Any, device_map: Any, device: str | None) -> dict | None:
-    """The attention implementation to ask for when the user names none: flash-attention 2 for the vision
-    tower of :data:`VARLEN_VISION_FAMILIES` when ``flash_attn`` is installed and the model goes to CUDA in
-    half precision (the kernel takes nothing else), else ``None`` (transformers' default, SDPA)."""
-    import torch
-    from transformers import AutoConfig
-    from transformers.utils import is_flash_attn_2_available
-
-    if not (torch.cuda.is_available() and is_flash_attn_2_available()):
-        return None
-    target = device_map if device_map is not None else device or "cuda"
-    if isinstance(target, str) and not target.startswith(("cuda", "auto", "balanced", "sequential")):
-        return None
-    config = AutoConfig.from_pretrained(model, **load)
-    if config.model_type not in VARLEN_VISION_FAMILIES or "vision_config" not in getattr(config, "sub_configs", {}):
-        return None
-    resolved = getattr(config, "dtype", None) if dtype == "auto" else dtype
-    if str(resolved).removeprefix("torch.") not in ("float16", "bfloat16"):
-        return None
-    return {"vision_config": "flash_attention_2"}
-
-
-def torchvision_problem() -> str | None:
-    """Why the installed torchvision cannot be used (built for another torch), or None when it
-    imports or is not installed. A mismatched torchvision breaks transformers' image and video
-    processors for every family, so the judge refuses to load with the fix named."""
-    if importlib.util.find_spec("torchvision") is None:
-        return None
-    try:
-        import torchvision  # noqa: F401
-        from torchvision.ops import nms  # noqa: F401  # the compiled operators are what a mismatch breaks
-    except Exception as e:  # RuntimeError "operator torchvision::nms does not exist", ImportError...
-        return (f"torchvision {importlib.metadata.version('torchvision')} is installed but cannot be used beside "
-                f"torch {_torch_version()} ({type(e).__name__}: {e}). {_torchvision_fix()}")
-    return None
-
-
-def _torch_version() -> str:
-    import torch
-
-    return torch.__version__
-
-
-def _torchvision_fix() -> str:
-    """The install command of the torchvision built for the installed torch (0.N+15 for torch 2.N)."""
-    match = re.match(r"2\.(\d+)", _torch_version())
-    spec = f"torchvision==0.{int(match.group(1)) + 15}.*" if match else "the torchvision release built for it"
-    return (f"Install {spec} from the same index as torch {_torch_version()} (the project's Makefile: "
-            f"`make vision`, or TORCHVISION_SPEC=... beside TORCH_SPEC), or pick a torch that has one "
-            f"(on this project's CI machines: torch==2.14.1 torchvision==0.29.1).")
 
 
 def _is_out_of_memory(error: BaseException) -> bool:
@@ -146,6 +93,14 @@ def _jsonable(value: Any) -> Any:
 def _digest(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(_jsonable(value), sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+class _Undecoded(NamedTuple):
+    """A :meth:`TransformersJudge.yes_probability` pair whose image is decoded when its batch is prepared."""
+
+    image: Any
+    question: str
+    answer: str = "Yes"
 
 
 class TransformersJudge(Judge):
@@ -172,16 +127,16 @@ class TransformersJudge(Judge):
     request's ``json_schema`` by constrained decoding (llguidance); ``False`` leaves
     it to the caller's parser and re-asks.
 
-    ``attn_implementation`` left at ``None`` is chosen per family: flash-attention's varlen kernel
-    for the vision tower of the Qwen-VL families when ``flash_attn`` is installed and the model runs
-    on CUDA in half precision (their vision towers attend image by image or window by window:
-    one kernel call per layer instead of one per window), transformers' default (SDPA) otherwise;
-    the choice is part of :meth:`identity`. ``prefetch`` batches are prepared (images resized,
-    template rendered, processor run) in a background thread while the model answers the current
-    one (``0``: one after the other). ``compiled_decoding`` decodes chat replies with a static KV
-    cache, which ``generate`` compiles with ``torch.compile`` on CUDA: worth it for long runs of
-    long JSON replies, after a first call that compiles (tens of seconds; a new batch size or a
-    longer cache compiles again).
+    ``attn_implementation`` left at ``None`` is chosen per family: the Qwen-VL families' vision towers,
+    which attend image by image or window by window, attend in one call a layer instead of one a window
+    (flash-attention's varlen kernel when ``flash_attn`` is installed and the model runs on CUDA in half
+    precision, else one padded SDPA call: :mod:`.vision_attention`), other families get transformers'
+    default (SDPA); the choice is part of :meth:`identity`. ``prefetch`` batches are prepared (images
+    decoded and resized, template rendered, processor run, tensors staged in pinned memory) in a
+    background thread while the model answers the current one (``0``: one after the other).
+    ``compiled_decoding`` decodes chat replies with a static KV cache, which ``generate`` compiles with
+    ``torch.compile``: ``None`` (the default) on CUDA for full batches, ``True`` always, ``False`` never
+    (:mod:`.static_cache`; the first batch of a size compiles, tens of seconds, said once in the log).
     """
 
     backend = "hf"
@@ -207,7 +162,7 @@ class TransformersJudge(Judge):
         generate_kwargs: dict | None = None,
         structured_output: bool = True,
         prefetch: int = 1,
-        compiled_decoding: bool = False,
+        compiled_decoding: bool | None = None,
     ):
         import torch
         from transformers import AutoModelForImageTextToText, AutoProcessor
@@ -230,7 +185,8 @@ class TransformersJudge(Judge):
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
         self.structured_output = structured_output
         self.prefetch = prefetch
-        self.compiled_decoding = compiled_decoding
+        self.compiled_decoding = check_setting(compiled_decoding)
+        self._static = StaticDecoding()
         self.trust_remote_code = trust_remote_code
         self.processor_kwargs = dict(processor_kwargs or {})
         self.model_kwargs = dict(model_kwargs or {})
@@ -252,16 +208,18 @@ class TransformersJudge(Judge):
         try:
             self.processor = AutoProcessor.from_pretrained(self.model, **load, **self.processor_kwargs)
             if attn_implementation is None:
-                attn_implementation = _fitting_attention(self.model, load, dtype, device_map, device)
+                attn_implementation = fitting_attention(self.model, load, dtype, device_map, device)
             self.attn_implementation = attn_implementation
             if attn_implementation is not None:
                 model_load["attn_implementation"] = attn_implementation
             self.hf_model = AutoModelForImageTextToText.from_pretrained(self.model, **model_load).eval()
+            if attn_implementation is None:  # window by window no more: one attention call a layer
+                self.attn_implementation = use_varlen_sdpa(self.hf_model)
         except Exception as e:  # OSError for a missing path, ValueError for an unknown architecture...
             rev = f" at revision {revision!r}" if revision else ""
             needs = ""
             if "torchvision" in str(e).lower() and importlib.util.find_spec("torchvision") is None:
-                needs = f" This model's processor needs torchvision, which is not installed. {_torchvision_fix()}"
+                needs = f" This model's processor needs torchvision, which is not installed. {torchvision_fix()}"
             raise JudgeError(f"cannot load judge model {self.model!r}{rev}: {type(e).__name__}: {e}{needs}") from e
         if device_map is None:
             self.hf_model.to(device or ("cuda" if torch.cuda.is_available() else "cpu"))
@@ -329,8 +287,9 @@ class TransformersJudge(Judge):
         ident.update({k: _jsonable(v) for k, v in options.items() if v})
         if self.attn_implementation:
             ident["attn_implementation"] = _jsonable(self.attn_implementation)
-        if self.compiled_decoding:
-            ident["cache_implementation"] = "static"
+        static = self._static.describe(self.compiled_decoding, self.device.type)
+        if static:
+            ident["cache_implementation"] = static
         if self.trust_remote_code:
             ident["trust_remote_code"] = True
         if self.structured_output:
@@ -423,9 +382,17 @@ class TransformersJudge(Judge):
         with self._failing_as("the processor"):
             enc = self.processor(text=texts, padding=True, return_tensors="pt",
                                  add_special_tokens=not (bos and texts[0].startswith(bos)), **kwargs)
+        if self.device.type == "cuda":  # staged here (the prefetch thread): pinned, pixels in the model's dtype
+            import torch
+
+            for key, value in enc.items():
+                if isinstance(value, torch.Tensor):
+                    enc[key] = (value.to(self.hf_model.dtype) if value.is_floating_point() else value).pin_memory()
         return enc
 
     def _on_device(self, enc):
+        if self.device.type == "cuda":  # staged by _encode: the upload does not wait
+            return enc.to(self.device, non_blocking=True)
         return enc.to(self.device, dtype=self.hf_model.dtype)
 
     def _prefetched(self, chunks: list, prepare):
@@ -508,37 +475,43 @@ class TransformersJudge(Judge):
                 config.min_new_tokens = min(config.min_new_tokens, config.max_new_tokens)
             config.return_dict_in_generate = True
             config.output_logits = max(r.top_logprobs for r in requests) > 0
-            if self.compiled_decoding:  # generate compiles its decoding step for a static cache (on CUDA)
-                config.cache_implementation = "static"
+            if self._static.applies(self.compiled_decoding, len(requests), self.batch_size, self.device.type):
+                self._static.configure(config, enc["input_ids"].shape[1])  # generate compiles its decoding step
             constraint = None
             if any(schemas):
                 if self._executor is None:
                     import llguidance
 
                     self._executor = llguidance.LLExecutor()
-                constraint = schema_constraint(self._llguidance_tokenizer(config), schemas,
-                                                enc["input_ids"].shape[1], self._executor)
+                constraint = schema_constraint(self._llguidance_tokenizer(config), schemas, self._executor)
         return {"requests": requests, "samplings": samplings, "schemas": schemas, "closing": closing,
                 "enc": enc, "config": config, "constraint": constraint}
 
     def _generate(self, prepared: dict[str, Any]) -> list[Reply]:
         import torch
+        from transformers import StoppingCriteriaList
 
         requests, samplings, schemas, closing, config = (prepared[k] for k in (
             "requests", "samplings", "schemas", "closing", "config"))
         prompt_lengths = prepared["enc"]["attention_mask"].sum(1).tolist()  # on the CPU still
         enc = self._on_device(prepared["enc"])
-        processors = []
-        if prepared["constraint"] is not None:  # masks first, then the row sampler draws among the allowed tokens
-            processors.append(prepared["constraint"])
+        processors, constraint, hooks = [], prepared["constraint"], None
+        if constraint is not None:  # masks first, then the row sampler draws among the allowed tokens
+            processors.append(constraint)
+            hooks = StoppingCriteriaList([constraint.stopping_hook()])  # starts each next step's masks
         top_k = self._model_sampling()[2] if self.generation_config == "model" else None
         if any(s.temperature > 0 for s in samplings):
             processors.append(row_sampler([(s.temperature, s.top_p, top_k, s.seed) for s in samplings]))
-        with self._failing_as("generation"), torch.inference_mode():
-            out = self.hf_model.generate(**enc, generation_config=config, logits_processor=processors or None)
-
-        prompt_len = 0 if self.hf_model.config.is_encoder_decoder else enc["input_ids"].shape[1]
-        new = out.sequences[:, prompt_len:].tolist()
+        try:
+            with self._failing_as("generation"), torch.inference_mode(), \
+                    self._static.first_call(config, len(requests), repr(self)):
+                out = self.hf_model.generate(**enc, generation_config=config, logits_processor=processors or None,
+                                             stopping_criteria=hooks)
+                new = out.sequences[:, 0 if self.hf_model.config.is_encoder_decoder else enc["input_ids"].shape[1]:]
+                new = new.tolist()  # waits for the device: the first call's time is the whole batch's
+        finally:
+            if constraint is not None:
+                constraint.close()
         eos = config.eos_token_id
         eos = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
         logits = torch.stack(out.logits, 1).float().log_softmax(-1) if config.output_logits else None
@@ -595,6 +568,19 @@ class TransformersJudge(Judge):
 
     # -- answer probabilities -------------------------------------------------
 
+    def yes_probability(self, images: Sequence[Any], questions: Sequence[str], *,
+                        progress: bool | str = False) -> list[float]:
+        """P("Yes") for each (image, question) pair. Images not decoded yet (paths, bytes, dicts) are decoded
+        batch by batch where the batch is prepared, by :func:`~t2ireason.images.load_images`' threads, while
+        the model answers the batch before (a missing file is still told before any work)."""
+        images = list(images)
+        if self.prefetch == 0 or len(images) != len(questions) or all(isinstance(x, JudgeImage) for x in images):
+            return super().yes_probability(images, questions, progress=progress)
+        missing = missing_files(images)
+        if missing:
+            raise ImageError(f"image file not found: {missing[0][1]}")
+        return self.answer_probability([_Undecoded(x, q) for x, q in zip(images, questions)], progress=progress)
+
     def _answer_batches(self, chunks: list[list[AnswerQuery]]):
         for queries, prepared in self._prefetched(chunks, self._prepare_answers):
             yield self._answer_logprobs(queries, prepared)
@@ -602,7 +588,7 @@ class TransformersJudge(Judge):
     def _answer_logprobs(self, queries: list[AnswerQuery], prepared: Future | None = None) -> list[float]:
         try:
             return self._teacher_forced(prepared.result() if prepared is not None else self._prepare_answers(queries))
-        except JudgeError:
+        except (JudgeError, ImageError):
             raise
         except Exception as e:
             if not _is_out_of_memory(e):
@@ -644,6 +630,12 @@ class TransformersJudge(Judge):
         for q in queries:
             if not q.answer:
                 raise JudgeError(f"answer {q.answer!r} has no tokens")
+        if not all(isinstance(q.image, JudgeImage) for q in queries):  # yes_probability's: decoded here, at once
+            images = load_images([q.image for q in queries])
+            for image in images:
+                if isinstance(image, ImageError):
+                    raise image
+            queries = [AnswerQuery(image, q.question, q.answer) for image, q in zip(images, queries)]
         with self._preparing:
             conversations = [[{"role": "user", "content": [{"type": "image", "image": self._image(q.image)},
                                                             {"type": "text", "text": self._plain(q.question)}]}]
@@ -653,8 +645,9 @@ class TransformersJudge(Judge):
             rows = [ids[mask.bool()].tolist() for ids, mask in zip(enc["input_ids"], enc["attention_mask"])]
             answers = [self.answer_ids(row, q.answer) for row, q in zip(rows, queries)]
         config = copy.deepcopy(self.hf_model.generation_config)
+        longest = max(map(len, answers))  # one-token answers (Yes): one forward, no KV cache to keep
         config.update(do_sample=False, temperature=None, top_p=None, top_k=None, min_new_tokens=None,
-                      max_new_tokens=max(map(len, answers)), output_logits=True, return_dict_in_generate=True)
+                      max_new_tokens=longest, use_cache=longest > 1, output_logits=True, return_dict_in_generate=True)
         if config.pad_token_id is None:
             config.pad_token_id = self.tokenizer.pad_token_id
         return {"queries": queries, "enc": enc, "answers": answers, "config": config}

@@ -45,6 +45,8 @@ class Section:
     tables: Sequence[PaperTable] = ()
     figures: Sequence[str | os.PathLike] = ()
     runs: Sequence[Mapping[str, Any]] = field(default_factory=list)  # column -> plain value, one per model
+    #: what each image's subscores are multiplied by to be shown on 0-100 beside its score (the benchmark's)
+    subscore_scale: float = 1.0
 
 
 def _fmt(value: Any) -> str:
@@ -80,8 +82,15 @@ def _src(path: str | os.PathLike | None, out_dir: Path, embed: bool, image_root:
     return Path(os.path.relpath(p.resolve(), out_dir.resolve())).as_posix()
 
 
+def _subscore(value: Any, scale: float) -> str:
+    """A subscore as the card shows it: on 0-100 like the score beside it (``scale``: from its benchmark's own)."""
+    if scale != 1.0 and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{scale * value:.1f}"
+    return _fmt(value)
+
+
 def _entry(model: str, r: ImageResult, out_dir: Path, embed: bool, image_root: Path | None,
-           shared: Mapping[str, str]) -> dict[str, Any]:
+           shared: Mapping[str, str], subscore_scale: float = 1.0) -> dict[str, Any]:
     return {
         "model": model,
         "context": {k: v for k, v in _context(r).items() if k not in shared},
@@ -91,7 +100,7 @@ def _entry(model: str, r: ImageResult, out_dir: Path, embed: bool, image_root: P
         "any_failure": r.failed or bool(r.failure) or any(q.score is None for q in r.questions),
         "failure": r.failure,
         "score_text": "—" if r.score is None else f"{100 * r.score:.1f}",  # on 0-100, as the tables
-        "subscores": {k: _fmt(v) for k, v in r.subscores.items()},
+        "subscores": {k: _subscore(v, subscore_scale) for k, v in r.subscores.items()},
         "reasks": r.reasks,
         "questions": r.questions,
         "replies": r.replies,
@@ -169,7 +178,8 @@ def render_html_report(sections: Sequence[Section] | Sequence[ImageResult], out_
             # description of the image, its settings) with each model's entry
             contexts = [_context(r) for r in per_model.values()]
             shared = {k: v for k, v in contexts[0].items() if all(c.get(k) == v for c in contexts[1:])}
-            entries = [_entry(m, per_model[m], out, embed_images, root, shared) for m in labels if m in per_model]
+            entries = [_entry(m, per_model[m], out, embed_images, root, shared, s.subscore_scale)
+                       for m in labels if m in per_model]
             config = f"{prefix}{first.config}" if first.config else ""
             if config and config not in configs:
                 configs.append(config)

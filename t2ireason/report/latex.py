@@ -12,9 +12,11 @@ then the larger font, then models as rows):
   models as columns, which suits the few models of one report;
 - either split into panels (groups of columns, or of models) stacked in the one table.
 
-A layout fits when it is no wider than ``width`` and, with its caption, no taller than
-:data:`ONE_HEIGHT` (the text of the same article page: a float taller than the page is never placed);
-``\\scriptsize`` is tried only when neither larger font fits. Only a table that no layout fits is scaled
+A layout fits when it is no wider than ``width`` and, given a ``height`` (:data:`ONE_COLUMN_HEIGHT`, the
+text of the same article page: a float taller than it is never placed, "Float too large"), its panels no
+taller than it with the caption: a table the page cannot hold goes on in floats of its own ("continued"), and
+one that holds fewer floats without its 95% intervals is laid out without them, its caption saying so;
+``\\scriptsize`` is tried only where it spares a float. Only a table that no layout fits is scaled
 (``\\resizebox``), the last resort. The widths are estimated from Computer Modern's character widths
 (``cmr8``/``cmbx8``, the widest of its small sizes, so that the estimate errs wide), the heights from the
 sizes' line spacing and booktabs' rules. Rows are printed under their groups' headings (a paper's
@@ -33,12 +35,12 @@ from ..results import Cell, PaperTable
 from .cells import best_rows, format_cell, is_change
 from .tables import grouped_rows
 
-__all__ = ["to_latex", "ONE_COLUMN", "ONE_HEIGHT"]
+__all__ = ["to_latex", "ONE_COLUMN", "ONE_COLUMN_HEIGHT"]
 
 #: the text width of LaTeX's one-column ``article`` at 10 pt, in points
 ONE_COLUMN = 345.0
-#: the text height of the same page, in points: a float taller than it is never placed ("Float too large")
-ONE_HEIGHT = 550.0
+#: the text height of the same article (letter paper), in points: a float taller is "too large for page"
+ONE_COLUMN_HEIGHT = 550.0
 
 # Computer Modern's advance widths in em (cmr8.tfm; bold, cmbx8, is some 16% wider); kerning left out
 _EM = {**{c: w for chars, w in [("!',.:;[]`il", 0.295), ("fj", 0.325), ("-", 0.354), (" ", 0.354), ("I", 0.383),
@@ -64,8 +66,13 @@ _TEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "
                 "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
 
 
+#: letters pdflatex's text fonts lack (it stops: "Unicode character τ"), written as math (the agreement tables' τ, ρ, α)
+_TEX_MATH = {"τ": r"$\tau$", "ρ": r"$\rho$", "α": r"$\alpha$"}
+
+
 def _tex(text: str) -> str:
-    return re.sub(r"[\\&%$#_{}~^]", lambda m: _TEX_SPECIAL[m.group()], str(text)).replace("\n", " ")
+    text = re.sub(r"[\\&%$#_{}~^]", lambda m: _TEX_SPECIAL[m.group()], str(text)).replace("\n", " ")
+    return re.sub("[" + "".join(_TEX_MATH) + "]", lambda m: _TEX_MATH[m.group()], text)
 
 
 @dataclass
@@ -265,16 +272,16 @@ def _caption_height(caption: str, below: str, width: float) -> float:
 
 
 def _fitted(t: PaperTable, width: float, intervals: bool, caption: str = "", below: str = "",
-            height: float = ONE_HEIGHT) -> tuple[str, float, list[list[_Grid]]] | None:
+            height: float | None = None) -> tuple[str, float, list[list[_Grid]]] | None:
     """(font size command, column gap, the floats: each a list of panels) of the first layout that fits
-    ``width`` and whose panels fit ``height`` with the caption (the first float's, or a continued one's
-    for the others) and the space between them: by the fewest floats, then the fewest panels, the paper's
+    ``width`` and whose panels fit ``height`` (None: any) with the caption (the first float's, or a continued
+    one's for the others) and the space between them: by the fewest floats, then the fewest panels, the paper's
     orientation, headings not upright, the larger font, headings on one line (``\\scriptsize`` only where
     it spares a float); None when none fits."""
     best = best_rows(t)
     labels = list(t.rows)
     groups = _groups(t.columns)
-    first, more = (height * _MARGIN - _caption_height(text, note, width)
+    first, more = (float("inf") if height is None else height * _MARGIN - _caption_height(text, note, width)
                    for text, note in ((caption, below), ("Table 10, continued (2 of 3).", "")))
 
     def floats(grids: list[_Grid], size: float, gap: float) -> list[list[_Grid]] | None:
@@ -319,24 +326,34 @@ def _fitted(t: PaperTable, width: float, intervals: bool, caption: str = "", bel
     return size, gap, packed
 
 
-def to_latex(tables: Sequence[PaperTable], *, intervals: bool = False, width: float | None = None) -> str:
+def to_latex(tables: Sequence[PaperTable], *, intervals: bool = False, width: float | None = None,
+             height: float | None = None) -> str:
     """Every table as a LaTeX ``table`` with booktabs rules (``\\usepackage{booktabs}``): the model
     column, then the paper's columns, each column's best value in bold, the note as the caption;
     ``intervals=True`` adds the 95% intervals in brackets (a smaller font). ``width`` (points, e.g.
-    :data:`ONE_COLUMN`) lays each table out to fit it (see the module); without it, a table of more than
-    nine columns spans the page (``table*``), scaled to it."""
+    :data:`ONE_COLUMN`) lays each table out to fit it (see the module), and ``height`` (e.g.
+    :data:`ONE_COLUMN_HEIGHT`) too: a table the page cannot hold goes on in floats of its own, its intervals
+    left out where that spares a float; without a width, a table of more than nine columns spans the page
+    (``table*``), scaled to it."""
     out = ["% t2i-reason paper tables; needs \\usepackage{booktabs} and \\usepackage{graphicx} (upright headings, and the last resort of scaling a table)"]
     for t in tables:
         caption = _tex(t.title) + (f". {_tex(t.note)}" if t.note else "")
-        if intervals and any(cell.low is not None for cells in t.rows.values() for cell in cells.values()):
-            caption += "; 95\\% bootstrap confidence intervals in brackets"
+        shown = intervals and any(cell.low is not None for cells in t.rows.values() for cell in cells.values())
         apart = {label: why for label, why in t.apart.items() if label in t.rows}
         # the runs not ranked and why, where the table is: a paragraph under the caption, in a smaller font
         below = ("$^\\dagger$Measured otherwise than the paper's rows, not ranked among them: " + "; ".join(
             f"{_tex(label)}: {_tex(why)}" for label, why in apart.items()) + ".") if apart else ""
         notes = [f"\\par\\smallskip{{\\footnotesize {below}\\par}}"] if below else []
         label = re.sub(r"[^a-z0-9]+", "-", t.title.lower()).strip("-")
-        fitted = _fitted(t, width, intervals, caption, below) if width is not None and t.rows else None
+        said = "; 95\\% bootstrap confidence intervals in brackets" if shown else ""
+        fitted = _fitted(t, width, shown, caption + said, below, height) if width is not None and t.rows else None
+        if shown and height is not None and width is not None and (fitted is None or len(fitted[2]) > 1):
+            plain = caption + "; the 95\\% bootstrap intervals are left out here to fit the page (the Markdown and CSV " \
+                              "tables give them)"
+            bare = _fitted(t, width, False, plain, below, height)
+            if bare and (fitted is None or len(bare[2]) < len(fitted[2])):  # fewer floats without them
+                fitted, shown, said, caption = bare, False, "", plain
+        caption += said
         if fitted:  # one float, or as many as the page needs (the first with the caption, the others continued)
             size, gap, packed = fitted
             for n, grids in enumerate(packed):
@@ -357,7 +374,7 @@ def to_latex(tables: Sequence[PaperTable], *, intervals: bool = False, width: fl
             env, scale = ("table*", "\\resizebox{\\textwidth}{!}{%") if len(t.columns) > 9 else ("table", "")
         else:
             env, scale = "table", "\\resizebox{\\linewidth}{!}{%" if t.rows else ""
-        grid = _as_rows(t, [(c, []) for c in t.columns], list(t.rows), best_rows(t), intervals, grouped=False)
+        grid = _as_rows(t, [(c, []) for c in t.columns], list(t.rows), best_rows(t), shown, grouped=False)
         lines = grid.tex(_SIZES["\\small"], 6.0)
         if scale:
             lines[-1] += "}"

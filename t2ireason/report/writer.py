@@ -110,7 +110,7 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
     each run stands among them. Returns the paths, the Markdown of every table and of the headline
     table of each benchmark."""
     from .html import Section, write_html_report
-    from .latex import ONE_COLUMN, to_latex
+    from .latex import ONE_COLUMN, ONE_COLUMN_HEIGHT, to_latex
     from .plots import layout, mt2ie_iterations, score_distribution, table_bars, table_radar
     from .published import MARK, place, standing_figure
     from .tables import side_by_side, to_csv, to_markdown
@@ -162,7 +162,8 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
                                       unscorable={label: sum(r.unscorable for r in rs) for label, rs in results.items()})
         plots += figures
         sections.append(Section(bench.pretty_name, results, tables, [f for f in figures if f.suffix == ".png"],
-                                [_run_row(run, n, label) for run, n, label in group] + about))
+                                [_run_row(run, n, label) for run, n, label in group] + about,
+                                subscore_scale=bench.subscore_scale))
     for folder in agents:  # MT2IE writes its own benchmark: its output is a ranking, not a run
         table = json.loads((folder / "summary.json").read_text(encoding="utf-8")).get("table")
         if not table:
@@ -189,7 +190,7 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
     (out / "tables.md").write_text(text, encoding="utf-8")
     (out / "tables.csv").write_text("".join(part if i == 0 else part.split("\n", 1)[1]
                                             for i, part in enumerate(csv_parts)), encoding="utf-8")
-    (out / "tables.tex").write_text(to_latex(every_table, width=ONE_COLUMN), encoding="utf-8")
+    (out / "tables.tex").write_text(to_latex(every_table, width=ONE_COLUMN, height=ONE_COLUMN_HEIGHT), encoding="utf-8")
     labels = list(dict.fromkeys(label for _, _, label in entries))
     meta = {"images scored": "; ".join(f"{k}: {v}" for k, v in scored.items())} if scored else None
     page = write_html_report(sections, out, title=title or (f"{', '.join(names)}: {', '.join(labels)}" if labels

@@ -141,11 +141,15 @@ def _scorer(metric: str, judge: Any, llm: Any, settings: dict[str, Any], shared:
         from ..alignment import DEFAULT_CLIP_MODEL
 
         kwargs = dict(settings["clip_kwargs"] or {})
+        _check_clip_kwargs(kwargs)
         return CLIPScorer(settings["model"] or DEFAULT_CLIP_MODEL, kwargs.pop("prefix", None), **kwargs)
     if metric == "vqascore":
         from ..alignment import DEFAULT_VQASCORE_JUDGE
+        from ..judges import validate_judge
 
         given = judge is not None and not _is_spec(judge)
+        if not given:  # a misspelt option: a "did you mean", never a TypeError from the backend's constructor
+            validate_judge(judge or DEFAULT_VQASCORE_JUDGE, settings["judge_kwargs"])
         loaded = judge if given else load_judge(judge or DEFAULT_VQASCORE_JUDGE, cache=settings["cache"],
                                                 **(settings["judge_kwargs"] or {}))
         return VQAScorer(loaded, settings["question"], owns_judge=not given)
@@ -170,6 +174,21 @@ def _scorer(metric: str, judge: Any, llm: Any, settings: dict[str, Any], shared:
     report_preset_settings(setting)
     loaded = load_judge(setting.loadable, cache=settings["cache"], **setting.judge_kwargs)
     return BenchmarkScorer(metric, criteria, setting, loaded, owns_judge=True)
+
+
+def _check_clip_kwargs(kwargs: dict[str, Any]) -> None:
+    """CLIPScore's options (``clip_kwargs``) checked by name, with a "did you mean"."""
+    import inspect
+
+    from ..alignment import CLIPScorer as Model
+    from ..judges.spec import did_you_mean
+
+    names = ["prefix", *(n for n, p in inspect.signature(Model.__init__).parameters.items()
+                         if p.kind is p.KEYWORD_ONLY)]
+    for key in kwargs:
+        if key not in names:
+            raise ValueError(f"clip_kwargs takes no option {key!r}{did_you_mean(key, names)}; its options: "
+                             f"{', '.join(names)}")
 
 
 def _is_spec(value: Any) -> bool:

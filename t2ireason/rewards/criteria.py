@@ -49,7 +49,7 @@ from ..parsing import ReplyParseError, ask_structured, extract_json
 from ..prompts import render
 from ..redaction import SECRET_NAME
 
-__all__ = ["Criteria", "METRIC_BENCHMARKS", "LOCK_STRIPES", "default_criteria_path", "conform"]
+__all__ = ["Criteria", "Method", "Made", "METRIC_BENCHMARKS", "LOCK_STRIPES", "default_criteria_path", "conform"]
 
 #: metric -> the benchmark whose rows it scores
 METRIC_BENCHMARKS = {"r2i_score": "r2i-bench", "t2i_reasonscore": "t2i-reasonbench",
@@ -102,18 +102,28 @@ class Made:
 
 # -- the method of each metric ---------------------------------------------------------------------------
 
-class _Method:
-    """What one metric needs for a prompt and how it is made (one subclass per benchmark)."""
+class Method:
+    """What one metric needs for a prompt and how it is made: one subclass per benchmark here, and one per
+    metric that makes its own questions (:mod:`t2ireason.baselines`: DSG, TIFA), whose ``bench`` is None and
+    whose :attr:`features` are their own. :class:`Criteria` takes a metric's name or such an object."""
 
     metric: str
     #: the fields a metadata row that needs no generation holds (any one, non-empty)
     criteria_fields: tuple[str, ...] = ()
     templates: tuple[str, ...] = ()
 
+    #: how a message about a missing or unknown choice says to give one
+    choice_hint = "load_reward(..., dimension=...) or a 'dimension' in metadata"
+
     def __init__(self, bench: Any, choice: str | None = None, language: str | None = None):
         self.bench = bench
         self.choice = choice
         self.language = language
+
+    @property
+    def features(self) -> Any:
+        """The ``datasets.Features`` of a row."""
+        return self.bench.features
 
     def given(self, meta: dict[str, Any]) -> bool:
         """Whether ``meta`` is already a row the metric scores (its criteria given)."""
@@ -121,7 +131,7 @@ class _Method:
 
     def row(self, prompt: str, meta: dict[str, Any], ident: str) -> dict[str, Any]:
         """``meta`` as a row of the benchmark's schema, about ``prompt``."""
-        return self.with_id(conform({**meta, "prompt": prompt}, self.bench.features), meta.get("id") or ident)
+        return self.with_id(conform({**meta, "prompt": prompt}, self.features), meta.get("id") or ident)
 
     def with_id(self, row: dict[str, Any], ident: Any) -> dict[str, Any]:
         return {**row, "id": str(ident)}
@@ -149,7 +159,7 @@ class _Method:
         return {"version": _VERSION, "templates": digest.hexdigest()}
 
 
-class _R2I(_Method):
+class _R2I(Method):
     metric = "r2i_score"
     criteria_fields = ("questions",)
     templates = ("r2i_bench/imagine_image.txt", "r2i_bench/design_questions.txt", "r2i_bench/weight.txt",
@@ -181,7 +191,7 @@ class _R2I(_Method):
         return ["all"] + ([row["category"]] if row.get("category") in self.bench.configs else [])
 
 
-class _T2I(_Method):
+class _T2I(Method):
     metric = "t2i_reasonscore"
     criteria_fields = ("evaluation",)
 
@@ -198,7 +208,7 @@ class _T2I(_Method):
         if dim not in DIMENSIONS:
             said = f"dimension {dim!r} is not one of" if dim else "no dimension: give one of"
             raise ValueError(f"t2i_reasonscore judges a prompt by its dimension; {said} {', '.join(DIMENSIONS)} "
-                             f"(load_reward(..., dimension=...) or a 'dimension' in metadata), for {prompt[:60]!r}")
+                             f"({self.choice_hint}), for {prompt[:60]!r}")
         return dim
 
     def row(self, prompt: str, meta: dict[str, Any], ident: str) -> dict[str, Any]:
@@ -238,7 +248,7 @@ class _T2I(_Method):
         return [row["dimension"]]
 
 
-class _Checklist(_Method):
+class _Checklist(Method):
     metric = "knowledge_checklist_score"
     criteria_fields = ("checklist",)
     templates = ("worldgenbench/checklist_generation.txt",)
@@ -266,7 +276,7 @@ class _Checklist(_Method):
         return [row["domain"]] if row.get("domain") in self.bench.configs else []
 
 
-class _Prism(_Method):
+class _Prism(Method):
     metric = "prism_score"
 
     def given(self, meta: dict[str, Any]) -> bool:
@@ -332,23 +342,30 @@ _THREAD_LOCKS_LOCK = threading.Lock()
 class Criteria:
     """The rows ``metric`` scores images of any prompt against, made by ``llm`` (a loaded judge: any chat
     model; None when every row comes with the images) and kept in ``cache`` (a path, True for
-    :func:`default_criteria_path`, False for none: then kept for this object's life only).
+    :func:`default_criteria_path`, False for none: then kept for this object's life only). ``metric`` is a
+    benchmark metric's name, or a :class:`Method` object (a metric that makes its own questions).
 
     ``choice`` is what the metric judges a prompt by when its metadata does not say: T2I-ReasonBench's
-    dimension, PRISM-Bench's track (default: the project's general alignment template); ``language``
+    dimension, PRISM-Bench's track (default: the project's general alignment template), and ``choice_hint``
+    how a message tells the caller's user to give it (default: ``load_reward(..., dimension=...)``); ``language``
     PRISM-Bench's language (default ``en``). :attr:`counts` says how many rows were given, read from memory
     or the cache, made, and failed so far; :attr:`used` holds every row this object made or read, by key."""
 
-    def __init__(self, metric: str, llm: Any = None, *, cache: str | Path | bool = True, choice: str | None = None,
-                 language: str | None = None):
-        from ..benchmarks import get_benchmark
+    def __init__(self, metric: str | Method, llm: Any = None, *, cache: str | Path | bool = True,
+                 choice: str | None = None, language: str | None = None, choice_hint: str | None = None):
+        if isinstance(metric, Method):
+            self.method = metric
+        else:
+            from ..benchmarks import get_benchmark
 
-        if metric not in _METHODS:
-            raise ValueError(f"no criteria for {metric!r}; the metrics with rows: {', '.join(_METHODS)}")
-        self.bench = get_benchmark(METRIC_BENCHMARKS[metric])
-        self.method = _METHODS[metric](self.bench, choice, language)
-        if metric == "t2i_reasonscore" and choice is not None:
-            self.method.dimension({}, "")  # an unknown dimension is said now, not at the first call
+            if metric not in _METHODS:
+                raise ValueError(f"no criteria for {metric!r}; the metrics with rows: {', '.join(_METHODS)}")
+            self.method = _METHODS[metric](get_benchmark(METRIC_BENCHMARKS[metric]), choice, language)
+            if choice_hint:  # how the caller's user names the choice (the command line: its option)
+                self.method.choice_hint = choice_hint
+            if metric == "t2i_reasonscore" and choice is not None:
+                self.method.dimension({}, "")  # an unknown dimension is said now, not at the first call
+        self.bench = self.method.bench
         self.llm = llm
         self.store = None
         if cache and self.method.metric != "prism_score":
@@ -393,12 +410,13 @@ class Criteria:
         return rows, failures  # type: ignore[return-value]  # every slot is filled
 
     def dataset(self):
-        """Every row this object made or read from the cache, as a ``datasets.Dataset`` of the benchmark's schema."""
+        """Every row this object made or read from the cache, as a ``datasets.Dataset`` of the method's schema."""
         import datasets
 
+        features = self.method.features
         with self._lock:
             rows = list(self.used.values())
-        return datasets.Dataset.from_list([conform(r, self.bench.features) for r in rows], features=self.bench.features)
+        return datasets.Dataset.from_list([conform(r, features) for r in rows], features=features)
 
     # -- keys, the cache, the locks -------------------------------------------------------------------
 

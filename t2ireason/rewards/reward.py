@@ -1,6 +1,8 @@
 """A reward as RL fine-tuning loops call one: ``scores, info = reward(images, prompts, metadata)``.
 
-The convention of Flow-GRPO, DanceGRPO and their kin: one float per image on 0-1, and a dict of details.
+The convention of DDPO (ddpo-pytorch, trl's ``DDPOTrainer``), DanceGRPO and their kin: one float per image on
+0-1, and a dict of details; Flow-GRPO's own shape (a dict of named score lists) is :meth:`Reward.flow_grpo`
+(:mod:`.trainers`).
 :meth:`Reward.submit` returns a ``concurrent.futures.Future`` of the same pair at once, so the trainer
 draws its next group while the judge answers; at most ``max_in_flight`` submitted calls are unfinished (a
 further ``submit`` waits for one), scored by ``workers`` threads (one by default: one step at a time, the
@@ -96,8 +98,27 @@ class Reward:
 
     # -- calling -----------------------------------------------------------------------------------------
 
-    def __call__(self, images: Any, prompts: Sequence[str], metadata: Any = None) -> tuple[list[Any], dict[str, Any]]:
+    def __call__(self, images: Any, prompts: Sequence[str], metadata: Any = None, **trainer: Any
+                 ) -> tuple[list[Any], dict[str, Any]]:
+        if trainer:  # another trainer's call shape (Flow-GRPO's only_strict=...): say which adapter takes it
+            raise TypeError(f"a Reward is called as reward(images, prompts, metadata); it takes no "
+                            f"{', '.join(map(repr, trainer))}: for Flow-GRPO's reward_fn(images, prompts, metadata, "
+                            "only_strict=...) pass reward.flow_grpo()")
         return self._score(images, prompts, metadata)
+
+    def flow_grpo(self) -> Any:
+        """This reward in Flow-GRPO's call shape: ``details, info = fn(images, prompts, metadata,
+        only_strict=True)``, ``details["avg"]`` the reward (:class:`~.trainers.FlowGRPOReward`)."""
+        from .trainers import FlowGRPOReward
+
+        return FlowGRPOReward(self)
+
+    def trl_ddpo_async(self) -> Any:
+        """This reward as trl's ``DDPOTrainer`` takes one with ``async_reward_computation=True``: a pair of
+        futures (:class:`~.trainers.TrlDDPOAsyncReward`); synchronously, and in ddpo-pytorch, the reward itself."""
+        from .trainers import TrlDDPOAsyncReward
+
+        return TrlDDPOAsyncReward(self)
 
     def submit(self, images: Any, prompts: Sequence[str], metadata: Any = None) -> Future:
         """A ``Future`` of ``reward(images, prompts, metadata)``, returned at once; waits first while
@@ -135,7 +156,9 @@ class Reward:
         for i, p in enumerate(prompts):
             if not isinstance(p, str):
                 raise ValueError(f"prompts[{i}] is a {type(p).__name__}, not a string")
-        pictures = image_batch(images, value_range=self.value_range)
+        # images outside value_range mean a wrong value_range (a decoder's [-1, 1] read as [0, 1]): refused,
+        # rather than every image scored as a failure and the loop training on nothing
+        pictures = image_batch(images, value_range=self.value_range, out_of_range="raise")
         if len(pictures) != len(prompts):
             raise ValueError(f"got {len(pictures)} images but {len(prompts)} prompts")
         metas = _metadata(metadata, len(prompts))

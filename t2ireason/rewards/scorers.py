@@ -45,8 +45,15 @@ class Scorer:
 
     def run(self, images: list[Any], prompts: Sequence[str], metadata: Sequence[dict[str, Any]],
             judge: Any) -> list[ImageResult]:
-        """Each image's result; an image with nothing to be scored against fails with the reason, unjudged."""
-        references, missing = self.references(prompts, metadata)
+        """Each image's result; an image with nothing to be scored against fails with the reason, unjudged (an
+        empty prompt too: its image alone, not the batch)."""
+        given = [i for i, p in enumerate(prompts) if p.strip()]
+        found = self.references([prompts[i] for i in given], [metadata[i] for i in given]) if given else ([], [])
+        references: list[Any] = [None] * len(prompts)
+        missing: list[str | None] = [f"prompts[{i}] is empty: nothing to score its image against"
+                                     for i in range(len(prompts))]
+        for i, reference, why in zip(given, *found):
+            references[i], missing[i] = reference, why
         asked = [i for i, m in enumerate(missing) if m is None]
         scored = iter(self.score([references[i] for i in asked], [images[i] for i in asked], judge) if asked else [])
         return [next(scored) if m is None else ImageResult(id=str(i), prompt=prompts[i], score=None, failure=m)

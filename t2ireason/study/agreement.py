@@ -1,20 +1,23 @@
-"""People against the judge: a study's merged ratings joined to the runs' judge scores, as the papers'
-tables report them.
+"""People against the judges: a study's merged ratings joined to every evaluation of the runs, as the
+papers' meta-evaluation tables report them.
 
-- ``scale`` (T2I-ReasonBench Table 1, PRISM-Bench Table 3): Kendall's tau-b and Spearman's rho between
-  the judge's per-image score and the mean of the raters' scores, per dimension or track, their mean over
-  the groups (T2I-ReasonBench's "Average") and over every image pooled;
+- ``scale`` (T2I-ReasonBench Table 1, PRISM-Bench Table 3, MT2IE Tables 1-2): Kendall's tau-b and
+  Spearman's rho between the evaluation's per-image score and the mean of the raters' scores, per
+  dimension or track, their mean over the groups (T2I-ReasonBench's "Average") and over every image pooled;
 - ``preference`` (R2I-Bench Tables 4 and 21): pairwise accuracy with ties, tau and rho between the
-  people's A/B/tie verdict and the judge's margin, per category and overall;
+  people's A/B/tie verdict and the evaluation's margin, per category, their average and overall;
 - ``questions``: per-question accuracy (the judge's answer is the one most raters gave), with tau and rho
   between the judge's answers and the raters' mean answers.
 
-Each figure pooled or per group comes with its 95% percentile bootstrap interval over the images
-(pairs, questions) of that group (:func:`t2ireason.stats.paired_bootstrap_ci`, ``bootstrap_ci`` for a
-share; seeded; none where a resample is degenerate); the statistics themselves are
-:mod:`t2ireason.meta_eval`'s. One row per evaluation
-(judge) of the runs: comparing judges against people is what the papers' tables do. Inter-rater
-agreement (Krippendorff's alpha) is a table of its own.
+Every evaluation finished in all the study's runs is a row, whatever its metric (the benchmark's own,
+VQAScore, CLIPScore, DSG, VIEScore, a user's module: ``scores.json``'s ``metric``), each image's score read
+as the run reads any evaluation's; the benchmark's own metric first, each row labelled by its metric and
+judge (:mod:`t2ireason.study.layouts` lays the tables out). Each figure pooled or per group comes with its
+95% percentile bootstrap interval over the images (pairs, questions) of that group
+(:func:`t2ireason.stats.paired_bootstrap`, ``bootstrap`` for a share; seeded); a resample with no
+statistic (its ratings or scores all equal) is dropped from the interval and counted (``resamples``, said
+in the tables' notes). The statistics themselves are :mod:`t2ireason.meta_eval`'s. Inter-rater agreement
+(Krippendorff's alpha) is a table of its own.
 
 The figures are written into each run, ``<run>/agreement/<study id>/``: ``agreement.json`` (every figure,
 the merged ratings, what was left out and why), ``tables.md``, ``tables.csv`` and ``tables.tex``; the
@@ -39,7 +42,8 @@ from scipy.stats import ConstantInputWarning
 from ..files import atomic_write_json, atomic_write_text, inside
 from ..results import Cell, PaperTable
 from ..version import __version__
-from .protocols import level_of, protocol
+from .layouts import metric_title, tables
+from .protocols import group_of, level_of
 from .ratings import Ratings, krippendorff_alpha, merge, read_ratings
 from .sample import (
     STUDY_FILE,
@@ -47,6 +51,7 @@ from .sample import (
     file_digest,
     finished_evaluations,
     judge_results,
+    key_file,
     load_study,
     open_run,
 )
@@ -58,14 +63,16 @@ RESULT_FILE = "agreement.json"
 
 
 def find_study(ratings: Sequence[str | os.PathLike], study: str | os.PathLike | None = None) -> dict[str, Any]:
-    """The study named, else the one the ratings sit in (a study folder, or its ``ratings/`` folder)."""
+    """The study named (its key, or its raters' folder with the key beside it), else the one the ratings sit in
+    (the raters' folder, or its ``ratings/`` folder: the key beside that folder)."""
     if study is not None:
         return load_study(study)
     for p in map(Path, ratings):
         for folder in (p, p.parent, p.parent.parent):
-            if (folder / STUDY_FILE).is_file():
+            if key_file(folder).is_file() or (folder / STUDY_FILE).is_file():
                 return load_study(folder)
-    raise StudyError(f"no {STUDY_FILE} beside the ratings given: name the study folder with --study")
+    raise StudyError("no study key (<study>.key.json beside the raters' folder <study>) found from the ratings given: "
+                     "name it with --study")
 
 
 def _runs(study: dict[str, Any], paths: Sequence[str | os.PathLike]) -> list[Any]:
@@ -108,14 +115,30 @@ def _mean_interval(values: np.ndarray) -> list[float]:
 
 
 def _with_intervals(figures: dict[str, Any], pairs: Callable[[str | None], tuple[np.ndarray, np.ndarray]]) -> None:
-    """Add the 95% bootstrap intervals of tau and rho (``<name>_ci``) to the pooled figures and each group's;
-    ``pairs(group)``: the two columns correlated there."""
-    from ..stats import paired_bootstrap_ci
+    """Add the 95% bootstrap intervals of tau and rho (``<name>_ci``) to the pooled figures and each group's, and
+    how many resamples had no statistic (``<name>_ci_degenerate``); ``pairs(group)``: the two columns correlated
+    there."""
+    from ..stats import paired_bootstrap
 
     for group, target in [(None, figures), *figures.get("per_group", {}).items()]:
         x, y = pairs(group)
         for name in ("kendall_tau", "spearman_rho"):
-            target[f"{name}_ci"] = list(paired_bootstrap_ci(x, y, name))
+            found = paired_bootstrap(x, y, name)
+            target[f"{name}_ci"] = [found.low, found.high]
+            target[f"{name}_ci_degenerate"] = found.degenerate
+            target[f"{name}_ci_resamples"] = found.resamples
+
+
+def _dropped_resamples(name: str, figures: dict[str, Any], groups: dict[str, str]) -> list[dict[str, Any]]:
+    """Each interval of ``figures`` that left out resamples with no statistic: where, and how many."""
+    out = []
+    for group, target in [(None, figures), *figures.get("per_group", {}).items()]:
+        for stat in ("kendall_tau", "spearman_rho"):
+            k = target.get(f"{stat}_ci_degenerate") or 0
+            if k:
+                out.append({"evaluation": name, "group": None if group is None else groups.get(group, group),
+                            "statistic": stat, "degenerate": k, "resamples": target[f"{stat}_ci_resamples"]})
+    return out
 
 
 def _floats(values: Sequence[float | None]) -> np.ndarray:
@@ -254,119 +277,152 @@ def _raters(study: dict[str, Any], ratings: Ratings, merged: dict[str, Any]) -> 
 _COMPUTE = {"scale": _scale, "preference": _preference, "questions": _questions}
 
 
+#: the benchmarks whose metric asks each row's own questions (T2I-ReasonBench Table 1's "LLM" column says whose)
+_QUESTIONS = ("t2i-reasonbench", "r2i-bench", "worldgenbench")
+
+
+def _questions_source(run: Any) -> str:
+    """Whose questions the run's rows hold: the LLM that made them (``t2ireason criteria``), else the release's
+    (or the sample's shipped with the package)."""
+    from ..judges.spec import portable_model
+
+    data = run.data_source()
+    if data is None:
+        return "the sample's"
+    report = Path(data) / "build_report.json"
+    try:
+        made = json.loads(report.read_text(encoding="utf-8")) if report.is_file() else {}
+    except (OSError, ValueError):
+        made = {}
+    llm = made.get("criteria_llm") or {}
+    if made.get("made_by") == "t2ireason criteria" and llm.get("model"):
+        return portable_model(str(llm["model"]))[0]
+    return "the release's"
+
+
+def _rows(study: dict[str, Any], runs: list[Any], names: list[str]) -> list[dict[str, Any]]:
+    """Each evaluation as a table row: its metric (``scores.json``'s, else its settings', else the benchmark's), its
+    judge, its label (metric and judge), the benchmark's own metric first."""
+    from ..judges.spec import judge_name
+
+    bench = runs[0].bench
+    rows = []
+    for name in names:
+        scores = runs[0].scores(name)
+        metric = scores.get("metric") or (scores.get("settings") or {}).get("metric") or bench.metric
+        judge = judge_name(scores.get("judge") or {})
+        label = metric_title(metric) + (f" ({judge})" if judge else "")
+        rows.append({"evaluation": name, "metric": metric, "judge": judge, "own": metric == bench.metric,
+                     "label": label})
+    # the benchmark's own metric first, in the run's order; then the baselines by name, as the papers list theirs
+    rows = [r for r in rows if r["own"]] + sorted((r for r in rows if not r["own"]), key=lambda r: r["label"].lower())
+    labels = [r["label"] for r in rows]
+    for r in rows:  # two evaluations alike (another preset, other options): told apart by their names
+        if labels.count(r["label"]) > 1:
+            r["label"] += f" [{r['evaluation']}]"
+    return rows
+
+
+def _judges_row(study: dict[str, Any], runs: list[Any], rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """PRISM-Bench Table 3's last row: two judges of the benchmark's metric against each other over the runs'
+    mean scores of each track (every image of the runs), where the study has two such evaluations."""
+    from ..meta_eval import judge_agreement
+
+    own = [r for r in rows if r["own"]]
+    if study["benchmark"] != "prism-bench" or study["kind"] != "scale" or len(own) < 2:
+        return None
+    a, b = own[:2]
+    label = f"{a['judge'] or a['evaluation']} vs. {b['judge'] or b['evaluation']}"
+    if len(runs) < 3:
+        return {"label": label, "why": f"{label}: not computed, the two judges' agreement over the runs' mean scores "
+                                       f"needs three runs or more ({len(runs)} rated)"}
+    scores: list[dict[str, float | None]] = [{}, {}]
+    models, groups = {}, {}
+    for run in runs:
+        track = {key: group_of(study["benchmark"], row) for key, row, _ in run.image_items(failed=True)}
+        for side, row in zip(scores, (a, b)):
+            for key, r in judge_results(run, row["evaluation"]).items():
+                if key in track:
+                    side[f"{run.name}/{key}"] = r.score
+                    models[f"{run.name}/{key}"], groups[f"{run.name}/{key}"] = run.name, track[key]
+    ids = [i for i in scores[0] if i in scores[1]]
+    with warnings.catch_warnings():  # a track where one judge gives every run the same mean: not defined (–)
+        warnings.simplefilter("ignore", ConstantInputWarning)
+        found = judge_agreement({i: scores[0][i] for i in ids}, {i: scores[1][i] for i in ids},
+                                models={i: models[i] for i in ids}, groups={i: groups[i] for i in ids})["model"]
+    return {"label": label, "evaluations": [a["evaluation"], b["evaluation"]], "n_models": found["n_models"],
+            "per_group": {g: {"kendall_tau": v["kendall_tau"], "spearman_rho": v["spearman_rho"]}
+                          for g, v in found.get("per_group", {}).items()},
+            "kendall_tau": found["kendall_tau"], "spearman_rho": found["spearman_rho"]}
+
+
 def compute_agreement(study: dict[str, Any], runs: Sequence[str | os.PathLike], ratings: Sequence[str | os.PathLike],
                       *, evaluations: Sequence[str] | None = None) -> dict[str, Any]:
-    """The agreement of each evaluation (judge) of ``runs`` with the people who rated ``study``
-    (``ratings``: the raters' files, or folders of them). Returns every figure, the paper's tables
-    (``tables``, :class:`~t2ireason.results.PaperTable`), the merged ratings and ``problems``: each
-    thing left out, one line each."""
+    """The agreement of each evaluation of ``runs`` (every metric, every judge) with the people who rated
+    ``study`` (``ratings``: the raters' files, or folders of them). Returns every figure, the paper's tables
+    (``tables``, :class:`~t2ireason.results.PaperTable`), the rows (``rows``: each evaluation's metric, judge and
+    label), the merged ratings, ``problems`` (each thing left out, one line each) and ``resamples`` (each
+    interval that left out resamples with no statistic)."""
     opened = _runs(study, runs)
-    common = [n for n in finished_evaluations(opened[0]) if all(n in finished_evaluations(r) for r in opened[1:])]
+    finished = [finished_evaluations(r) for r in opened]
+    common = [n for n in finished[0] if all(n in f for f in finished[1:])]
+    problems: list[str] = []
     if evaluations:
         unknown = [e for e in evaluations if e not in common]
         if unknown:
             raise StudyError(f"evaluation(s) {', '.join(unknown)} not finished in every run of the study "
                              f"(finished in all: {', '.join(common) or 'none'})")
         common = list(evaluations)
+    else:
+        for name in dict.fromkeys(n for f in finished for n in f if n not in common):
+            have = [r.name for r, f in zip(opened, finished) if name in f]
+            problems.append(f"evaluation {name} is finished in {', '.join(have)} only, not in every run the study "
+                            "rated; left out (score the others with it to compare it)")
     if not common:
         raise StudyError("no evaluation is finished in every run of the study: score the runs first "
                          "(`t2ireason evaluate`), then compare")
-    gone, problems = _moved(study, opened)
+    gone, moved = _moved(study, opened)
     read = read_ratings(study, ratings)
-    problems = read.problems + problems
+    problems = read.problems + moved + problems
     if not read.files:
         raise StudyError(f"no usable ratings file among {', '.join(map(str, ratings))}"
                          + (f": {problems[0]}" if problems else ""))
     merged = merge(study, read, gone)
     items = [it for it in study["items"] if it["id"] in merged]
-    per_evaluation = {}
-    for name in common:
+    rows = _rows(study, opened, common)
+    if study["kind"] == "questions":  # the judge's questions of one evaluation: those of its metric ask them too
+        asked = next((r["metric"] for r in rows if r["evaluation"] == study["runs"][0]["evaluation"]), None)
+        for r in rows:
+            if asked is not None and r["metric"] != asked:
+                problems.append(f"evaluation {r['evaluation']} ({metric_title(r['metric'])}) asks none of the "
+                                "study's questions; left out")
+        rows = [r for r in rows if asked is None or r["metric"] == asked]
+    per_evaluation, resamples = {}, []
+    for row in rows:
+        name = row["evaluation"]
         judged = {run.name: judge_results(run, name) for run in opened}
         with warnings.catch_warnings():  # constant ratings or scores in a group: its figure is not defined (–)
             warnings.simplefilter("ignore", ConstantInputWarning)
             figures = _COMPUTE[study["kind"]](items, merged, judged)
         if figures.get("n_excluded"):
             what = "questions" if study["kind"] == "questions" else "rated items"
-            problems.append(f"evaluation {name}: {figures['n_excluded']} {what} have no judge score (the judge "
-                            "failed, or did not score them); left out of its figures")
+            problems.append(f"evaluation {name}: {figures['n_excluded']} {what} have no score (the judge failed, or "
+                            "did not score them); left out of its figures")
         per_evaluation[name] = figures
+        resamples += _dropped_resamples(name, figures, study["groups"])
     out = {"study": study["id"], "title": study["title"], "kind": study["kind"], "benchmark": study["benchmark"],
            "computed": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"), "t2ireason_version": __version__,
-           "runs": [r.name for r in opened], "evaluations": per_evaluation,
-           "raters": _raters(study, read, merged), "files": read.files, "problems": problems,
+           "runs": [r.name for r in opened], "rows": rows, "evaluations": per_evaluation,
+           "questions": (", ".join(dict.fromkeys(_questions_source(run) for run in opened))
+                         if study["benchmark"] in _QUESTIONS else None),
+           "judges": _judges_row(study, opened, rows),
+           "raters": _raters(study, read, merged), "files": read.files, "problems": problems, "resamples": resamples,
            "left_out": sorted(gone), "merged": merged}
     out["tables"] = tables(study, out)
     return out
 
 
-# ---------------------------------------------------------------------------------------------- tables
-
-def _cell(figures: dict[str, Any], key: str) -> Cell:
-    low, high = figures.get(f"{key}_ci") or (None, None)
-    return Cell.of({"mean": figures.get(key), "ci_low": low, "ci_high": high})
-
-
-def tables(study: dict[str, Any], result: dict[str, Any]) -> list[PaperTable]:
-    """The paper's table for the study's kind (one row per evaluation), then the raters' agreement."""
-    kind, proto = study["kind"], protocol(study["benchmark"])
-    decimals = proto.decimals if kind == proto.kind else 3
-    groups = study["groups"]
-    rows: dict[str, dict[str, Cell]] = {}
-    for name, f in result["evaluations"].items():
-        per = f.get("per_group", {})
-        cells: dict[str, Cell] = {}
-        if kind == "preference":
-            for g, title in [*((g, t) for g, t in groups.items() if g in per), (None, "Overall")]:
-                src = f if g is None else per[g]
-                cells |= {f"{title} acc.": _cell(src, "pairwise_accuracy"), f"{title} τ": _cell(src, "kendall_tau"),
-                          f"{title} ρ": _cell(src, "spearman_rho")}
-            cells["Overall acc. (tie-calibrated)"] = Cell.of(f["calibrated"]["pairwise_accuracy"])
-        elif kind == "scale":
-            for g, title in groups.items():
-                if g in per:
-                    cells |= {f"{title} τ": _cell(per[g], "kendall_tau"), f"{title} ρ": _cell(per[g], "spearman_rho")}
-            if len(per) > 1:
-                cells |= {"Average τ": Cell.of(f["group_average"]["kendall_tau"]),
-                          "Average ρ": Cell.of(f["group_average"]["spearman_rho"])}
-            cells |= {"All τ": _cell(f, "kendall_tau"), "All ρ": _cell(f, "spearman_rho")}
-        else:
-            cells |= {f"{g} acc.": _cell(src, "accuracy") for g, src in per.items()}
-            cells |= {"All acc.": _cell(f, "accuracy"), "All τ": _cell(f, "kendall_tau"),
-                      "All ρ": _cell(f, "spearman_rho"), "questions": Cell(f["n"])}
-        rows[name] = cells
-    columns = list(dict.fromkeys(c for cells in rows.values() for c in cells))
-    raters = result["raters"]
-    n_runs = len(study["runs"])
-    if kind == "scale":
-        lo, hi = study["protocol"]["scale"]
-        title = (f"{proto.table}: correlation with human ratings" if kind == proto.kind
-                 else "Correlation with human ratings")
-        note = (f"Kendall's τ-b and Spearman's ρ between the judge's per-image score and the mean of the raters' "
-                f"{lo}-{hi} ratings; {raters['items']} images of {n_runs} run(s)"
-                + ("; Average is the mean over the groups, All pools every image" if len(groups) > 1 else ""))
-    elif kind == "preference":
-        title = (f"{proto.table}: agreement with human A/B/tie choices" if kind == proto.kind
-                 else "Agreement with human A/B/tie choices")
-        note = (f"{study['runs'][0]['name']} (A) against {study['runs'][1]['name']} (B), {raters['items']} prompts; "
-                "pairwise accuracy counts the judge's choice (the higher score, a tie when equal) against the "
-                "raters' (the sign of their mean verdict); tie-calibrated: margins up to the threshold that fits the "
-                "raters best count as ties (Deutsch et al., 2023; agreement.json gives it); τ and ρ correlate the "
-                "raters' verdict with the judge's margin A - B")
-    else:
-        title = "Per-question agreement with human answers"
-        note = ("accuracy: the judge's answer is the one most raters gave (questions without a majority left out); "
-                "τ and ρ between the judge's answers and the raters' mean answers")
-    out = [PaperTable(title, columns, rows, note + "; – where not defined (ratings or scores all equal)", decimals)]
-    alpha = {f"{groups.get(g, g)} α": v for g, v in raters["per_group"].items()}
-    alpha |= {"All α": raters["alpha"], "items": raters["items"], "ratings": raters["ratings"],
-              "raters": raters["raters"]}
-    out.append(PaperTable.one_row(
-        "Inter-rater agreement (Krippendorff's α)", "raters", alpha, decimals=3,
-        note=f"{raters['level']} α over the items rated by two raters or more; {raters['fewer_raters']} item(s) "
-             f"rated by fewer than the study's {study['raters_per_item']}; "
-             f"{len(result['problems'])} thing(s) left out (agreement.json lists them)"))
-    return out
-
+# ---------------------------------------------------------------------------------------------- files
 
 def _table_from_dict(d: dict[str, Any]) -> PaperTable:
     return PaperTable(d["title"], d["columns"], {label: {c: Cell(**cell) for c, cell in cells.items()}
@@ -375,7 +431,7 @@ def _table_from_dict(d: dict[str, Any]) -> PaperTable:
 
 def write_agreement(result: dict[str, Any], runs: Sequence[str | os.PathLike]) -> list[Path]:
     """Write ``result`` into each run's ``agreement/<study id>/``; returns the folders."""
-    from ..report.latex import ONE_COLUMN, to_latex
+    from ..report.latex import ONE_COLUMN, ONE_COLUMN_HEIGHT, to_latex
     from ..report.tables import to_csv, to_markdown
 
     folders = []
@@ -387,7 +443,8 @@ def write_agreement(result: dict[str, Any], runs: Sequence[str | os.PathLike]) -
         atomic_write_text(folder / "tables.md", f"## Agreement with people: {result['title']}\n\n"
                           + to_markdown(result["tables"]))
         atomic_write_text(folder / "tables.csv", to_csv(result["tables"]))
-        atomic_write_text(folder / "tables.tex", to_latex(result["tables"], intervals=True, width=ONE_COLUMN))
+        atomic_write_text(folder / "tables.tex", to_latex(result["tables"], intervals=True, width=ONE_COLUMN,
+                                                          height=ONE_COLUMN_HEIGHT))
         folders.append(folder)
     return folders
 
@@ -402,6 +459,7 @@ def agreement_sections(runs: Sequence[str | os.PathLike]) -> list[tuple[str, lis
             if data["study"] in seen:
                 continue
             seen.add(data["study"])
-            out.append((f"Agreement with people: {data['title']}", [_table_from_dict(t) for t in data["tables"]]))
+            out.append((f"Agreement with people: {data['title']} ({', '.join(data['runs'])})",
+                        [_table_from_dict(t) for t in data["tables"]]))
     return out
 

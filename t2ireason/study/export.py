@@ -7,7 +7,8 @@ Two configs, Parquet with the images embedded, and a card checked by ``huggingfa
 - ``ratings``: every rating counted, one row per rater and item (per question in a questions study),
   with its time and, for A/B/tie, the order the two images were shown in.
 
-Beside them ``study.json`` (the protocol, the seed, the sample, every rater's queue) and
+Beside them ``study.json`` (the study's key: the protocol, the seed, the sample, the runs each image came
+from, every rater's queue; the study is over, its raters need no blinding any more) and
 ``agreement.json`` (the figures, what was left out and why). Rows join the results dataset on
 ``run`` and ``row_id`` (its ``model`` and ``id``).
 """
@@ -22,7 +23,7 @@ from typing import Any
 from ..exports import check_new_folder
 from ..files import atomic_write_json, jsonable
 from ..hub_ids import check_license, check_repo_id
-from .sample import STUDY_FILE
+from .sample import STUDY_FILE, run_letter
 
 __all__ = ["export_study", "ITEM_FIELD_DOCS", "RATING_FIELD_DOCS"]
 
@@ -53,7 +54,8 @@ RATING_FIELD_DOCS = {
     "rater": "the rater's id",
     "question": "questions study: the question answered; null otherwise",
     "value": "the rating (scale), the answer (questions), or the verdict on (image, image_b): +1, -1 or 0",
-    "shown": "A/B/tie: which image was on the left (A) and which on the right (B), as a and b; empty otherwise",
+    "shown": "A/B/tie: which image was on the left (A) and which on the right (B): a is image (the first run's), b "
+             "image_b; empty otherwise",
     "at": "when the rater gave the answer (the rater's browser clock, ISO 8601)",
 }
 
@@ -98,7 +100,8 @@ def _records(study: dict[str, Any], result: dict[str, Any]) -> tuple[list[dict[s
             "left_out": "its image changed after it was rated" if it["id"] in moved else None})
         at = m.get("at", {})
         for rater, value in m.get("ratings", {}).items():
-            shown = (["b", "a"] if swaps[(rater, it["id"])] else ["a", "b"]) if len(images) > 1 else []
+            page = ["b", "a"] if swaps[(rater, it["id"])] else ["a", "b"]  # as the page listed the images
+            shown = [run_letter(it, letter) for letter in page] if len(images) > 1 else []
             ratings.append({"study": study["id"], "item": it["id"], "rater": rater, "question": None, "value": value,
                             "shown": shown, "at": at.get(rater)})
         for qid, answer in answers.items():
@@ -130,7 +133,7 @@ def export_study(study: dict[str, Any], result: dict[str, Any], out: str | os.Pa
             ds = datasets.Dataset.from_list(records, features=features)
             ds = datasets.Dataset(datasets.table.embed_table_storage(ds.data.table))  # the images travel with the rows
             ds.to_parquet(str(file))
-        shutil.copyfile(Path(study["folder"]) / STUDY_FILE, out / STUDY_FILE)
+        atomic_write_json(out / STUDY_FILE, {k: v for k, v in study.items() if k not in ("folder", "key_file")})
         atomic_write_json(out / "agreement.json", jsonable({k: v for k, v in result.items() if k != "tables"}))
         _write_card(out, study, result, {"items": items_features, "ratings": ratings_features},
                     {"items": len(items), "ratings": len(ratings)}, license=license, repo_id=repo_id)

@@ -4,13 +4,17 @@ No server and no network: the study travels inside the page as JSON (a ``<script
 type="application/json">`` block, which never runs), the images are the study folder's copies linked by
 relative paths, and the reports' Content Security Policy lets only the page's own nonce-tagged script
 run. Everything a prompt or criterion holds is put into the page as text (``textContent``), never as
-markup.
+markup. The page is blind: it holds no run's name and nothing in the order of the runs (the items by
+their opaque ids, an A/B/tie item's two images in the order drawn for it); which run made what stays in
+the study's key, with the organiser. The images to compare are shown at one size, whatever their own.
 
-A rater names themself (one of the study's raters); each answer is written to the browser's
-``localStorage`` under the study's id and the rater's as it is given, so a reload, a closed tab or a
-break loses nothing and the rater resumes where they stopped. "Export" downloads one JSON file: the
-study's id, the rater, every answer with its time, the order the items were shown in and, for A/B/tie,
-which image was on the left (:data:`RATINGS_FORMAT`).
+Each tab asks who rates (a second tab is not silently the last rater): the rater named is kept for the
+tab alone (``sessionStorage``: a reload keeps it), every answer in the browser's ``localStorage`` under
+the study's id and the rater's as it is given, so a reload, a closed tab or a break loses nothing and the
+rater resumes where they stopped; two tabs of one rater add to the same answers. Answers are kept in maps
+without a prototype, so any question id (``__proto__``, ``constructor``) is an answer like any other.
+"Export" downloads one JSON file: the study's id, the rater, every answer with its time, the order the
+items were shown in and, for A/B/tie, which of the item's images was on the left (:data:`RATINGS_FORMAT`).
 """
 
 from __future__ import annotations
@@ -36,12 +40,13 @@ def _level_label(lo: float, hi: float) -> str:
 
 
 def page_data(study: dict[str, Any]) -> dict[str, Any]:
-    """What the page needs of the study; the runs' names stay out of it (the raters do not see which
-    model made an image)."""
+    """What the page needs of the study, and nothing of the runs: the items by id (opaque tokens, in
+    their sorted order), an A/B/tie item's images in the order drawn for it (its ``sides``)."""
     items = {}
-    for it in study["items"]:
+    for it in sorted(study["items"], key=lambda it: it["id"]):
+        files = [img["file"] for img in it["images"]]
         entry = {"prompt": it["prompt"], "group": study["groups"][it["group"]], "criterion": it["criterion"],
-                 "images": [img["file"] for img in it["images"]]}
+                 "images": [files[i] for i in it.get("sides", range(len(files)))]}
         if "questions" in it:
             entry["questions"] = [{"id": q["id"], "question": q["question"], "criterion": q["criterion"],
                                    "levels": [{"value": (lo + hi) / 2, "label": _level_label(lo, hi)}

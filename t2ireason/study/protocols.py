@@ -16,7 +16,10 @@ Three kinds of study, each one a paper ran:
 
 Where a paper is silent (R2I-Bench's sample size and raters per pair, every questions study) the
 defaults here are the other papers' (20 prompts a group, three raters an item) and are recorded in the
-study as choices, not as the paper's.
+study as choices, not as the paper's. What R2I-Bench and PRISM-Bench told their raters is adapted, not
+verbatim (each template's header says how): addressed to the rater, and naming no model (R2I-Bench's
+sentence names the two it compared, which are not the study's, and a study's raters are not told whose
+images they see). T2I-ReasonBench's criteria (Figures 15-18) are the paper's text.
 """
 
 from __future__ import annotations
@@ -98,7 +101,7 @@ def criterion_blocks(benchmark: str, kind: str, row: dict[str, Any]) -> list[dic
     if kind == "questions":
         return []  # each question brings its own criterion
     if kind == "preference":  # R2I-Bench's study, whatever the benchmark of the images
-        return [{"title": "R2I-Bench's human study (appendix B.2)", "text": template_text("r2i_bench", "human")}]
+        return [{"title": "What to do (adapted from R2I-Bench, appendix B.2)", "text": template_text("r2i_bench", "human")}]
     if benchmark == "t2i-reasonbench":
         dim = row["dimension"]
         text = render("t2i_reasonbench", f"human_{dim}", prompt=row["prompt"], idiom=row.get("idiom") or "",
@@ -109,7 +112,7 @@ def criterion_blocks(benchmark: str, kind: str, row: dict[str, Any]) -> list[dic
         from ..benchmarks.prism_bench import template
 
         track = row["track"]
-        return [{"title": "PRISM-Bench's human evaluation (section 4.3)", "text": template_text("prism_bench", "human")},
+        return [{"title": "What to do (adapted from PRISM-Bench, section 4.3)", "text": template_text("prism_bench", "human")},
                 {"title": "The judge's alignment prompt for this track (appendix C.2)",
                  "text": template("paper", f"alignment_{track}")[1].format(text_prompt=row["prompt"])},
                 {"title": "The judge's aesthetics prompt (appendix C.3)",

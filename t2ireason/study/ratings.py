@@ -3,13 +3,17 @@
 Nothing that does not fit is counted, and nothing is left out in silence: each problem is one line
 naming the file (and the item), and :attr:`Ratings.problems` lists them all.
 
-- a file that is not a ratings file, or one of another study: left out whole;
+- a file that is not a ratings file, or one of another study, or one giving a key twice: left out whole (a
+  byte-order mark is no fault: read as without); a file of a folder named that is not ``.json`` is named;
 - a rater the study does not have, or a second file of one rater: left out whole (of one rater's files
   the one exported last is kept: a rater who exported twice handed in more the second time);
 - an answer for an item the study does not hold or did not give this rater, a rating off the scale, a
-  choice other than A, B or tie, an A/B/tie answer whose left/right order is not the one the study
-  showed that rater, an answer to a question the item does not have or off its levels: that answer is
-  left out, the rest of the file kept.
+  choice other than A, B or tie, an item answered twice in one file, an A/B/tie answer whose left/right
+  order is not the one the study showed that rater, an answer to a question the item does not have or off
+  its levels: that answer is left out, the rest of the file kept.
+
+An A/B/tie answer names the image as the page listed it (``a`` its first, ``b`` its second); the
+study's key says which run made each (the item's ``sides``), and the verdict is counted for the runs.
 
 Merging: a ``scale`` item's human score is the mean of its raters' scores (T2I-ReasonBench and
 PRISM-Bench average their three annotators); an A/B/tie item's is the sign of the mean of its raters'
@@ -33,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from .page import RATINGS_FORMAT
+from .sample import run_letter
 
 __all__ = ["Ratings", "rating_files", "read_ratings", "merge", "krippendorff_alpha", "VERDICTS"]
 
@@ -51,11 +56,12 @@ class Ratings:
 
 
 def rating_files(paths: Iterable[str | os.PathLike]) -> list[Path]:
-    """The files named, and the ``*.json`` files of the folders named (not their subfolders)."""
+    """The files named, and the ``.json`` files of the folders named, whatever the case of the extension
+    (``ann.JSON``), not their subfolders' (:func:`other_files` names the rest)."""
     out: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            out += sorted(f for f in p.glob("*.json") if f.is_file())
+            out += sorted(f for f in p.iterdir() if f.is_file() and f.suffix.lower() == ".json")
         elif p.is_file():
             out.append(p)
         else:
@@ -63,12 +69,39 @@ def rating_files(paths: Iterable[str | os.PathLike]) -> list[Path]:
     return list(dict.fromkeys(out))
 
 
+def other_files(paths: Iterable[str | os.PathLike]) -> list[Path]:
+    """The files of the folders named that are not read as ratings (not ``.json``; hidden ones aside)."""
+    return [f for p in map(Path, paths) if p.is_dir() for f in sorted(p.iterdir())
+            if f.is_file() and f.suffix.lower() != ".json" and not f.name.startswith(".")]
+
+
+class _Object(dict):
+    """A JSON object as read, with the keys it gives more than once (``twice``): json keeps the last in
+    silence."""
+
+    twice: tuple[str, ...] = ()
+
+
+def _object(pairs: list[tuple[str, Any]]) -> _Object:
+    out, twice = _Object(), []
+    for key, value in pairs:
+        if key in out:
+            twice.append(key)
+        out[key] = value
+    out.twice = tuple(dict.fromkeys(twice))
+    return out
+
+
 def _load(path: Path, study: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
-    """The file's content, or why it is left out whole."""
+    """The file's content, or why it is left out whole. A file saved with a byte-order mark (as spreadsheets and
+    Windows editors save UTF-8) is read as without."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8-sig"), object_pairs_hook=_object)
     except (OSError, UnicodeDecodeError, ValueError) as e:
         return None, f"{path.name}: not a ratings file ({type(e).__name__}: {' '.join(str(e).split())[:120]}); left out"
+    if isinstance(data, _Object) and data.twice:
+        return None, (f"{path.name}: gives {', '.join(map(repr, data.twice))} more than once (which one holds?); "
+                      "left out")
     if not isinstance(data, dict) or data.get("format") != RATINGS_FORMAT:
         return None, f"{path.name}: not a t2i-reason ratings file (no \"format\": \"{RATINGS_FORMAT}\"); left out"
     if data.get("study") != study["id"]:
@@ -91,6 +124,9 @@ def _checked(study: dict[str, Any], item: dict[str, Any], swap: bool, answer: An
     """An answer as counted (None: left out whole), and why parts of it were left out."""
     if not isinstance(answer, dict):
         return None, ["the answer is not an object"]
+    twice = [k for obj in (answer, answer.get("questions")) for k in getattr(obj, "twice", ())]
+    if twice:
+        return None, [f"the answer gives {', '.join(map(repr, twice))} more than once (which one holds?)"]
     kind = study["kind"]
     if kind == "scale":
         lo, hi = study["protocol"]["scale"]
@@ -102,10 +138,11 @@ def _checked(study: dict[str, Any], item: dict[str, Any], swap: bool, answer: An
         choice = answer.get("choice")
         if choice not in ("A", "B", "tie"):
             return None, [f"choice {choice!r} is not A, B or tie"]
-        expected = ["b", "a"] if swap else ["a", "b"]
+        expected = ["b", "a"] if swap else ["a", "b"]  # the page's order of the item's images, left to right
         if answer.get("shown") != expected:
             return None, [f"the images were shown as {answer.get('shown')!r}, the study showed this rater {expected}"]
-        return VERDICTS["tie" if choice == "tie" else expected[0 if choice == "A" else 1]], []
+        # the image chosen as the page lists it, then as the runs made it (the key's sides)
+        return VERDICTS["tie" if choice == "tie" else run_letter(item, expected[0 if choice == "A" else 1])], []
     given = answer.get("questions")
     if not isinstance(given, dict):
         return None, ["no answers to questions (\"questions\" is not an object)"]
@@ -128,6 +165,8 @@ def read_ratings(study: dict[str, Any], paths: Iterable[str | os.PathLike]) -> R
     out = Ratings()
     items = {it["id"]: it for it in study["items"]}
     loaded: dict[str, list[tuple[Path, dict[str, Any]]]] = {}
+    paths = list(paths)
+    out.problems += [f"{f.name}: not a .json file; not read" for f in other_files(paths)]
     for path in rating_files(paths):
         data, problem = _load(path, study)
         if problem:
@@ -142,8 +181,12 @@ def read_ratings(study: dict[str, Any], paths: Iterable[str | os.PathLike]) -> R
                                 "kept); left out")
         swaps = {q["item"]: bool(q.get("swap")) for q in study["queues"].get(rater, [])}
         kept = 0
+        twice = set(getattr(data["answers"], "twice", ()))
         for item_id, answer in data["answers"].items():
             where = f"{path.name}: item {item_id}"
+            if item_id in twice:  # json keeps the last in silence; neither is known to be the rater's
+                out.problems.append(f"{where} is answered more than once in the file; left out")
+                continue
             if item_id not in items:
                 out.problems.append(f"{where} is not in the study; left out")
                 continue

@@ -1,20 +1,29 @@
-"""A rating study drawn from runs: the sample, each image's raters and the folder the raters open.
+"""A rating study drawn from runs: the sample, each image's raters, the folder sent to the raters and the
+key the organiser keeps.
 
-A study folder holds everything the raters need and nothing else::
+Two things are written, side by side::
 
-    <study>/
-      study.json      the study: its id, kind, the paper's protocol, the seed, the sample drawn, every
-                      item (prompt, what the rater reads, its images with their SHA-256) and each rater's
-                      queue (the items in the order shown, for A/B/tie which run is on the left)
-      index.html      the rating page (opens from file://, no server, no network)
-      images/         a copy of every image rated, named after its item
-      ratings/        where the raters' exported files go (``t2ireason agreement`` reads it)
+    <study>/             the raters' folder: send it to them. It names no run and no model and orders
+                         nothing by run
+      index.html         the rating page (opens from file://, no server, no network), the study inside it
+      images/            every image rated, re-encoded as a PNG without metadata (a file's format, size on
+                         disk or metadata could tell one run's images from another's), named by an opaque token
+      ratings/           where the raters' exported files go (``t2ireason agreement`` reads it)
+    <study>.key.json     the key, which stays with the organiser: the study (its id, kind, the paper's
+                         protocol, the seed, the sample drawn, every item with its prompt, what the rater
+                         reads, its images with the run and image each comes from and its SHA-256), each
+                         A/B/tie item's sides (which run's image the page lists first, drawn per item) and
+                         each rater's queue (the items in the order shown; for A/B/tie whether that rater
+                         sees the item's two images the other way round). ``agreement`` reads it.
 
 The sample is drawn as the paper drew it: per group (dimension, track, category), ``per_group``
-prompts at random among those every run has an image for, with a generator seeded by ``seed`` alone;
-each run's image of a drawn prompt is an item (A/B/tie: one item holds both runs' images). Each item is
-given to ``raters_per_item`` raters, the least loaded first (ties broken at random, seeded), so that
-the raters share the work evenly; each rater sees their items in an order of their own.
+prompts at random among those every run has an image for and the benchmark can score (a prompt the
+release gives no questions is left out: its ratings could never meet a judge's score), with a
+generator seeded by ``seed`` alone; each run's image of a drawn prompt is an item (A/B/tie: one item
+holds both runs' images). Item ids and image names are tokens drawn from the same generator, so the
+page lists the items in an order that has nothing to do with the runs. Each item is given to
+``raters_per_item`` raters, the least loaded first (ties broken at random, seeded), so that the raters
+share the work evenly; each rater sees their items in an order of their own.
 
 The study's id is a digest of what it asks (runs, items, images, queues): drawing the same study again
 gives the same id, so the raters' saved answers still belong to it; a folder holding another study is
@@ -25,15 +34,16 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import io
 import json
 import os
 import random
-import shutil
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..files import atomic_write_json, atomic_write_text, inside
+from ..files import atomic_file, atomic_write_json, atomic_write_text, inside
 from ..version import __version__
 from .protocols import (
     KINDS,
@@ -45,10 +55,13 @@ from .protocols import (
     question_levels,
 )
 
-__all__ = ["make_study", "load_study", "StudyError", "STUDY_FILE", "PAGE_FILE", "RATINGS_DIR", "finished_evaluations",
-           "open_run", "file_digest", "judge_results"]
+__all__ = ["make_study", "load_study", "key_file", "StudyError", "STUDY_FILE", "KEY_SUFFIX", "PAGE_FILE", "RATINGS_DIR",
+           "finished_evaluations", "open_run", "file_digest", "judge_results", "run_letter"]
 
+#: the study as a Hub dataset names it (and as studies drawn before the key was kept apart named it, inside the folder)
 STUDY_FILE = "study.json"
+#: the key beside the raters' folder: ``<study>.key.json``
+KEY_SUFFIX = ".key.json"
 PAGE_FILE = "index.html"
 RATINGS_DIR = "ratings"
 FORMAT = "t2ireason-study"
@@ -56,6 +69,18 @@ FORMAT = "t2ireason-study"
 
 class StudyError(ValueError):
     """A study cannot be made or read as asked; the message says what to do."""
+
+
+def key_file(folder: str | os.PathLike) -> Path:
+    """The key of the raters' folder ``folder``: the file beside it, ``<folder>.key.json``."""
+    folder = Path(folder)
+    return folder.parent / f"{folder.name}{KEY_SUFFIX}"
+
+
+def run_letter(item: dict[str, Any], page_letter: str) -> str:
+    """Which run made the image of an A/B/tie item that the page lists ``page_letter`` (``a`` first, ``b``
+    second): ``a`` the study's first run, ``b`` its second (the item's sides, drawn per item, say it)."""
+    return "ab"[item.get("sides", [0, 1])["ab".index(page_letter)]]
 
 
 def open_run(path: str | os.PathLike) -> Any:
@@ -152,7 +177,7 @@ def make_study(runs: Sequence[str | os.PathLike], out: str | os.PathLike, *, kin
     ``kind``: ``"scale"``, ``"preference"`` (exactly two runs) or ``"questions"`` (the judge's questions
     of ``evaluation``); default the paper's (:data:`~t2ireason.study.protocols.PROTOCOLS`). ``raters``:
     how many (named ``rater1``...) or their names; default ``raters_per_item``, itself the paper's
-    number of raters per image (3). Returns the study (as ``study.json`` holds it)."""
+    number of raters per image (3). Returns the study (as its key holds it, :func:`load_study`)."""
     opened = [open_run(r) for r in runs]
     if not opened:
         raise StudyError("name the run folder(s) whose images are rated")
@@ -176,19 +201,38 @@ def make_study(runs: Sequence[str | os.PathLike], out: str | os.PathLike, *, kin
     per_group = proto.per_group if per_group is None else per_group
     raters_per_item = proto.raters_per_item if raters_per_item is None else raters_per_item
     rater_ids = _rater_names(raters_per_item if raters is None else raters)
-    if per_group < 1 or not 1 <= raters_per_item <= len(rater_ids):
-        raise StudyError(f"need per_group >= 1 and 1 <= raters per item <= raters ({len(rater_ids)}); "
-                         f"got {per_group} and {raters_per_item}")
+    if per_group < 1:
+        raise StudyError(f"per_group (--per-group) must be at least 1, got {per_group}")
+    if raters_per_item < 1:
+        raise StudyError(f"raters_per_item (--raters-per-item) must be at least 1, got {raters_per_item}")
+    if raters_per_item > len(rater_ids):
+        raise StudyError(f"each image goes to {raters_per_item} raters (raters_per_item, --raters-per-item; the "
+                         f"paper's: {proto.raters_per_item}) "
+                         f"but the study has {len(rater_ids)} (raters, --raters): give --raters "
+                         f"{raters_per_item} or more, or --raters-per-item {len(rater_ids)} or fewer")
     evaluation = _evaluation_for_questions(opened, evaluation) if kind == "questions" else None
     judged = [judge_results(r, evaluation) for r in opened] if evaluation else None
 
     images = [_images(r) for r in opened]
-    common = [rid for rid in images[0] if all(rid in imgs for imgs in images[1:])]
+    bench_obj = opened[0].bench
+    common, unscorable = [], {}
+    for rid in images[0]:
+        if not all(rid in imgs for imgs in images[1:]):
+            continue
+        why = bench_obj.unscorable(images[0][rid][0])
+        if why is None and judged is not None and not all(_questions_of(judged[j], images[j][rid][1])
+                                                          for j in range(len(opened))):
+            why = f"evaluation {evaluation} asked no question about its image"
+        if why is None:
+            common.append(rid)
+        else:
+            unscorable[rid] = why
     groups: dict[str, list[str]] = {}
     for rid in common:
         groups.setdefault(group_of(bench, images[0][rid][0]), []).append(rid)
     rng = random.Random(seed)
     sample = {g: sorted(rng.sample(ids, min(per_group, len(ids))), key=ids.index) for g, ids in groups.items()}
+    tokens = _Tokens(rng)
 
     items: list[dict[str, Any]] = []
     for g, ids in sample.items():
@@ -196,22 +240,23 @@ def make_study(runs: Sequence[str | os.PathLike], out: str | os.PathLike, *, kin
             row = images[0][rid][0]
             per_item = [list(range(len(opened)))] if kind == "preference" else [[j] for j in range(len(opened))]
             for which in per_item:
-                item = {"id": f"i{len(items) + 1:04d}", "row": rid, "group": g, "prompt": opened[0].bench.prompt(row),
+                item = {"id": tokens.new("i"), "row": rid, "group": g, "prompt": opened[0].bench.prompt(row),
                         "criterion": criterion_blocks(bench, kind, row),
                         "images": [{"run": names[j], "key": images[j][rid][1], "source": images[j][rid][2]}
-                                   for j in which]}
+                                   for j in which],
+                        # the order the page lists the item's images in (indexes into images), drawn per item
+                        "sides": rng.sample(range(len(which)), len(which))}
                 if judged is not None:
-                    result = judged[which[0]].get(item["images"][0]["key"])
-                    item["questions"] = [] if result is None else [
+                    result = judged[which[0]][item["images"][0]["key"]]
+                    item["questions"] = [
                         {"id": q.id or f"q{n}", "question": q.question, "group": q.group,
                          "criterion": question_criterion(bench, row, q),
                          "levels": [list(level) for level in question_levels(bench, q)]}
                         for n, q in enumerate(result.questions, 1)]
-                    if not item["questions"]:  # the judge asked nothing about it (a row without questions)
-                        continue
                 items.append(item)
     if not items:
-        raise StudyError("no prompt has an image in every run: nothing to rate")
+        raise StudyError("no prompt has an image in every run that the benchmark can score: nothing to rate"
+                         + (f" ({len(unscorable)} left out: {next(iter(unscorable.values()))})" if unscorable else ""))
     _assign(items, rater_ids, raters_per_item, rng)
     queues = {}
     for r in rater_ids:
@@ -220,14 +265,14 @@ def make_study(runs: Sequence[str | os.PathLike], out: str | os.PathLike, *, kin
                      for i in rng.sample(mine, len(mine))]
 
     sources = {}
-    for it in items:  # each image's copy in the folder, named after its item (a data id never names a file)
-        for n, img in enumerate(it["images"]):
+    for it in items:  # each image's copy in the folder, named by a token (nothing of the run or the row in it)
+        for img in it["images"]:
             source = img.pop("source")
-            img["file"] = f"images/{it['id']}-{'ab'[n]}{source.suffix.lower() or '.png'}"
+            img["file"] = f"images/{tokens.new('')}.png"
             img["sha256"] = file_digest(source)
             sources[img["file"]] = source
     study = {
-        "format": FORMAT, "version": 1, "id": "", "title": "", "kind": kind, "benchmark": bench,
+        "format": FORMAT, "version": 2, "id": "", "title": "", "kind": kind, "benchmark": bench,
         "protocol": {"source": proto.source if kind == proto.kind else
                      f"the judge's own questions and criteria (evaluation {evaluation})" if kind == "questions" else
                      f"an A/B/tie comparison as R2I-Bench's (seed 003, appendix B.2) of {bench} images",
@@ -237,13 +282,50 @@ def make_study(runs: Sequence[str | os.PathLike], out: str | os.PathLike, *, kin
         "seed": seed, "per_group": per_group, "raters_per_item": raters_per_item, "raters": rater_ids,
         "runs": [{"name": r.name, "evaluation": evaluation} for r in opened],
         "groups": {g: group_title(bench, g) for g in sample},
-        "sample": sample, "prompts_in_every_run": len(common),
+        "sample": sample, "prompts_in_every_run": len(common) + len(unscorable), "unscorable": unscorable,
         "items": items, "queues": queues,
     }
     study["id"] = f"{bench}-{kind}-{_study_digest(study)}"
-    study["title"] = title or (f"{bench} {kind} study of {', '.join(names)}")
+    study["title"] = _blind_title(title, opened, bench_obj.pretty_name, kind)
     _write(study, Path(out), sources)
     return load_study(out)
+
+
+_TASKS = {"scale": "rate each image", "preference": "which of two images fits its prompt better",
+          "questions": "answer the judge's questions about each image"}
+
+
+def _blind_title(title: str | None, runs: Sequence[Any], benchmark: str, kind: str) -> str:
+    """The page's title: the one given, unless it names a run or its model (the raters would read it)."""
+    if title is None:
+        return f"{benchmark} human study: {_TASKS[kind]}"
+    for run in runs:
+        model = (run.manifest.get("generation") or {}).get("model")
+        for name in filter(None, (run.name, model and Path(str(model)).name)):
+            if re.search(rf"(?<![\w]){re.escape(str(name))}(?![\w])", title, re.IGNORECASE):
+                raise StudyError(f"the title {title!r} names {name!r} ({'run' if name == run.name else 'the model of run'} "
+                                 f"{run.name}), which the raters would read: a study's page names no run or model")
+    return title
+
+
+class _Tokens:
+    """Opaque names drawn from the study's seeded generator, none twice: the same draw, the same names."""
+
+    def __init__(self, rng: random.Random):
+        self.rng, self.seen = rng, set()
+
+    def new(self, prefix: str) -> str:
+        while True:
+            token = f"{prefix}{self.rng.getrandbits(48):012x}"
+            if token not in self.seen:
+                self.seen.add(token)
+                return token
+
+
+def _questions_of(judged: dict[str, Any], key: str) -> bool:
+    """Whether the judge asked questions about the image ``key`` (a questions study rates nothing else)."""
+    result = judged.get(key)
+    return result is not None and bool(result.questions)
 
 
 def _study_digest(study: dict[str, Any]) -> str:
@@ -256,42 +338,80 @@ def _study_digest(study: dict[str, Any]) -> str:
 def _write(study: dict[str, Any], out: Path, sources: dict[str, Path]) -> None:
     from .page import render_page
 
-    file = out / STUDY_FILE
-    if file.is_file():
+    key = key_file(out)
+    if key.is_file():
         try:
-            there = json.loads(file.read_text(encoding="utf-8"))
+            there = json.loads(key.read_text(encoding="utf-8"))
         except ValueError:
             there = {}
         if there.get("id") != study["id"]:
-            raise StudyError(f"{out} holds another study ({there.get('id') or 'unreadable study.json'}); its raters "
+            raise StudyError(f"{out} holds another study ({there.get('id') or f'unreadable {key.name}'}); its raters "
                              "may have started: draw this one into another folder")
         study["created"] = there.get("created")
+    elif (out / STUDY_FILE).is_file():
+        raise StudyError(f"{out} holds another study (its {STUDY_FILE}); its raters may have started: draw this one "
+                         "into another folder")
     elif out.exists() and (not out.is_dir() or any(p.name != RATINGS_DIR for p in out.iterdir())):
         raise StudyError(f"{out} exists and is not an empty folder: draw the study into a new folder")
     study["created"] = study.get("created") or _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
     study["t2ireason_version"] = __version__
     (out / "images").mkdir(parents=True, exist_ok=True)
     (out / RATINGS_DIR).mkdir(exist_ok=True)
+    atomic_write_json(key, study)  # first: an interrupted draw is resumed by the same command, never refused
     for it in study["items"]:
         for img in it["images"]:
             target = inside(out, img["file"])
-            if not target.is_file() or file_digest(target) != img["sha256"]:
-                shutil.copyfile(sources[img["file"]], target)
-    atomic_write_json(out / STUDY_FILE, study)
+            if not target.is_file():
+                _bare_copy(sources[img["file"]], target)
     atomic_write_text(out / PAGE_FILE, render_page(study))
 
 
-def load_study(folder: str | os.PathLike) -> dict[str, Any]:
-    """The study of a study folder (or of its ``study.json``)."""
-    path = Path(folder)
-    file = path if path.is_file() else path / STUDY_FILE
-    if not file.is_file():
-        raise StudyError(f"{path} is not a study folder (no {STUDY_FILE}); draw one with `t2ireason rate`")
+def _bare_copy(source: Path, target: Path) -> None:
+    """``source``'s pixels as a PNG and nothing else: no metadata (a generator's parameters, a maker's name),
+    the colours of an embedded profile converted to sRGB (as a browser would show them), whatever the format
+    it came in (a run's JPEGs beside another's PNGs would tell them apart)."""
+    from PIL import Image, ImageCms
+
+    try:
+        with Image.open(source) as im:
+            im.load()
+            profile = im.info.get("icc_profile")
+            if profile:
+                mode = "RGBA" if "A" in im.getbands() else "RGB"
+                im = ImageCms.profileToProfile(im.convert(mode), io.BytesIO(profile), ImageCms.createProfile("sRGB"),
+                                               outputMode=mode)
+            elif im.mode not in ("1", "L", "LA", "P", "RGB", "RGBA"):
+                im = im.convert("RGBA" if "A" in im.getbands() else "RGB")
+            with atomic_file(target) as f:
+                im.save(f, format="PNG")
+    except (OSError, ValueError, ImageCms.PyCMSError) as e:
+        raise StudyError(f"the image {source} cannot be copied into the study ({type(e).__name__}: {e})") from None
+
+
+def load_study(path: str | os.PathLike) -> dict[str, Any]:
+    """The study of its key (``<study>.key.json``), or of its raters' folder (the key beside it), with
+    ``folder`` (the raters' folder) and ``key_file`` put in. A study drawn before the key was kept apart
+    (its ``study.json`` inside the folder) is read too."""
+    path = Path(path)
+    if path.is_file():
+        if not path.name.endswith(KEY_SUFFIX) and path.name != STUDY_FILE:
+            raise StudyError(f"{path} is not a study's key: the key of the raters' folder <study> is <study>{KEY_SUFFIX}, "
+                             "beside it")
+        file = path
+    elif key_file(path).is_file():
+        file = key_file(path)
+    elif (path / STUDY_FILE).is_file():
+        file = path / STUDY_FILE
+    else:
+        raise StudyError(f"{path} is not a study: no key {key_file(path).name} beside it; draw one with "
+                         "`t2ireason rate`, or name the key file")
     try:
         study = json.loads(file.read_text(encoding="utf-8"))
     except ValueError as e:
         raise StudyError(f"{file} is not valid JSON ({e})") from None
     if not isinstance(study, dict) or study.get("format") != FORMAT:
         raise StudyError(f"{file} is not a t2i-reason study")
-    study["folder"] = str(file.parent)
+    inside_folder = file.name == STUDY_FILE
+    study["folder"] = str(file.parent if inside_folder else file.parent / file.name[:-len(KEY_SUFFIX)])
+    study["key_file"] = str(file)
     return study

@@ -34,6 +34,7 @@ from .failures import (
     TimedOut,
     error_message,
     failure_kind,
+    quota_exhausted,
     refused_credentials,
     retry_after,
     retryable,
@@ -55,6 +56,6 @@ from .settings import (
 )
 
 __all__ = ["Transport", "Budget", "json_bytes", "served_hint", "HTTPStatus", "Malformed", "ReplyTooLarge", "TimedOut",
-           "error_message", "failure_kind", "refused_credentials", "retry_after", "retryable", "transient",
+           "error_message", "failure_kind", "quota_exhausted", "refused_credentials", "retry_after", "retryable", "transient",
            "unavailable", "Endpoint", "OPENAI_HOST", "OPTION_RULES", "check_base_url", "check_values", "public_url", "DEFAULT_TIMEOUT",
            "DEFAULT_DEADLINE", "DEFAULT_MAX_RETRIES", "DEFAULT_MAX_RETRY_AFTER", "DEFAULT_MAX_REPLY_BYTES"]

@@ -43,7 +43,7 @@ from .settings import (
     ssl_context,
 )
 
-__all__ = ["Transport", "Budget", "json_bytes", "served_hint"]
+__all__ = ["Transport", "Budget", "json_bytes", "served_hint", "NotDownloaded"]
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -81,6 +81,10 @@ class Budget:
             self.start = time.monotonic()
         remaining = self.deadline - self.used()
         return (timeout, False) if timeout <= remaining else (max(remaining, 0.0), True)
+
+
+class NotDownloaded(ValueError):
+    """A link a reply gave that is not fetched (not http or https: ``file:``, ``ftp:``...)."""
 
 
 def _annotate(exc: BaseException, attempts: int, budget: Budget, stopped: str | None) -> None:
@@ -208,6 +212,7 @@ class Transport:
         self.concurrency = AdaptiveLimit(max_concurrency, name)
         self._checked = False
         self._check_lock: asyncio.Lock | None = None
+        self._retried: set[tuple] = set()  # the kinds of failure retried so far (each said once as a warning)
 
     def __repr__(self) -> str:
         return f"Transport({self.where})"
@@ -230,13 +235,14 @@ class Transport:
     def run_batch(self, items: Sequence[Any], ask: Callable[[Any], Awaitable[T]], *,
                   before: Callable[[], Awaitable[Any]] | None = None,
                   on_result: Callable[[int, T], None] | None = None,
-                  progress: bool | str = False, desc: str = "") -> list[T]:
+                  progress: bool | str = False, desc: str = "", drain: float = 0.0) -> list[T]:
         """``ask(item)`` for every item, all in flight at once on the transport's loop (their
         requests bounded by ``max_concurrency``), after ``before()``; the results in order.
         ``on_result`` and the progress bar run in the caller's thread as results arrive, in
         completion order. The first ``ask`` that raises ends the batch: what waits for a slot is
-        not sent, the others are cancelled, and the exception is raised here, every result
-        before it given to ``on_result``."""
+        not sent, the others are cancelled (after up to ``drain`` seconds in which those already
+        sent may finish: a reply paid for is handed over, not dropped), and the exception is
+        raised here, every result before it given to ``on_result``."""
         items = list(items)
         if not items:
             return []
@@ -265,9 +271,14 @@ class Transport:
             tasks = [asyncio.ensure_future(one(i, item)) for i, item in enumerate(items)]
             try:
                 await asyncio.gather(*tasks)
-            except BaseException:  # the batch ended, or was cancelled: nothing else goes out
-                for task in tasks:
-                    task.cancel()
+            except BaseException as error:  # the batch ended, or was cancelled: nothing else goes out
+                try:
+                    pending = [t for t in tasks if not t.done()]
+                    if drain > 0 and pending and isinstance(error, Exception):  # what is on the wire may finish
+                        await asyncio.wait(pending, timeout=drain)
+                finally:
+                    for task in tasks:
+                        task.cancel()
                 raise
 
         future = self._loop_thread().submit(run_all())
@@ -446,8 +457,15 @@ class Transport:
             raise
 
     def _log_retry(self, state, max_retries: int) -> None:
-        logger.warning("%s: %s; retry %d of %d in %.2f s", self.name, self.describe(state.outcome.exception()),
-                       state.attempt_number, max_retries, state.next_action.sleep)
+        """A retry, said once a kind of failure at the warning level (the first), at the debug level after: a
+        server that is down, with hundreds of requests waiting, is one line, then its error."""
+        exc = state.outcome.exception()
+        kind = (failure_kind(exc), getattr(exc, "status", None))
+        first = kind not in self._retried
+        self._retried.add(kind)
+        logger.log(logging.WARNING if first else logging.DEBUG, "%s: %s; retry %d of %d in %.2f s%s", self.name,
+                   self.describe(exc), state.attempt_number, max_retries, state.next_action.sleep,
+                   " (further retries after this failure are logged at the debug level)" if first else "")
 
     def _wait(self, exc: BaseException, attempt: int) -> float:
         """The server's Retry-After when it gives one (up to ``max_retry_after``), else exponential
@@ -498,13 +516,21 @@ class Transport:
             parts = urlsplit(u)
             return parts.scheme.lower(), (parts.hostname or "").lower(), parts.port
 
+        parts = urlsplit(url)
+        shown = f"{parts.scheme}://{parts.hostname or ''}{f':{parts.port}' if parts.port else ''}{parts.path}"
+        if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+            raise NotDownloaded(f"the reply links to {shown[:200]!r}: only http(s) links are downloaded")
         headers = self._auth if origin(url) == origin(self.root) else None
         budget = budget or Budget(self.deadline)
 
         async def attempt():
             return await self._on_the_wire(lambda: self._exchange("GET", url, url, None, headers), budget)
 
-        return await self._with_retries(attempt, budget)
+        try:
+            return await self._with_retries(attempt, budget)
+        except Exception as e:
+            e.fetched = shown  # described as the link's failure, not the API's (describe)
+            raise
 
     async def served_models(self, *, budget: Budget, max_retries: int) -> list[str] | None:
         """The model ids ``GET /models`` lists, or None when the server gives no usable list (no such route,
@@ -555,11 +581,14 @@ class Transport:
         """What happened, clearly and without the key: the failure, how many attempts over how long,
         and why retrying stopped early."""
         kind = failure_kind(exc)
-        where = self.where
+        fetched = getattr(exc, "fetched", None)  # a link a reply gave, on another host maybe: its own failure
+        where = f"the image link {fetched}" if fetched else self.where
         spent = getattr(exc, "attempt_seconds", None)
         if kind == "status":
             msg, status = exc.message, exc.status
-            if status == 401:
+            if fetched:
+                msg = f"{where}: {msg}"
+            elif status == 401:
                 msg = f"authentication failed at {where}: check the API key ({self.endpoint.key_hint}): {msg}"
             elif status == 403:
                 msg = f"permission denied{f' for {self.model!r}' if self.model else ''} at {where}: {msg}"

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import email.utils
 import json
+import re
 import time
 from typing import Any
 
 __all__ = ["Malformed", "ReplyTooLarge", "TimedOut", "HTTPStatus", "error_message", "retry_after", "failure_kind",
-           "retryable", "transient", "unavailable", "refused_credentials"]
+           "retryable", "transient", "unavailable", "refused_credentials", "quota_exhausted"]
 
 
 class Malformed(Exception):
@@ -117,10 +118,31 @@ def failure_kind(exc: BaseException) -> str:
     return "other"
 
 
+#: an account that cannot pay (OpenAI's codes): every request fails alike until its limit is raised or reset
+QUOTA_CODES = frozenset({"insufficient_quota", "billing_hard_limit_reached", "billing_not_active", "quota_exceeded",
+                         "billing_limit_user_error"})
+_QUOTA_WORDS = re.compile(r"billing|quota|credit balance|insufficient (funds|credits?|balance)|payment required",
+                          re.IGNORECASE)
+
+
+def quota_exhausted(exc: BaseException) -> bool:
+    """The account's quota or billing limit is reached (OpenAI's 429 ``insufficient_quota``, 400
+    ``billing_hard_limit_reached``, a 402 Payment Required, or a 400/403 saying so): no request goes through
+    until it is raised or reset, so none is retried, and a caller stops rather than fail every request alike. A
+    429 is one only by its code: a rate limit's message may speak of a quota (per minute) too."""
+    if failure_kind(exc) != "status":
+        return False
+    if exc.status == 402 or exc.code in QUOTA_CODES:
+        return True
+    return exc.status in (400, 403) and bool(_QUOTA_WORDS.search(exc.message or ""))
+
+
 def retryable(exc: BaseException) -> bool:
-    """Worth asking again at once: the infrastructure failed, not the request."""
+    """Worth asking again at once: the infrastructure failed, not the request (nor an account that cannot pay)."""
     kind = failure_kind(exc)
     if kind == "status":
+        if quota_exhausted(exc):
+            return False
         return exc.status in (408, 409, 429) or exc.status >= 500
     return kind in ("timeout", "connect", "connection", "malformed")  # a body not JSON: usually a proxy's hiccup
 

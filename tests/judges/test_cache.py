@@ -690,3 +690,22 @@ def test_closing_closes_the_judge_before_its_store_and_the_store_whatever_the_ju
     with pytest.raises(RuntimeError, match="went away"):
         cached.close()
     assert seen == [True] and cached.store._conn is None
+
+
+def test_the_write_ahead_log_of_a_default_cache_stays_small_over_a_full_run(tmp_path, monkeypatch):
+    """Issue 43: a size limit, the default 2 GiB included, turned SQLite's own checkpoints off, and the log grew to
+    its bound of 64 MiB before its first checkpoint: 67 MB for a 13 MB cache over a full R2I-Bench run at
+    temperature 0, and a resume on a 5 MB disk stopped. Here 12 MB of replies, one at a time as they arrive."""
+
+    monkeypatch.delenv("T2IREASON_CACHE_MAX_SIZE", raising=False)
+    path = tmp_path / "c.sqlite"
+    judge = CachedJudge(ScriptedJudge(lambda r: "x" * 20_000 + r.messages[-1].text, batch_size=1), path)
+    assert judge.store.max_size == 2 * 1024**3  # the default limit
+    peak = 0
+    for i in range(600):
+        judge.chat([ChatRequest.simple(f"image {i}")])
+        wal = Path(f"{path}-wal")
+        peak = max(peak, wal.stat().st_size if wal.exists() else 0)
+    judge.close()
+    assert page_bytes(path) > 10 * 1024**2  # the replies are all there
+    assert peak <= 4 * 1024**2 + 256 * 1024, peak  # SQLite's checkpoints (1,000 pages) and the 4 MiB bound

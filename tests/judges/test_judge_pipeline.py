@@ -12,7 +12,16 @@ import pytest
 import torch
 
 from t2ireason.images import as_image
-from t2ireason.judges import AnswerQuery, ChatRequest, JudgeError, Sampling, decoding, load_judge
+from t2ireason.judges import (
+    AnswerQuery,
+    ChatRequest,
+    JudgeError,
+    Sampling,
+    constrained,
+    decoding,
+    load_judge,
+    vision_attention,
+)
 from t2ireason.judges import transformers_judge as tj
 
 LENGTH = 4
@@ -212,51 +221,97 @@ def test_vectorised_forced_tokens_write_what_the_per_row_loop_wrote():
         assert torch.equal(processor(None, scores), expected)
 
 
-def test_schema_masks_filled_together_equal_masks_filled_row_by_row(judge):
+def _steps(constraint, input_ids, scores_list, hooks=True):
+    """Drive a constraint as generate does: the processor on each step's logits, the greedy token appended,
+    then the stopping hook; returns each step's processed scores."""
+    out, hook = [], constraint.stopping_hook()
+    for scores in scores_list:
+        processed = constraint(input_ids, scores)
+        out.append(processed)
+        input_ids = torch.cat([input_ids, processed.argmax(-1, keepdim=True)], 1)
+        if hooks:
+            hook(input_ids, None)
+    constraint.close()
+    return out
+
+
+def test_schema_masks_filled_in_parallel_from_the_hooks_tokens_equal_masks_filled_row_by_row(judge):
+    """The constraint as generate runs it (each step's tokens sent to the host by the stopping hook, the rows'
+    matchers advanced and masks filled by llguidance's pool in two calls a step) gives exactly the logits of
+    filling each row's mask in turn from input_ids."""
     config = judge._generation_config
     info = judge._llguidance_tokenizer(config)
     import llguidance
 
     schemas = [SCHEMA, None, {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}, SCHEMA]
-    together = decoding.schema_constraint(info, schemas, 3, llguidance.LLExecutor())
-    row_by_row = decoding.schema_constraint(info, schemas, 3)
     generator = torch.Generator().manual_seed(1)
-    input_ids = torch.zeros(len(schemas), 3, dtype=torch.long)
     vocab = judge.hf_model.get_output_embeddings().weight.shape[0]
-    for _ in range(20):
-        scores = torch.randn(len(schemas), vocab, generator=generator)
-        a, b = together(input_ids, scores), row_by_row(input_ids, scores)
+    scores = [torch.randn(len(schemas), vocab, generator=generator) for _ in range(20)]
+    input_ids = torch.zeros(len(schemas), 3, dtype=torch.long)
+    ahead = constrained.schema_constraint(info, schemas, llguidance.LLExecutor())
+    together = _steps(ahead, input_ids, scores)
+    reference = constrained.schema_constraint(info, schemas, overlap=False)
+    row_by_row = _steps(reference, input_ids, scores, hooks=False)
+    for a, b, raw in zip(together, row_by_row, scores):
         assert torch.equal(a, b)
-        assert torch.equal(a[1], scores[1])  # the free row is untouched
-        input_ids = torch.cat([input_ids, a.argmax(-1, keepdim=True)], 1)
-    assert any(m.is_stopped() for m in together.matchers if m is not None)
+        assert torch.equal(a[1], raw[1])  # the free row is untouched
+    assert ahead.taken == {"hook": 19, "input_ids": 0}  # every step after the first read the hook's copy
+    assert reference.taken == {"hook": 0, "input_ids": 19}
+    assert any(m.is_stopped() for m in ahead.matchers if m is not None)
+    # a processor the hook never reached (a step generate took without it) catches up by itself
+    caught_up = _steps(constrained.schema_constraint(info, schemas), input_ids, scores, hooks=False)
+    assert all(torch.equal(a, b) for a, b in zip(caught_up, row_by_row))
 
 
-def test_schema_masks_on_a_cpu_need_no_compile_and_mask_as_llguidance_does(judge, monkeypatch):
+def test_schema_masks_need_no_compile_and_mask_as_the_bits_say(judge, monkeypatch):
     """As found (issue 34 item 13): llguidance's mask kernel is torch.compile'd, and its first call built C++
-    for 13 CPU-seconds of a fresh demo (and needs a compiler). On a CPU the same mask is applied eagerly:
-    equal to llguidance's own, tokens past the tokenizer's vocabulary (padded logits) included."""
+    for 13 CPU-seconds of a fresh demo (and needs a compiler). The mask is applied in eager torch on every
+    device: each token allowed exactly when its bit is set (llguidance's layout: 32 tokens a word, low bit
+    first), tokens past the tokenizer's vocabulary (padded logits) never."""
     import llguidance.torch as llt
 
+    monkeypatch.setattr(llt, "apply_token_bitmask_inplace", lambda *a: pytest.fail("compiled kernel"))
     config = judge._generation_config
     info = judge._llguidance_tokenizer(config)
     schemas = [SCHEMA, None, SCHEMA]
     generator = torch.Generator().manual_seed(2)
     vocab = judge.hf_model.get_output_embeddings().weight.shape[0] + 40  # wider than the mask's 32-token words
-    reference = decoding.schema_constraint(info, schemas, 3)
-    eager = decoding.schema_constraint(info, schemas, 3)
+    words = 32 * ((info.vocab_size + 31) // 32)  # the mask's width: the tokenizer's vocabulary in 32-bit words
+    constraint = constrained.schema_constraint(info, schemas, overlap=False)
     input_ids = torch.zeros(len(schemas), 3, dtype=torch.long)
     for _ in range(8):
         scores = torch.randn(len(schemas), vocab, generator=generator)
-        expected = reference(input_ids, scores)
-        monkeypatch.setattr(llt, "apply_token_bitmask_inplace", lambda *a: pytest.fail("compiled kernel on a CPU"))
-        got = eager(input_ids, scores)
-        monkeypatch.undo()
-        assert torch.equal(got, expected) and torch.isinf(got[0]).any()
-        words = 32 * ((info.vocab_size + 31) // 32)  # the mask's width: the tokenizer's vocabulary in 32-bit words
-        assert words < vocab and torch.isinf(got[:, words:]).all()  # never a token past it
+        got = constraint(input_ids, scores)
+        bits = np.unpackbits(constraint.mask.numpy().view(np.uint8), bitorder="little").reshape(len(schemas), -1)
+        expected = scores.clone()
+        expected[:, :words][torch.from_numpy(bits == 0)] = float("-inf")
+        expected[:, words:] = float("-inf")  # never a token past the mask
+        assert torch.equal(got, expected) and torch.isinf(got[0]).any() and words < vocab
         assert torch.equal(got[1, :info.vocab_size], scores[1, :info.vocab_size])  # the free row: untouched
         input_ids = torch.cat([input_ids, got.argmax(-1, keepdim=True)], 1)
+
+
+def test_json_replies_with_the_masks_filled_ahead_are_those_filled_in_turn(tiny_models, monkeypatch):
+    """End to end through generate: JSON requests (mixed with free ones and sampled rows) give the same texts
+    with each step's tokens sent by the hook and the masks filled in parallel (the default) as filled row by row
+    from input_ids inside the processor; no thread is left behind."""
+    judge = _judge(tiny_models["vlm"], batch_size=4)
+    requests = _requests(7)
+    made = []
+    real = tj.schema_constraint
+
+    def recording(*args, **kwargs):
+        made.append(real(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(tj, "schema_constraint", recording)
+    before = set(threading.enumerate())
+    ahead = [r.text for r in judge.chat(requests)]
+    assert made and all(c.taken["hook"] > 0 and c.taken["input_ids"] == 0 for c in made)
+    monkeypatch.setattr(tj, "schema_constraint", lambda info, schemas, executor=None: real(info, schemas, overlap=False))
+    in_turn = [r.text for r in judge.chat(requests)]
+    assert ahead == in_turn and all(ahead)
+    assert not [t for t in set(threading.enumerate()) - before if t.name.startswith("hf-judge-masks")]
 
 
 # -- attention and the compiled decoding path -----------------------------------------------------------------------
@@ -276,13 +331,13 @@ def test_attention_is_fitted_per_family_and_recorded(tiny_models, tmp_path, monk
     qwen, llava = tmp_path / "qwen", tmp_path / "llava"
     Qwen2_5_VLConfig(dtype="bfloat16").save_pretrained(qwen)
     LlavaConfig().save_pretrained(llava)
-    assert tj._fitting_attention(str(qwen), {}, "auto", None, None) == {"vision_config": "flash_attention_2"}
-    assert tj._fitting_attention(str(qwen), {}, torch.float16, "auto", None) == {"vision_config": "flash_attention_2"}
-    assert tj._fitting_attention(str(qwen), {}, "float32", None, None) is None  # the kernel takes half precision only
-    assert tj._fitting_attention(str(qwen), {}, "auto", None, "cpu") is None
-    assert tj._fitting_attention(str(llava), {}, "auto", None, None) is None  # no varlen vision tower: SDPA
+    assert vision_attention.fitting_attention(str(qwen), {}, "auto", None, None) == {"vision_config": "flash_attention_2"}
+    assert vision_attention.fitting_attention(str(qwen), {}, torch.float16, "auto", None) == {"vision_config": "flash_attention_2"}
+    assert vision_attention.fitting_attention(str(qwen), {}, "float32", None, None) is None  # the kernel takes half precision only
+    assert vision_attention.fitting_attention(str(qwen), {}, "auto", None, "cpu") is None
+    assert vision_attention.fitting_attention(str(llava), {}, "auto", None, None) is None  # no varlen vision tower: SDPA
     monkeypatch.setattr(transformers.utils, "is_flash_attn_2_available", lambda: False)
-    assert tj._fitting_attention(str(qwen), {}, "auto", None, None) is None
+    assert vision_attention.fitting_attention(str(qwen), {}, "auto", None, None) is None
     monkeypatch.undo()
     # the user's choice, per sub-model, reaches the model and the identity
     chosen = _judge(tiny_models["vlm"], attn_implementation={"vision_config": "eager"})
@@ -307,3 +362,103 @@ def test_compiled_decoding_uses_a_static_cache_and_answers_alike(tiny_models, ju
     requests = _requests(4)
     assert [r.text for r in compiled.chat(requests)] == [r.text for r in judge.chat(requests)]
     assert seen and set(seen) == {"static"}
+
+
+def test_compiled_decoding_by_default_on_cuda_for_full_batches_its_first_call_said_once(tiny_models, judge,
+                                                                                        monkeypatch, caplog):
+    """``compiled_decoding=None`` (the default): the static cache where it pays, on CUDA for batches of the
+    judge's full size (compiled once, then reused); a smaller tail, and every batch on a CPU, eager. The cache's
+    length is rounded up to a bucket so other prompt lengths reuse the compiled step; the first call of each
+    shape is said once in the log."""
+    import logging
+
+    from t2ireason.judges.static_cache import CACHE_BUCKET, StaticDecoding
+
+    assert StaticDecoding.applies(None, 3, 3, "cuda") and not StaticDecoding.applies(None, 1, 3, "cuda")
+    assert not StaticDecoding.applies(None, 3, 3, "cpu") and not StaticDecoding.applies(False, 3, 3, "cuda")
+    assert StaticDecoding.applies(True, 1, 3, "cpu")
+    assert StaticDecoding.describe(None, "cuda") == "static (full batches, CUDA)" and StaticDecoding.describe(None, "cpu") is None
+    with pytest.raises(ValueError, match="compiled_decoding must be True, False or None"):
+        _judge(tiny_models["vlm"], compiled_decoding="yes")
+
+    auto = _judge(tiny_models["vlm"], batch_size=3)
+    assert auto.compiled_decoding is None and "cache_implementation" not in auto.identity()  # a CPU: eager
+    seen = []
+    real_generate = auto.hf_model.generate
+
+    def generate(*args, **kwargs):
+        config = kwargs["generation_config"]
+        seen.append((kwargs["input_ids"].shape, config.cache_implementation, getattr(config, "max_cache_len", None)))
+        return real_generate(*args, **kwargs)
+
+    monkeypatch.setattr(auto.hf_model, "generate", generate)
+    requests = _requests(7)
+    eager = [r.text for r in auto.chat(requests)]
+    assert [s[1] for s in seen] == [None, None, None]
+    # the same judge as it decides on CUDA (the device type faked for the decision only; it runs here)
+    monkeypatch.setattr(auto._static, "applies", lambda setting, rows, batch, device: StaticDecoding.applies(
+        setting, rows, batch, "cuda"))
+    seen.clear()
+    with caplog.at_level(logging.WARNING, logger="t2ireason.judges.static_cache"):
+        assert [r.text for r in auto.chat(requests)] == eager
+        assert [r.text for r in auto.chat(requests)] == eager
+    assert [s[1] for s in seen] == ["static", "static", None] * 2  # the tail of one request: eager
+    for shape, _, length in seen[:2]:
+        assert length % CACHE_BUCKET == 0 and length >= shape[1] + LENGTH
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 1 and "compiled decoding for batches of 3" in said[0] and "compiled_decoding=False" in said[0]
+    assert list(auto._static.first_calls) == [(3, seen[0][2])]
+
+
+def test_yes_probability_of_files_decodes_each_batch_where_it_is_prepared(judge, tmp_path, monkeypatch):
+    """Image files given to yes_probability are decoded batch by batch in the prefetch thread (overlapping the
+    batch before), not all before the first batch: the same scores as images decoded beforehand. A missing
+    file is told before any work; an unreadable one is the image error naming it, not a model failure."""
+    from t2ireason.images import ImageError
+
+    monkeypatch.setattr(judge, "batch_size", 3)
+    paths = []
+    for i in range(7):
+        paths.append(tmp_path / f"{i}.png")
+        _image(i, (24 + 6 * i, 30)).image.save(paths[-1])
+    questions = [f"Is there a cat number {i}?" for i in range(7)]
+    expected = judge.yes_probability([as_image(p) for p in paths], questions)
+    decoded_in, real_load = [], tj.load_images
+
+    def load(images, **kwargs):
+        decoded_in.append((threading.current_thread().name, len(images)))
+        return real_load(images, **kwargs)
+
+    monkeypatch.setattr(tj, "load_images", load)
+    assert judge.yes_probability([str(p) for p in paths], questions) == expected
+    assert [n for _, n in decoded_in] == [3, 3, 1] and all(t.startswith("hf-judge-prefetch") for t, _ in decoded_in)
+
+    generated = []
+    monkeypatch.setattr(judge.hf_model, "generate", lambda *a, **k: generated.append(1) or pytest.fail("generated"))
+    with pytest.raises(ImageError, match=r"image file not found: .*gone\.png"):
+        judge.yes_probability([str(p) for p in paths] + [str(tmp_path / "gone.png")], questions + ["?"])
+    monkeypatch.undo()
+    monkeypatch.setattr(judge, "batch_size", 3)
+    (tmp_path / "broken.png").write_bytes(paths[0].read_bytes()[:100])
+    with pytest.raises(ImageError, match=r"broken\.png"):
+        judge.yes_probability([str(p) for p in paths[:6]] + [str(tmp_path / "broken.png")], questions)
+    assert not _prefetch_threads()
+
+
+def test_one_token_answers_keep_no_kv_cache(judge, monkeypatch):
+    """P("Yes") is one forward: no KV cache is kept for it (12 GB for 32 LLaVA-7B prompts); a longer answer,
+    teacher-forced over several steps, keeps its cache. The scores are those with a cache."""
+    used, real_generate = [], judge.hf_model.generate
+
+    def generate(*args, **kwargs):
+        used.append(kwargs["generation_config"].use_cache)
+        return real_generate(*args, **kwargs)
+
+    monkeypatch.setattr(judge.hf_model, "generate", generate)
+    queries = [AnswerQuery(_image(i), f"Is there a cat number {i}?", "Yes") for i in range(3)]
+    without = judge.answer_probability(queries)
+    longer = judge.answer_probability([AnswerQuery(q.image, q.question, "Yes, it is") for q in queries])
+    assert used == [False, True] and 0 < min(longer) and max(longer) < 1
+    monkeypatch.setattr(judge, "_prepare_answers", lambda qs, real=judge._prepare_answers: (
+        lambda p: (setattr(p["config"], "use_cache", True), p)[1])(real(qs)))
+    assert judge.answer_probability(queries) == pytest.approx(without, rel=1e-5, abs=1e-7)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from t2ireason.report.cells import best_rows
-from t2ireason.report.latex import ONE_COLUMN, to_latex
+from t2ireason.report.latex import ONE_COLUMN, ONE_COLUMN_HEIGHT, to_latex
 from t2ireason.report.tables import side_by_side
 from t2ireason.results import Cell, PaperTable
 
@@ -94,7 +94,7 @@ def test_every_benchmarks_tables_fit_one_column_without_scaling(tmp_path):
     rng = random.Random(0)
     tables.append(PaperTable("PRISM-Bench Table 1 (19 models)", paper.columns, {
         m: {c: Cell(round(rng.uniform(5, 95), 1)) for c in paper.columns} for m in PRISM_MODELS}, paper.note))
-    tex = to_latex(tables, width=ONE_COLUMN)
+    tex = to_latex(tables, width=ONE_COLUMN, height=ONE_COLUMN_HEIGHT)
     assert "\\resizebox" not in tex and "table*" not in tex
     assert tex.count("\\caption{") == len(tables)  # a table the page cannot hold goes on in a float of its own
     log = _compiled(tmp_path, tex)
@@ -110,7 +110,7 @@ def test_every_benchmarks_tables_fit_one_column_without_scaling(tmp_path):
     report = write_report(prism_runs, tmp_path / "report")
     written = report["tables_tex"].read_text()
     assert written == to_latex(side_by_side([run.bench.paper_tables(run.scores("scripted")["aggregate"], run.name)
-                                             for run in prism_runs]), width=ONE_COLUMN)
+                                             for run in prism_runs]), width=ONE_COLUMN, height=ONE_COLUMN_HEIGHT)
     assert "Overfull \\hbox" not in _compiled(tmp_path / "report", written)
     # issue 40 item 7: with the papers' rows (--published), every benchmark's tables.tex compiles and fits the
     # page: PRISM-Bench's Table 1 was 243 pt taller than it ("Float too large"), never placed
@@ -168,3 +168,26 @@ def test_t2i_reasonbench_table_3_draws_the_rewritten_prompts_change_from_the_ori
     assert f"{change:+.1f}" in section and "change" in section and "\\textbf{" not in section.split("change")[-1]
     changes = PaperTable("t", ["Idiom change"], {"a": {"Idiom change": Cell(-3.0)}, "b": {"Idiom change": Cell(2.0)}})
     assert best_rows(changes) == {} and "| a | -3.0 |" in to_markdown([changes])
+
+
+def test_greek_letters_are_latex_math_and_a_table_too_tall_with_its_intervals_drops_them():
+    """As found: the agreement tables.tex wrote raw τ, ρ, α, which pdflatex refuses ("Unicode character τ"); and a
+    table laid out to fit the width could be taller than the page."""
+    from t2ireason.report.latex import ONE_COLUMN_HEIGHT
+
+    small = PaperTable("Agreement (Krippendorff's α)", ["Idiom τ", "All ρ"], {"judge": {"Idiom τ": Cell(0.5),
+                                                                                      "All ρ": Cell(0.6)}})
+    tex = to_latex([small])
+    assert "Idiom $\\tau$" in tex and "All $\\rho$" in tex and "Krippendorff's $\\alpha$" in tex
+    assert not {"τ", "ρ", "α"} & set(tex)
+    columns = [f"{g} {s}" for g in ("Idiom", "Textual", "Entity", "Scientific", "All") for s in ("τ", "ρ")]
+    tall = PaperTable("Table 1", columns, {f"metric {m} (judge-{m})": {c: Cell(0.5 + m / 100, 0.1, 0.9) for c in columns}
+                                           for m in range(12)}, note="a note", decimals=4)
+    wide_only = to_latex([tall], intervals=True, width=ONE_COLUMN)
+    assert "[0.1000, 0.9000]" in wide_only  # fits the width with its intervals, in five panels: far taller than a page
+    # (twelve rows: with eight, \scriptsize holds them with their intervals on one page, and keeps them)
+    fitted = to_latex([tall], intervals=True, width=ONE_COLUMN, height=ONE_COLUMN_HEIGHT)
+    assert "[0.1000, 0.9000]" not in fitted and "intervals are left out here to fit the page" in fitted
+    assert fitted.count("\\begin{tabular}") < wide_only.count("\\begin{tabular}") and "\\resizebox" not in fitted
+    assert to_latex([small], intervals=True, width=ONE_COLUMN, height=ONE_COLUMN_HEIGHT) == to_latex(
+        [small], intervals=True, width=ONE_COLUMN)  # what fits is laid out as before

@@ -116,3 +116,25 @@ def test_a_prompts_file_saved_with_a_byte_order_mark_reads_as_without(tmp_path, 
     path = tmp_path / name
     path.write_text(content, encoding="utf-8-sig")
     assert read_prompts(path)[0]["prompt"] == "a cat"
+
+
+def test_the_library_names_the_dimension_as_its_caller_says():
+    """Issue 43 (library half): the message naming how to give T2I-ReasonBench's dimension is the caller's."""
+    from t2ireason.rewards import Criteria
+
+    with pytest.raises(ValueError, match=r"no dimension: give one of .*\(load_reward\(\.\.\., dimension=\.\.\.\)"):
+        Criteria("t2i_reasonscore", cache=False).method.dimension({}, "a cat")
+    criteria = Criteria("t2i_reasonscore", cache=False, choice_hint="--dimension")
+    with pytest.raises(ValueError, match=r"no dimension: give one of .*\(--dimension\), for 'a cat'"):
+        criteria.method.dimension({}, "a cat")
+
+
+def test_criteria_without_dimension_points_to_the_option(tmp_path, capsys):
+    """Issue 43: `t2ireason criteria --benchmark t2i-reasonbench` without --dimension pointed to load_reward(...)."""
+    (tmp_path / "p.txt").write_text("a cat\n")
+    with serve(lambda r: turn_reply(r.text)) as server:
+        code = main(["criteria", "--benchmark", "t2i-reasonbench", "--prompts", str(tmp_path / "p.txt"),
+                     "--criteria-llm", f"openai:test-model@{server.base_url}", "--no-cache",
+                     "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 2 and "--dimension" in err and "load_reward" not in err, err

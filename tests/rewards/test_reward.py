@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import multiprocessing
+import re
 import threading
 
 import numpy as np
@@ -14,7 +15,7 @@ import torch
 from PIL import Image
 
 from t2ireason import load_reward
-from t2ireason.judges import JudgeUnavailable, Reply
+from t2ireason.judges import JudgeError, JudgeUnavailable, Reply
 from t2ireason.judges.scripted import ScriptedJudge
 
 from . import _procs
@@ -173,7 +174,8 @@ def test_submit_waits_while_max_in_flight_calls_are_unfinished(tmp_path):
 
 def test_images_as_a_loop_holds_them_score_as_the_same_pictures(tmp_path):
     """uint8 and float tensors, [-1, 1] with value_range, numpy batches, PIL images and paths: the judge sees
-    the same picture (by its digest); an image out of the value range fails alone."""
+    the same picture (by its digest); images out of the value range are refused, the range they span said
+    (issue 43: they scored NaN, or 0 with on_failure="zero", and a loop trained on nothing)."""
     pixels = torch.randint(0, 256, (2, 3, 8, 8), dtype=torch.uint8)
     pil = [Image.fromarray(p.permute(1, 2, 0).numpy()) for p in pixels]
     pil[1].save(tmp_path / "b.png")
@@ -195,9 +197,14 @@ def test_images_as_a_loop_holds_them_score_as_the_same_pictures(tmp_path):
     assert len({tuple(d) for d in digests.values()}) == 1, digests
     bad = pixels.float() / 127.5 - 1
     bad[1, 0, 0, 0] = 3.0
-    scores, info = r2i_reward(tmp_path, value_range=(-1, 1))(bad, [PROMPTS[0]] * 2)
+    with pytest.raises(ValueError, match=r"1 of 2 images have values outside value_range \[-1, 1\]: they span "
+                                         r"\[-[\d.]+, 3\] \(images 1\)"):
+        r2i_reward(tmp_path, value_range=(-1, 1))(bad, [PROMPTS[0]] * 2)
+    nan = pixels.float() / 255
+    nan[1, 0, 0, 0] = math.nan  # a sample gone wrong: it fails alone, said
+    scores, info = r2i_reward(tmp_path)(nan, [PROMPTS[0]] * 2)
     assert scores[0] == pytest.approx(EXPECTED) and math.isnan(scores[1])
-    assert "must lie in [-1, 1] (value_range); got [" in info["per_image"][1]["failure"]
+    assert "must lie in [0, 1] (value_range); got NaN" in info["per_image"][1]["failure"]
 
 
 def test_a_benchmark_row_in_metadata_is_scored_as_given_with_no_criteria_llm(tmp_path):
@@ -385,8 +392,8 @@ def test_the_method_behind_the_criteria_keys_is_read_once_per_criteria_not_per_p
     from t2ireason.rewards import criteria
 
     reads = []
-    method = criteria._Method.method
-    monkeypatch.setattr(criteria._Method, "method", lambda self: reads.append(1) or method(self))
+    method = criteria.Method.method
+    monkeypatch.setattr(criteria.Method, "method", lambda self: reads.append(1) or method(self))
     with r2i_reward(tmp_path) as reward:
         for _ in range(2):
             reward(torch.rand(2, 3, 8, 8), PROMPTS)
@@ -399,3 +406,45 @@ def test_vqascore_beside_a_judged_metric_asks_the_shared_judge_through_the_gathe
     scores, info = both(torch.rand(2, 3, 16, 16), PROMPTS)
     assert info["components"] == {"vqascore": pytest.approx([0.9, 0.25]), "prism_score": pytest.approx([0.8, 0.8])}
     assert scores == pytest.approx([0.85, 0.525]) and judge.batches == [4]
+
+
+# -- issue 43: what a training loop may hand a reward ------------------------------------------------------------
+
+def test_a_decoders_tanh_output_with_the_default_range_is_refused_naming_the_range(tmp_path):
+    images = torch.tanh(torch.randn(4, 3, 16, 16) * 2)  # a decoder's raw output, in (-1, 1)
+    for policy in ("nan", "zero"):
+        with r2i_reward(tmp_path, on_failure=policy) as reward, \
+                pytest.raises(ValueError, match=r"4 of 4 images have values outside value_range \[0, 1\]: they span "
+                                                r"\[-[\d.]+, [\d.]+\] .*pass value_range=\(-1, 1\)"):
+            reward(images, [PROMPTS[0]] * 4)  # every score NaN, or 0.0, before: the loop trained on nothing
+    with r2i_reward(tmp_path) as reward, pytest.raises(ValueError, match=r"8-bit values: pass a uint8 tensor"):
+        reward(torch.rand(2, 3, 8, 8) * 255, [PROMPTS[0]] * 2)
+    with r2i_reward(tmp_path, value_range=(-1, 1)) as reward:
+        assert reward(images, [PROMPTS[0]] * 4)[0] == pytest.approx([EXPECTED] * 4)
+
+
+def test_images_without_pixels_are_a_clear_error(tmp_path):
+    with r2i_reward(tmp_path) as reward:
+        with pytest.raises(ValueError, match=r"the batch has no pixels \(shape \(3, 0, 0\)\)"):
+            reward(torch.rand(2, 3, 0, 0), [PROMPTS[0]] * 2)  # a raw IndexError before
+        with pytest.raises(ValueError, match=r"image 1 has no pixels"):
+            reward([torch.rand(3, 8, 8), torch.rand(3, 0, 8)], [PROMPTS[0]] * 2)
+
+
+def test_one_empty_prompt_fails_its_image_alone(tmp_path):
+    with r2i_reward(tmp_path) as reward:
+        scores, info = reward(torch.rand(3, 3, 8, 8), [PROMPTS[0], "  ", PROMPTS[1]])  # the batch failed before
+    assert scores[0] == pytest.approx(EXPECTED) and scores[2] == pytest.approx(EXPECTED) and math.isnan(scores[1])
+    assert "prompts[1] is empty" in info["per_image"][1]["failure"] and info["num_failed"] == 1
+
+
+@pytest.mark.parametrize("name,kwargs,said", [
+    ("vqascore", {"judge": "openai:gpt-4o@http://127.0.0.1:9/v1", "judge_kwargs": {"max_concurency": 2}},
+     "takes no option 'max_concurency' (did you mean 'max_concurrency'?)"),
+    ("r2i_score", {"judge": "openai:gpt-4o@http://127.0.0.1:9/v1", "judge_kwargs": {"max_concurency": 2}},
+     "takes no option 'max_concurency' (did you mean 'max_concurrency'?)"),
+    ("clip_score", {"clip_kwargs": {"batchsize": 4}}, "takes no option 'batchsize' (did you mean 'batch_size'?)"),
+])
+def test_a_misspelt_option_is_a_did_you_mean_not_a_type_error(tmp_path, name, kwargs, said):
+    with pytest.raises((ValueError, JudgeError), match=re.escape(said)):  # a raw TypeError before
+        load_reward(name, criteria_llm=CountingLLM(), criteria_cache=tmp_path / "c.sqlite", **kwargs)

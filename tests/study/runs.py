@@ -11,6 +11,7 @@ from typing import Any
 from PIL import Image
 
 from t2ireason.judges.scripted import ScriptedJudge
+from t2ireason.results import ImageResult
 from t2ireason.runs import Run
 
 EVALUATION = "scripted"
@@ -36,12 +37,40 @@ def varied_answer(schema: dict[str, Any], seed: bytes) -> Any:
     return pick(schema, 0)
 
 
-def scripted_judge(salt: str) -> ScriptedJudge:
-    """Replies vary with the request's text and ``salt`` (one per run: both runs' requests read alike)."""
+def scripted_judge(salt: str, model: str = "scripted") -> ScriptedJudge:
+    """Replies vary with the request's text and ``salt`` (one per run: both runs' requests read alike); ``model``:
+    the name the judge goes by in the evaluation's record."""
     def reply(request):
         text = salt + json.dumps([m.text for m in request.messages])
         return json.dumps(varied_answer(request.json_schema or {"type": "object"}, hashlib.sha256(text.encode()).digest()))
-    return ScriptedJudge(reply)
+    return ScriptedJudge(reply, model=model)
+
+
+def judged_again(run: Run, name: str, model: str) -> None:
+    """Another evaluation of the benchmark's own metric, by another (scripted) judge going by ``model``."""
+    run.evaluate(scripted_judge(run.name + name, model), options={"structured_output": True}, name=name, cache=False,
+                 progress=False)
+
+
+def metric_evaluation(run: Run, name: str, metric: str, judge_model: str) -> dict[str, float]:
+    """An evaluation of another metric, written as ``t2ireason evaluate --metric`` keeps one: ``results.jsonl`` (one
+    scored image a line, under its key) and ``scores.json`` recording ``"metric"``; each image's score drawn from
+    its key and ``name``. Returns the scores by image key."""
+    folder = run.path / "evaluations" / name
+    folder.mkdir(parents=True)
+    scores = {}
+    with open(folder / "results.jsonl", "w") as f:
+        for key, row, path in run.image_items():
+            score = hashlib.sha256(f"{run.name}/{name}/{key}".encode()).digest()[0] / 255
+            scores[key] = score
+            result = ImageResult(id=run.bench.row_id(row), prompt=run.bench.prompt(row), score=score, image=str(path))
+            f.write(json.dumps({"key": key, **result.to_dict()}) + "\n")
+    (folder / "scores.json").write_text(json.dumps({
+        "benchmark": run.manifest["benchmark"], "run": run.name, "evaluation": name, "metric": metric,
+        "aggregate": {"mean": sum(scores.values()) / len(scores)}, "num_images": len(scores), "num_failed": 0,
+        "judge": {"backend": "hf", "model": judge_model, "model_name": judge_model},
+        "settings": {"metric": metric, "judge": f"hf:{judge_model}"}}))
+    return scores
 
 
 def scored_run(folder: Path, benchmark: str, name: str, *, limit: int | None = None) -> Run:
@@ -59,3 +88,19 @@ def scored_run(folder: Path, benchmark: str, name: str, *, limit: int | None = N
 def judge_scores(run: Run, evaluation: str = EVALUATION) -> dict[str, float | None]:
     """Each image's score by its key (its path in the run's image folder)."""
     return {Path(r.image).relative_to(run.images_dir).as_posix(): r.score for r in run.results(evaluation)}
+
+
+def study_key(folder: Path) -> dict[str, Any]:
+    """The study's key: the file beside the raters' folder ``folder`` (never inside it)."""
+    return json.loads((folder.parent / f"{folder.name}.key.json").read_text())
+
+
+def ratings_file(study: dict, rater: str, answer, **extra) -> dict:
+    """What the page exports for ``rater``: ``answer(item)`` for each item of the rater's queue."""
+    items = {it["id"]: it for it in study["items"]}
+    queue = study["queues"][rater]
+    return {"format": "t2ireason-ratings", "version": 1, "study": study["id"], "rater": rater,
+            "started": "2025-01-01T10:00:00.000Z", "exported": "2025-01-01T11:00:00.000Z", "complete": True,
+            "order": [e["item"] for e in queue],
+            "answers": {e["item"]: {**answer(items[e["item"]]), "at": "2025-01-01T10:30:00.000Z"} for e in queue},
+            **extra}

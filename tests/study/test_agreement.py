@@ -22,24 +22,13 @@ from scipy import stats
 from t2ireason import cli
 from t2ireason.study.protocols import level_of
 
-from .runs import EVALUATION, scored_run
+from .runs import EVALUATION, ratings_file, scored_run, study_key
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _digest(*parts: str) -> bytes:
     return hashlib.sha256("/".join(parts).encode()).digest()
-
-
-def ratings_file(study: dict, rater: str, answer, **extra) -> dict:
-    """What the page exports for ``rater``: ``answer(item)`` for each item of the rater's queue."""
-    items = {it["id"]: it for it in study["items"]}
-    queue = study["queues"][rater]
-    return {"format": "t2ireason-ratings", "version": 1, "study": study["id"], "rater": rater,
-            "started": "2025-01-01T10:00:00.000Z", "exported": "2025-01-01T11:00:00.000Z", "complete": True,
-            "order": [e["item"] for e in queue],
-            "answers": {e["item"]: {**answer(items[e["item"]]), "at": "2025-01-01T10:30:00.000Z"} for e in queue},
-            **extra}
 
 
 def _write(folder: Path, name: str, content) -> Path:
@@ -57,7 +46,7 @@ def t2i_run(tmp_path_factory):
 def test_a_study_is_drawn_as_the_paper_drew_it_and_drawn_again_the_same(t2i_run, tmp_path, capsys):
     out = tmp_path / "study"
     assert cli.main(["rate", str(t2i_run.path), "--out", str(out), "--raters", "5", "--seed", "7"]) == 0
-    study = json.loads((out / "study.json").read_text())
+    study = study_key(out)
     # the paper's 20 prompts a dimension (the sample has 4 each: all of them), 3 raters an image
     assert study["per_group"] == 20 and study["raters_per_item"] == 3 and study["seed"] == 7
     assert {g: len(ids) for g, ids in study["sample"].items()} == {"idiom": 4, "textual": 4, "entity": 4,
@@ -81,23 +70,23 @@ def test_a_study_is_drawn_as_the_paper_drew_it_and_drawn_again_the_same(t2i_run,
 
     # drawn again: the same study (the raters' saved answers still belong to it)
     assert cli.main(["rate", str(t2i_run.path), "--out", str(out), "--raters", "5", "--seed", "7"]) == 0
-    assert json.loads((out / "study.json").read_text())["id"] == study["id"]
+    assert study_key(out)["id"] == study["id"]
     # another draw into the same folder is refused, the folder left as it was
     capsys.readouterr()
     assert cli.main(["rate", str(t2i_run.path), "--out", str(out), "--seed", "8"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"{out} holds another study ({study['id']})" in err[0]
-    assert json.loads((out / "study.json").read_text())["id"] == study["id"]
+    assert study_key(out)["id"] == study["id"]
     # a seed of its own: another sample order and assignment, another id
     assert cli.main(["rate", str(t2i_run.path), "--out", str(tmp_path / "other"), "--raters", "5"]) == 0
-    assert json.loads((tmp_path / "other" / "study.json").read_text())["id"] != study["id"]
+    assert study_key(tmp_path / "other")["id"] != study["id"]
 
 
 def test_misfit_ratings_are_named_one_line_each_and_never_counted(tmp_path, capsys):
     run = scored_run(tmp_path, "t2i-reasonbench", "model-a")
     out = tmp_path / "study"
     assert cli.main(["rate", str(run.path), "--out", str(out), "--per-group", "2", "--raters", "4"]) == 0
-    study = json.loads((out / "study.json").read_text())
+    study = study_key(out)
     folder = out / "ratings"
     rating = lambda it: {"value": 1 + _digest(it["id"])[0] % 5}  # noqa: E731
     _write(folder, "rater1.json", ratings_file(study, "rater1", rating))
@@ -167,7 +156,7 @@ def test_per_question_agreement_by_hand(tmp_path, capsys):
     out = tmp_path / "study"
     assert cli.main(["rate", str(run.path), "--out", str(out), "--kind", "questions", "--per-group", "1",
                      "--evaluation", EVALUATION]) == 0
-    study = json.loads((out / "study.json").read_text())
+    study = study_key(out)
     items = {it["id"]: it for it in study["items"]}
     for rater in study["raters"]:  # each rater answers on the question's own levels
         def answer(it, rater=rater):
@@ -205,7 +194,7 @@ def test_per_question_agreement_by_hand(tmp_path, capsys):
 def test_the_report_shows_the_agreement_and_the_study_exports_as_a_dataset(t2i_run, tmp_path, capsys):
     out = tmp_path / "study"
     assert cli.main(["rate", str(t2i_run.path), "--out", str(out), "--per-group", "2"]) == 0
-    study = json.loads((out / "study.json").read_text())
+    study = study_key(out)
     for rater in study["raters"]:
         _write(out / "ratings", f"{rater}.json",
                ratings_file(study, rater, lambda it, r=rater: {"value": 1 + _digest(r, it["id"])[0] % 5}))
@@ -245,10 +234,15 @@ def test_what_cannot_be_a_study_is_one_line(t2i_run, tmp_path, capsys):
     assert "an A/B/tie study compares two runs' images of each prompt; got 1 run(s)" in error(
         "rate", str(t2i_run.path), "--out", out, "--kind", "preference")
     assert "is not a run folder" in error("rate", str(tmp_path / "nowhere"), "--out", out)
-    assert "need per_group >= 1 and 1 <= raters per item <= raters (2)" in error(
+    assert "each image goes to 3 raters (raters_per_item, --raters-per-item; the paper's: 3) but the study has 2" in error(
         "rate", str(t2i_run.path), "--out", out, "--raters", "2", "--raters-per-item", "3")
+    # issue 43: "need ... got 20 and 3", naming no option, for the paper's 3 raters an image and --raters 2
+    said = error("rate", str(t2i_run.path), "--out", out, "--raters", "2")
+    assert "but the study has 2 (raters, --raters)" in said and "--raters 3 or more" in said, said
+    assert "--raters-per-item 2 or fewer" in said
     assert not (tmp_path / "study").exists()  # nothing made
-    assert "no study.json beside the ratings given: name the study folder with --study" in error(
+    assert "no study key (<study>.key.json beside the raters' folder <study>) found from the ratings given: name it " \
+           "with --study" in error(
         "agreement", str(t2i_run.path), "--ratings", str(tmp_path))
     assert cli.main(["rate", str(t2i_run.path), "--out", out, "--per-group", "1"]) == 0
     capsys.readouterr()
@@ -260,7 +254,7 @@ def test_a_placeholder_license_or_repo_for_the_study_dataset_is_one_line_before_
         t2i_run, tmp_path, capsys):
     out = tmp_path / "study"
     assert cli.main(["rate", str(t2i_run.path), "--out", str(out), "--per-group", "1", "--seed", "3"]) == 0
-    study = json.loads((out / "study.json").read_text())
+    study = study_key(out)
     for rater in study["raters"]:
         _write(out / "ratings", f"{rater}.json",
                ratings_file(study, rater, lambda it, r=rater: {"value": 1 + _digest(r, it["id"])[0] % 5}))
@@ -296,7 +290,7 @@ def test_the_readme_study_commands_run(tmp_path, monkeypatch, capsys):
         scored_run(tmp_path / Path(folder).parent, "t2i-reasonbench", Path(folder).name)
     assert cli.main(rate[1:]) == 0
     study_dir = Path(rate[rate.index("--out") + 1])
-    study = json.loads((study_dir / "study.json").read_text())
+    study = study_key(study_dir)
     ratings = Path(agreement[agreement.index("--ratings") + 1])
     for rater in study["raters"]:  # the raters' part: what each one's "Export my answers" downloads
         _write(ratings, f"{study['id']}-{rater}.json",
@@ -305,3 +299,33 @@ def test_the_readme_study_commands_run(tmp_path, monkeypatch, capsys):
     assert "T2I-ReasonBench Table 1: correlation with human ratings" in capsys.readouterr().out
     for folder in rate[2:rate.index("--out")]:  # each run holds the figures, for its report
         assert (Path(folder) / "agreement" / study["id"] / "agreement.json").is_file()
+
+
+def test_ratings_saved_with_a_bom_an_upper_case_extension_or_a_key_twice_are_read_or_named(tmp_path, capsys):
+    """Issue 43: a file saved with a UTF-8 byte-order mark was left out whole; an item given twice in one file kept
+    its last answer in silence; `ann.JSON` was skipped without a line."""
+    run = scored_run(tmp_path, "t2i-reasonbench", "model-a")
+    out = tmp_path / "study"
+    assert cli.main(["rate", str(run.path), "--out", str(out), "--per-group", "2", "--raters", "3"]) == 0
+    study = study_key(out)
+    folder = out / "ratings"
+    rating = lambda it: {"value": 1 + _digest(it["id"])[0] % 5}  # noqa: E731
+    folder.mkdir(exist_ok=True)
+    (folder / "rater1.json").write_text(json.dumps(ratings_file(study, "rater1", rating)), encoding="utf-8-sig")
+    (folder / "rater2.JSON").write_text(json.dumps(ratings_file(study, "rater2", rating)))
+    third = ratings_file(study, "rater3", rating)
+    first = study["queues"]["rater3"][0]["item"]
+    answers = [f"{json.dumps(k)}: {json.dumps(v)}" for k, v in third.pop("answers").items()]
+    answers.append(f'{json.dumps(first)}: {{"value": 1}}')  # the first item answered again, with another value
+    twice = json.dumps(third)[:-1] + ', "answers": {' + ", ".join(answers) + "}}"
+    (folder / "rater3.json").write_text(twice)
+    (folder / "notes.txt").write_text("rater2 took a break at item 4")
+    assert cli.main(["agreement", str(run.path), "--ratings", str(folder)]) == 0
+    capsys.readouterr()
+    result = json.loads((run.path / "agreement" / study["id"] / "agreement.json").read_text())
+    kept = {f["file"]: f["answers"] for f in result["files"]}
+    queue = {r: len(study["queues"][r]) for r in ("rater1", "rater2", "rater3")}
+    assert kept == {"rater1.json": queue["rater1"], "rater2.JSON": queue["rater2"], "rater3.json": queue["rater3"] - 1}
+    assert f"rater3.json: item {first} is answered more than once in the file; left out" in result["problems"]
+    assert "notes.txt: not a .json file; not read" in result["problems"]
+    assert "rater3" not in result["merged"].get(first, {}).get("ratings", {})

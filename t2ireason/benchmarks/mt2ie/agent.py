@@ -60,7 +60,9 @@ Choices where the paper is silent, made here:
   punctuation) or contains exactly one of them.
 - Failures are rows, never zeros: a draw that fails, or a reply that does not
   parse after ``max_reasks`` re-asks, leaves ``score`` empty and says why in
-  ``failure`` with every raw reply in ``judge_replies``. An iterative chain goes
+  ``failure`` with every raw reply in ``judge_replies``. A prompt the model refuses
+  (a content policy) is such a row too, its ``failure`` beginning ``refused by the
+  model:``; it is the model's answer, counted as ``refused`` apart from ``failed``. An iterative chain goes
   on after a failed draw or score (its prompts do not need them); an adaptive
   chain stops, as its next prompt needs the score. A prompt that could not be
   written stops its chain (recorded as a row with an empty prompt). A prompt the
@@ -259,7 +261,10 @@ class _Agent:
                               fatal=(GeneratorError,))
         images = []
         for row, (image, error) in zip(rows, drawn):
-            if error is None and isinstance(image, BaseException):  # a drawer's failed image (a refusal...)
+            if error is None and getattr(image, "kind", None) == "refused":  # the model's answer to the prompt
+                row["failure"] = f"{REFUSED}{str(image) or 'no reason given'}"
+                continue
+            if error is None and isinstance(image, BaseException):  # a drawer's failed image
                 error = str(image) or type(image).__name__
             if error is None:
                 try:
@@ -272,6 +277,15 @@ class _Agent:
             if error is not None:
                 row["failure"] = f"drawing failed: {error}"
         return images
+
+
+#: how a row's failure begins when the model refused its prompt (a content policy), an outcome and not an error
+REFUSED = "refused by the model: "
+
+
+def refused(row: Mapping[str, Any]) -> bool:
+    """Whether the row's image is one the model refused to draw (counted apart from failures)."""
+    return str(row.get("failure") or "").startswith(REFUSED)
 
 
 def _difficulty_fn(method: str, parser: Callable[[str], Any] | None) -> tuple[str, Callable[[str], float]]:
@@ -369,9 +383,11 @@ def run_mt2ie(models: Mapping[str, Any], judge: Any, seed_prompts: Any = None, *
         "out_dir": str(store.out), "mode": mode, "scoring": scoring, "evaluator": evaluator,
         "models": list(models), "seeds": seeds, "iterations": iterations, "runs": len(models) * len(tracks),
         "planned": len(planned), "rows": len(rows), "new": agent.new,
-        "failed": sum(r["failure"] is not None for r in rows),
+        "failed": sum(r["failure"] is not None and not refused(r) for r in rows),
+        "refused": sum(refused(r) for r in rows),  # the model's answer, an outcome: no error
         "stopped": len(planned) - len(rows),  # iterations a failure kept from being reached
-        "failures": [{"id": r["id"], "failure": r["failure"]} for r in rows if r["failure"]][:20],
+        "failures": [{"id": r["id"], "failure": r["failure"]} for r in rows if r["failure"] and not refused(r)][:20],
+        "refusals": [{"id": r["id"], "failure": r["failure"]} for r in rows if refused(r)][:20],
         "table": rank_models(rows, reference, mode=mode) if rows else None,
     }
     atomic_write_json(store.out / "summary.json", summary)

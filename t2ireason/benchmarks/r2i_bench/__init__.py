@@ -56,6 +56,7 @@ class R2IBench(Benchmark):
     pretty_name = "R2I-Bench"
     configs = (*CATEGORIES, "all")
     metric = "r2i_score"
+    subscore_scale = 100.0  # its dimensions (Table 13) are on 0-1
     license = None  # the release states none that we could check: users must say
     citation = _CITATION
     # The authors' repository at the commit whose files the project checked byte for byte: their
@@ -150,6 +151,9 @@ class R2IBench(Benchmark):
         if options:
             raise TypeError(f"read_release takes no options, got {sorted(options)}")
         return release.read_release(source, license=self.license)
+
+    def unscorable(self, row: dict[str, Any]) -> str | None:
+        return scores.unscorable_questions(row.get("questions") or [])
 
     def score(self, rows: Sequence[dict[str, Any]], images: Sequence[Any], judge: Any, *,
               progress: bool | str = False, **options: Any) -> list[ImageResult]:

@@ -128,7 +128,7 @@ def score(bench: Benchmark, rows: Sequence[dict[str, Any]], images: Sequence[Any
             result.context["excluded"] = True
             result.failure = "not evaluated: its subcategory is not among the ones asked for (subcategories=...)"
             continue
-        why = _unscorable(questions)
+        why = unscorable_questions(questions)
         if why:
             result.context["unscorable"] = True
             result.failure = f"unscorable: {why}"
@@ -187,7 +187,7 @@ def score(bench: Benchmark, rows: Sequence[dict[str, Any]], images: Sequence[Any
 
 def _check_row(row: Any, i: int) -> None:
     """Rows that are not R2I-Bench rows are the caller's mistake: a clear error. A row's own
-    irregularities (a weight that is not a number) make it unscorable instead (:func:`_unscorable`)."""
+    irregularities (a weight that is not a number) make it unscorable instead (:func:`unscorable_questions`)."""
     if not isinstance(row, dict):
         raise ValueError(f"rows[{i}] is a {type(row).__name__}, not an R2I-Bench row (a dict)")
     missing = [f for f in _ROW_FIELDS if f not in row]
@@ -203,7 +203,7 @@ def _usable_weight(w: Any) -> bool:
     return not isinstance(w, bool) and isinstance(w, (int, float)) and math.isfinite(w) and w >= 0
 
 
-def _unscorable(questions: Sequence[dict[str, Any]]) -> str | None:
+def unscorable_questions(questions: Sequence[dict[str, Any]]) -> str | None:
     """Why an instance cannot be scored at all (None: it can)."""
     if not questions:
         return "the release has no evaluation questions for this prompt"

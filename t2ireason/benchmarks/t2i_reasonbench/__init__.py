@@ -61,6 +61,7 @@ class T2IReasonBench(Benchmark):
     pretty_name = "T2I-ReasonBench"
     configs = tuple(DIMENSIONS)
     metric = "t2i_reasonscore"
+    subscore_scale = 100.0  # its question groups (reason, detail, quality) are on 0-1
     license = None  # neither the paper nor the release states one: users must say
     citation = _CITATION
     # pinned at the commit whose files the project checked byte for byte (release_hashes/t2i-reasonbench.sha256:
@@ -139,6 +140,11 @@ class T2IReasonBench(Benchmark):
         return release.read_release(source, options, license=self.license)
 
     # -- scoring ------------------------------------------------------------------------------------
+
+    def unscorable(self, row: dict[str, Any]) -> str | None:
+        if not any(g.get("pairs") for g in row.get("evaluation") or [] if isinstance(g, dict)):
+            return "the release has no questions for this prompt"
+        return None
 
     def score(self, rows: Sequence[dict[str, Any]], images: Sequence[Any], judge: Any, *,
               progress: bool | str = False, **options: Any) -> list[ImageResult]:

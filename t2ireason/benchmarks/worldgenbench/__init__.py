@@ -91,6 +91,9 @@ class WorldGenBench(Benchmark):
     def image_stem(self, row: dict[str, Any]) -> str:
         return f"{row['domain']}/{row['id']}"
 
+    def unscorable(self, row: dict[str, Any]) -> str | None:
+        return None if normalize_checklist(row.get("checklist"), problems=[]) else "the row has no checklist items"
+
     # the package's modules do the work: the reader, one image's score, the aggregate, the paper's tables
     read_release = staticmethod(release.read_release)
     score = scores.score

@@ -1,0 +1,131 @@
+"""A prompt's questions, written once by an LLM with a paper's published prompt and kept on disk.
+
+DSG and TIFA score an image by the questions an LLM writes for its prompt. They are made the way the
+benchmarks' criteria are, by :class:`~t2ireason.rewards.criteria.Criteria` (one method object per metric:
+:class:`QuestionMethod`): keyed by the metric, the prompt, the LLM's identity and the method (its templates,
+its version, the sampling it asks with), kept in ``criteria.sqlite`` under file locks, so that a prompt's
+questions are asked for once, whatever the processes, and every later evaluation reads the same ones. A
+generation that fails (a reply still malformed after its re-asks) is not kept: the prompt's images fail
+with the reason, and it is asked again the next time. A row given with its questions (a released question
+set: DSG-1k, TIFA v1.0) is scored as given.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..judges.base import Sampling
+from ..rewards.criteria import Criteria, Made, Method
+
+__all__ = ["QuestionMethod", "Questions", "Made", "LLM_UNAVAILABLE", "made_failure"]
+
+#: ends the failure of a prompt whose questions the LLM could not be asked for (its server failed): its images'
+#: failures are retryable (``t2ireason evaluate --retry-failed``), the questions being asked for again
+LLM_UNAVAILABLE = " (the LLM could not answer; asking again may succeed)"
+
+
+def made_failure(what: str, parsed: Any) -> str:
+    """The failure of a prompt whose ``what`` could not be made (``parsed``: the last ask's outcome)."""
+    return f"{what}: {parsed.error}" + (LLM_UNAVAILABLE if parsed.transient else "")
+
+
+#: bumped when a method changes in a way its templates do not show: older questions are then made again
+VERSION = 1
+
+
+class QuestionMethod(Method):
+    """A metric that writes its own questions: no benchmark behind it, rows of its own :attr:`features`,
+    ``questions`` given or made by :meth:`make` (a subclass per paper)."""
+
+    criteria_fields = ("questions",)
+
+    def __init__(self, sampling: Sampling, max_reasks: int = 2):
+        super().__init__(None)
+        if max_reasks < 0:
+            raise ValueError(f"max_reasks must be >= 0, got {max_reasks}")
+        self.sampling = sampling
+        self.max_reasks = max_reasks
+
+    @property
+    def features(self) -> Any:
+        raise NotImplementedError
+
+    def row(self, prompt: str, meta: dict[str, Any], ident: str) -> dict[str, Any]:
+        from ..rewards.criteria import conform
+
+        return {**conform({**meta, "prompt": prompt}, self.features), "id": str(meta.get("id") or ident)}
+
+    def configs(self, row: dict[str, Any]) -> list[str]:
+        return []
+
+    def method(self) -> dict[str, Any]:
+        """The version, the templates' text and the sampling the questions are asked with: another of any makes
+        other questions."""
+        digest = hashlib.sha256()
+        for name in self.templates:
+            digest.update((resources.files("t2ireason") / "templates" / name).read_bytes())
+        return {"version": VERSION, "templates": digest.hexdigest(), "sampling": self.sampling.to_dict(),
+                "max_reasks": self.max_reasks}
+
+
+class Questions:
+    """The questions of each prompt, from the rows given or made by ``llm`` and kept in ``store`` (a path,
+    True for the default ``criteria.sqlite``, False for this object's life only).
+
+    ``llm``: a spec (loaded on first use, with ``llm_kwargs`` and the response cache ``cache``, and closed by
+    :meth:`close`), a judge object, or None: the judge given to :meth:`rows` writes them too. The response cache
+    keeps each deterministic reply as it arrives: an interrupted generation pays for none twice."""
+
+    def __init__(self, method: QuestionMethod, llm: Any = None, *, llm_kwargs: dict[str, Any] | None = None,
+                 store: str | Path | bool = True, cache: str | Path | bool = True):
+        from ..judges import JudgeSpec, validate_judge
+
+        self.method = method
+        self.spec = llm if isinstance(llm, str | JudgeSpec) else None
+        if self.spec is not None:
+            validate_judge(self.spec, llm_kwargs)  # a bad spec or option is said before anything is asked
+        elif llm_kwargs:
+            raise ValueError("llm_kwargs go with an LLM given as a spec, not with an object (set them on it)")
+        self.llm = None if self.spec is not None else llm
+        self.llm_kwargs = dict(llm_kwargs or {})
+        self.store = store
+        self.cache = cache
+        self._loaded: Any = None
+        self._criteria: dict[int, Criteria] = {}
+        self._lock = threading.Lock()  # scoring threads (an HTTP judge's rolling window) load and key once
+
+    def _llm(self, judge: Any) -> Any:
+        if self.spec is None:
+            return self.llm if self.llm is not None else judge
+        if self._loaded is None:
+            from ..judges import load_judge
+
+            self._loaded = load_judge(self.spec, cache=self.cache, **self.llm_kwargs)
+        return self._loaded
+
+    def criteria(self, judge: Any) -> Criteria:
+        """The store of the LLM that writes the questions when ``judge`` is the scoring judge."""
+        with self._lock:
+            llm = self._llm(judge)
+            if id(llm) not in self._criteria:
+                self._criteria[id(llm)] = Criteria(self.method, llm, cache=self.store)
+            return self._criteria[id(llm)]
+
+    def rows(self, rows: Sequence[dict[str, Any]], judge: Any) -> tuple[list[dict[str, Any]], list[str | None]]:
+        """Each row with its questions, and per row None or why it has none (its image then fails, unasked)."""
+        criteria = self.criteria(judge)
+        return criteria.rows([r["prompt"] for r in rows], rows, [r["id"] for r in rows])
+
+    def llm_identity(self, judge: Any) -> dict[str, Any] | None:
+        return self.criteria(judge).llm_identity()
+
+    def close(self) -> None:
+        with self._lock:
+            loaded, self._loaded = self._loaded, None
+        if loaded is not None:
+            loaded.close()
