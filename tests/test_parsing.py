@@ -154,7 +154,9 @@ def test_a_score_eight_decimals_from_a_level_is_that_level():
     from t2ireason.benchmarks.t2i_reasonbench.protocol import parse_group_reply
 
     assert as_score(0.49999999, allowed=(1, 0.5, 0)) == 0.5 and as_score("0.50000001", allowed=(1, 0.5)) == 0.5
-    assert score_list([1, 0.49999999, 1e-9], 3, allowed=(0, 0.5, 1)) == [1.0, 0.5, 0.0]
+    assert score_list([0.99999999, 0.49999999, 0], 3, allowed=(0, 0.5, 1)) == [1.0, 0.5, 0.0]
+    with pytest.raises(ReplyParseError, match="not one of"):  # relatively: nothing but 0 is 0
+        as_score(1e-9, allowed=(0, 0.5, 1))
     assert parse_group_reply('{"reason": ["a", "b"], "score": [0.99999999, 0.49999999]}', 2)[0] == [1.0, 0.5]
     with pytest.raises(ReplyParseError, match="not one of"):
         as_score(0.4999, allowed=(1, 0.5, 0))
