@@ -84,8 +84,11 @@ def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     from .console import stdout_reader_may_leave
 
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--"]:  # `torchrun ... -m t2ireason.cli -- evaluate --run ...`: torchrun's own options end there
+        argv = argv[1:]
     with stdout_reader_may_leave():
-        return _main(list(sys.argv[1:] if argv is None else argv))
+        return _main(argv)
 
 
 def _main(argv: list[str]) -> int:

@@ -171,9 +171,15 @@ class JudgeMixin:
         if self._judge is None:
             if self.judge_spec is None:
                 raise ValueError(self._missing_judge_message())
-            from .judges import load_judge
+            from .judges import load_judge, on_device
 
-            self._judge = load_judge(self._parsed_spec or self.judge_spec, cache=self.cache, **self.judge_kwargs)
+            spec = self._parsed_spec or self.judge_spec
+            kwargs = self.judge_kwargs
+            if getattr(self, "num_process", 1) > 1:  # evaluate's distributed mode: each process judges its rows
+                from .processes import processes
+
+                kwargs = on_device(spec, kwargs, processes().device)
+            self._judge = load_judge(spec, cache=self.cache, **kwargs)
         return self._judge
 
     def judge_info(self) -> dict[str, Any]:
@@ -212,6 +218,13 @@ class ImageMetric(evaluate.Metric):
 
     Every batch is checked before evaluate stores it (:meth:`_check_inputs`), so
     a wrong input fails at once with a message naming it, not deep in scoring.
+
+    A module's work is two steps: :meth:`_score_rows` (the judge's or model's work on some rows, a record
+    per row) and :meth:`_combine` (the output from every row's record). In evaluate's distributed mode
+    (``num_process``, ``process_id``: e.g. the processes of ``accelerate launch``) each process scores the
+    rows it was given, and process 0, once evaluate has gathered the rows (its cache files, under its
+    file locks), combines every process's records in evaluate's order, rather than judging every row
+    itself; the other processes return None, as evaluate's do.
     """
 
     #: the row fields the scorer reads, and checks (dotted into lists of records): the schema's others may be
@@ -236,6 +249,8 @@ class ImageMetric(evaluate.Metric):
         if predictions is not None or references is not None:
             self._check_inputs(predictions, references)
             references = self._known_fields(references)
+        if self.num_process > 1 and self._splits_rows():
+            return self._compute_share(predictions, references, **kwargs)
         direct = (self.num_process == 1 and self.writer is None and predictions is not None
                   and references is not None and not set(kwargs) & set(self._feature_names()))
         if not direct:
@@ -247,6 +262,79 @@ class ImageMetric(evaluate.Metric):
         refs = self._arrow_round_trip(references)
         with temp_seed(self.seed):
             return self._compute(predictions=list(predictions), references=refs, **kwargs)
+
+    # -- the work: scored rows, then combined --------------------------------------------------------
+
+    def _score_rows(self, predictions, references, **options) -> list:
+        """Score these rows (this process's, in distributed mode): one record per row (a JSON-able dict, or an
+        object with ``to_dict``)."""
+        raise NotImplementedError
+
+    def _combine(self, records: list, **options) -> dict[str, Any]:
+        """The module's output from every row's record (dicts as :meth:`_score_rows` gave them, or read back)."""
+        raise NotImplementedError
+
+    def _splits_rows(self) -> bool:
+        """Whether the module scores by rows (:meth:`_score_rows`), so that its processes share the work."""
+        return type(self)._score_rows is not ImageMetric._score_rows
+
+    def _compute(self, predictions, references, **options):
+        if self.num_process > 1:  # process 0 in distributed mode: every process scored its own rows
+            records = self._gathered_records(len(predictions))
+        else:
+            records = self._score_rows(predictions, references, **options)
+        return self._combine(records, **options)
+
+    def _records_file(self, process_id: int) -> Path:
+        return Path(self.data_dir) / f"{self.experiment_id}-{self.num_process}-{process_id}.records.json"
+
+    def _compute_share(self, predictions, references, **kwargs):
+        """Distributed mode: this process's rows (given here, or added before) scored here, their records
+        written beside evaluate's cache file; then evaluate's own gathering (its cache files, its locks: a
+        process's lock is released only after its records are written), and process 0 combines."""
+        inputs = {k: kwargs.pop(k) for k in list(kwargs) if k in self._feature_names()}
+        if predictions is not None or references is not None:
+            self.add_batch(predictions=predictions, references=references, **inputs)
+        rows = self._own_rows()
+        records = self._score_rows(**rows, **kwargs) if rows and len(rows["predictions"]) else []
+        from .files import atomic_write_text, json_text, jsonable
+
+        atomic_write_text(self._records_file(self.process_id),
+                          json_text(jsonable([r.to_dict() if hasattr(r, "to_dict") else r for r in records])))
+        return super().compute(**kwargs)
+
+    def _own_rows(self) -> dict[str, list] | None:
+        """The rows this process added (its own Arrow cache file, read as evaluate reads every file), or None."""
+        if self.writer is None and self.cache_file_name is None:
+            return None
+        if self.writer is not None:
+            self.writer.finalize()
+            self.writer = None
+        from datasets.arrow_reader import ArrowReader
+
+        reader = ArrowReader(path="", info=datasets.DatasetInfo(features=self.selected_feature_format))
+        data = datasets.Dataset(**reader.read_files([{"filename": self.cache_file_name}]))
+        data.set_format(type=self.info.format)
+        return {name: data[name][:] for name in self._feature_names()}
+
+    def _gathered_records(self, count: int) -> list:
+        """Every process's records, in process order (evaluate's order of the gathered rows); their files
+        removed."""
+        import json
+
+        records = []
+        for process_id in range(self.num_process):
+            file = self._records_file(process_id)
+            try:
+                records += json.loads(file.read_text(encoding="utf-8"))
+            except FileNotFoundError:
+                raise ValueError(f"process {process_id} of {self.num_process} wrote no scored rows ({file}); every "
+                                 "process calls compute() (evaluate's distributed mode)") from None
+            file.unlink()
+        if len(records) != count:
+            raise ValueError(f"the processes scored {len(records)} rows, evaluate gathered {count}: was another "
+                             f"computation using the experiment_id {self.experiment_id!r}?")
+        return records
 
     def add_batch(self, *, predictions=None, references=None, **kwargs):
         """Add a batch of images and references, checked before evaluate stores them."""
@@ -356,11 +444,15 @@ class JudgedMetric(JudgeMixin, ImageMetric):
         scores texts says when)."""
         return True
 
-    def _compute(self, predictions, references, **options):
+    def _score_rows(self, predictions, references, **options):
         options = {**self.preset.get("options", {}), **options}
         if self.predictions_are_images(options):
             check_files(predictions)
-        results = self.bench.score(references, predictions, self.judge, progress=self.progress, **options)
+        return self.bench.score(references, predictions, self.judge, progress=self.progress, **options)
+
+    def _combine(self, records, **options):
+        options = {**self.preset.get("options", {}), **options}
+        results = [r if isinstance(r, ImageResult) else ImageResult.from_dict(r) for r in records]
         aggregate = self.bench.aggregate(results, **options)
         return results_payload(results, aggregate, self.judge_info())
 

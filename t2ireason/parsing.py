@@ -38,6 +38,8 @@ __all__ = [
     "score_list",
     "Parsed",
     "ask_structured",
+    "chat_unless_stale",
+    "reject_replies",
     "REASK_PROMPT",
     "cut_off",
 ]
@@ -442,6 +444,29 @@ class Parsed(Generic[T]):
         return [r.text if r.ok else f"[judge error] {r.error}" for r in self.replies]
 
 
+def reject_replies(judge: Any, requests: Sequence[ChatRequest], replies: Sequence[Reply]) -> None:
+    """``replies`` (to ``requests``) failed validation: a store in front of ``judge`` that serves other
+    evaluations (the response cache: :meth:`~t2ireason.judges.stored.StoredJudge.reject`) forgets them, so that
+    a judge that answered garbage, once fixed, is asked again rather than its failures replayed."""
+    reject = getattr(judge, "reject", None)
+    if reject is not None and requests:
+        reject(list(requests), list(replies))
+
+
+def chat_unless_stale(judge: Any, requests: Sequence[ChatRequest], unreadable: Callable[[int, Reply], bool], *,
+                      progress: bool | str = False) -> list[Reply]:
+    """``judge.chat(requests)``, where a reply the response cache gave (``cached``) that the caller cannot read
+    (``unreadable(index, reply)``) is no answer: kept by a version that did not forget failures, it is forgotten
+    and the request asked once more (then read as any reply is)."""
+    replies = judge.chat(requests, progress=progress) if requests else []
+    stale = [i for i, reply in enumerate(replies) if reply.cached and reply.ok and unreadable(i, reply)]
+    if stale:
+        reject_replies(judge, [requests[i] for i in stale], [replies[i] for i in stale])
+        for i, reply in zip(stale, judge.chat([requests[i] for i in stale])):
+            replies[i] = reply
+    return replies
+
+
 def ask_structured(
     judge: Any,
     requests: Sequence[ChatRequest],
@@ -463,7 +488,9 @@ def ask_structured(
     with ``error`` set (``transient`` tells which kind it was). After ``max_reasks``
     extra rounds an unparsable item is returned with ``error`` set and all its
     replies kept. Rounds are batched across requests, so re-asks cost one extra
-    batch, not one call each.
+    batch, not one call each. A reply that did not parse (or was cut off) is forgotten by the
+    response cache (:func:`reject_replies`), and one the cache gave that does not parse is asked
+    again (:func:`chat_unless_stale`): a failure is never replayed from the cache to another evaluation.
     """
     parsers = list(parse) if isinstance(parse, Sequence) else [parse] * len(requests)
     if len(parsers) != len(requests):
@@ -476,25 +503,42 @@ def ask_structured(
     for round_ in range(max_reasks + 1):
         if not pending:
             break
-        replies = judge.chat([conversations[i] for i in pending], progress=progress if round_ == 0 else False)
-        still = []
-        for i, reply in zip(pending, replies):
+        asked, readers = [conversations[i] for i in pending], [parsers[i] for i in pending]
+        replies = chat_unless_stale(judge, asked,
+                                    lambda j, reply, readers=readers: _unread(reply, readers[j]) is not None,
+                                    progress=progress if round_ == 0 else False)
+        still, unread = [], []
+        for i, request, reply in zip(pending, asked, replies):
             result = results[i]
             result.replies.append(reply)
             if not reply.ok:
                 result.error = f"judge error: {reply.error}"
                 continue
-            if (cut := cut_off(reply)) is not None:
-                result.value, result.error = None, f"reply {cut}: not read from its partial text (raise max_tokens?)"
-                conversations[i] = conversations[i].then(reply.text, reask_prompt.format(
-                    error=f"it was {cut}; answer more briefly"))
-                still.append(i)
+            value, why = _read(reply, parsers[i])
+            if why is None:
+                result.value, result.error = value, None
                 continue
-            try:
-                result.value, result.error = parsers[i](reply.text), None
-            except ReplyParseError as e:
-                result.value, result.error = None, f"unparsable reply: {e}"
-                conversations[i] = conversations[i].then(reply.text, reask_prompt.format(error=e))
-                still.append(i)
+            result.value, result.error = None, why[0]
+            conversations[i] = conversations[i].then(reply.text, reask_prompt.format(error=why[1]))
+            still.append(i)
+            unread.append((request, reply))
+        reject_replies(judge, [r for r, _ in unread], [reply for _, reply in unread])
         pending = still
     return results
+
+
+def _read(reply: Reply, parse: Callable[[str], T]) -> tuple[T | None, tuple[str, Any] | None]:
+    """``(value, None)`` from a reply that reads, or ``(None, (failure, what the re-ask says))``."""
+    if (cut := cut_off(reply)) is not None:
+        return None, (f"reply {cut}: not read from its partial text (raise max_tokens?)",
+                      f"it was {cut}; answer more briefly")
+    try:
+        return parse(reply.text), None
+    except ReplyParseError as e:
+        return None, (f"unparsable reply: {e}", e)
+
+
+def _unread(reply: Reply, parse: Callable[[str], Any]) -> str | None:
+    """Why ``reply`` does not read (None when it does)."""
+    why = _read(reply, parse)[1]
+    return None if why is None else why[0]

@@ -14,7 +14,8 @@ without regenerating, and compared with other runs::
       images/                           the images in the benchmark's official layout + metadata.parquet
       evaluations/<name>/results.jsonl  one scored image per line, appended as scoring goes
       evaluations/<name>/replies.jsonl  every judge reply received, as it arrives (until the evaluation is finished)
-      evaluations/<name>/scores.json    the paper's aggregate, counts, the judge
+      evaluations/<name>/*.rank-<r>.jsonl   the same, per process, while a launch of several scores
+      evaluations/<name>/scores.json    the paper's aggregate, counts, the judge, the processes' shares
       report/                           tables.md, .csv, .tex, plots/ (PNG, PDF), report.html
                                         (:func:`t2ireason.report.writer.write_report`)
       .locks/                           file locks: one writer per evaluation, and of run.json
@@ -26,17 +27,19 @@ whatever its sampling (:mod:`t2ireason.judges.journal`; the response cache keeps
 deterministic replies, for every run), so a resume after a refused key, a crash or
 SIGTERM asks only what was never answered. Records are appended whole or not at all
 (:func:`t2ireason.files.append_whole`: a full disk is an error naming the file, never
-a torn line). An evaluation has one writer at a time (a second process waits, then
-stops with a clear error), and ``run.json`` is only ever changed read-modify-write
-under its lock, so evaluations made by several processes are all recorded. Every
+a torn line). An evaluation has one command at a time (a second one waits, then stops
+with a clear error; the processes of one launch, ``torchrun`` or ``accelerate launch``,
+share it: :mod:`t2ireason.run_evaluation`), and ``run.json`` is only ever changed
+read-modify-write under its lock, so evaluations made by several processes are all recorded. Every
 path made from data (an image's id, an evaluation's name) is checked to stay
 inside its folder (:func:`t2ireason.files.inside`).
 
-Scoring calls the benchmark's ``score`` chunk by chunk (an HTTP judge's chunks in a rolling
-window, :mod:`t2ireason.window`, so that its concurrency stays full) and its ``aggregate``
-once at the end, with the judge setting the metric modules use
+Scoring (:mod:`t2ireason.run_evaluation`) calls the benchmark's ``score`` chunk by chunk (an HTTP
+judge's chunks in a rolling window, :mod:`t2ireason.window`, so that its concurrency stays full) and
+its ``aggregate`` once at the end, with the judge setting the metric modules use
 (:mod:`t2ireason.scoring`), so ``t2ireason evaluate`` needs neither ``evaluate``
-nor torch when the judge is behind HTTP.
+nor torch when the judge is behind HTTP (and runs as one process). The evaluation's files are
+:mod:`t2ireason.run_files`'s.
 """
 
 from __future__ import annotations
@@ -46,39 +49,39 @@ import functools
 import json
 import os
 import re
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .benchmarks import get_benchmark
-from .files import append_whole, atomic_file, atomic_write_json, inside, json_text, jsonable, read_records
-from .progress import progress_bar
+from .files import atomic_file, atomic_write_json, inside, jsonable
+from .processes import processes
 from .redaction import redacted
+from .run_files import (
+    LOCK_TIMEOUT,
+    LOCKS,
+    MANIFEST_LOCK_TIMEOUT,
+    REPLIES_FILE,
+    RESULTS_FILE,
+    ROWS_FILE,
+    RUN_FILE,
+    SCORES_FILE,
+    RunError,
+    folder_lock,
+    not_generated,
+    read_results,
+)
 from .version import __version__
 
 if TYPE_CHECKING:
     from .benchmarks import Benchmark
     from .results import ImageResult
 
-__all__ = ["Run", "RunError", "RUN_FILE", "evaluation_name", "finished_evaluations", "slug"]
+__all__ = ["Run", "RunError", "RUN_FILE", "RESULTS_FILE", "REPLIES_FILE", "SCORES_FILE", "LOCK_TIMEOUT",
+           "evaluation_name", "finished_evaluations", "slug"]
 
-RUN_FILE = "run.json"
-ROWS_FILE = "rows.parquet"
-RESULTS_FILE = "results.jsonl"
-REPLIES_FILE = "replies.jsonl"
-SCORES_FILE = "scores.json"
-LOCKS = ".locks"
-#: seconds a second process waits for an evaluation (or a generation) another one is running
-LOCK_TIMEOUT = 10.0
-#: seconds to wait for run.json, which is only ever held for a read-modify-write
-MANIFEST_LOCK_TIMEOUT = 60.0
 #: what identifies a run's rows: reopening a run with other values is an error, not a silent mix
 _ROW_KEYS = ("benchmark", "data", "revision", "configs", "limit")
-
-
-class RunError(ValueError):
-    """A run folder cannot be used as asked; the message says what to do."""
 
 
 def _now() -> str:
@@ -169,26 +172,13 @@ class Run:
 
     # -- the manifest and the locks --------------------------------------------------------------
 
-    @contextmanager
-    def _lock(self, what: str, timeout: float, busy: str) -> Iterator[None]:
+    def lock(self, what: str, timeout: float, busy: str):
         """Hold ``<run>/.locks/<what>.lock`` (an OS file lock: released when the process ends,
         however it ends); after ``timeout`` seconds, a RunError saying ``busy``."""
-        from filelock import FileLock, Timeout
-
-        folder = self.path / LOCKS
-        folder.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(str(folder / f"{slug(what)}.lock"), timeout=timeout)
-        try:
-            lock.acquire()
-        except Timeout:
-            raise RunError(busy) from None
-        try:
-            yield
-        finally:
-            lock.release()
+        return folder_lock(self.path, slug(what), timeout, busy)
 
     def _manifest_lock(self):
-        return self._lock("run.json", MANIFEST_LOCK_TIMEOUT,
+        return self.lock("run.json", MANIFEST_LOCK_TIMEOUT,
                           f"{self.path / RUN_FILE} stayed locked by another process for {MANIFEST_LOCK_TIMEOUT:g} s; "
                           f"if no other t2ireason process uses this run, delete {self.path / LOCKS} and try again")
 
@@ -254,15 +244,20 @@ class Run:
         from .build import build_dataset
 
         out = self.path / "data"
-        report = build_dataset(self.bench, source, out, license=license, overwrite=True)
-        (self.path / ROWS_FILE).unlink(missing_ok=True)  # the rows are read again from the new build
+        procs = processes()
+        if procs.is_main:  # in a launch, the main process builds and the others read its build
+            report = build_dataset(self.bench, source, out, license=license, overwrite=True)
+            (self.path / ROWS_FILE).unlink(missing_ok=True)  # the rows are read again from the new build
 
-        def record(m: dict[str, Any]) -> None:
-            m["data"] = "./data"
-            m["built_from"] = str(Path(source).resolve())
-            m["build"] = {"license": report.license, "configs": report.configs, "anomalies": report.anomaly_counts()}
+            def record(m: dict[str, Any]) -> None:
+                m["data"] = "./data"
+                m["built_from"] = str(Path(source).resolve())
+                m["build"] = {"license": report.license, "configs": report.configs,
+                              "anomalies": report.anomaly_counts()}
 
-        self.update(record)
+            self.update(record)
+        procs.barrier()
+        self.reload()
         return out
 
     def generate(self, config: Any, *, prompts: dict[Any, str] | None = None, progress: bool = True,
@@ -278,7 +273,8 @@ class Run:
 
         busy = (f"the images of {self.path} are being generated by another process (waited {lock_timeout:g} s); "
                 "let it finish: this step then has nothing left to do")
-        with self._lock("generate", lock_timeout, busy):
+        procs = processes()  # in a launch, each process draws its share of the images (the generation driver)
+        with procs.main_holds(self.lock("generate", lock_timeout, busy)):
             wanted = jsonable({**config.to_dict(), "rewritten_prompts": bool(prompts)})
             changed = changed_settings(self.reload().get("generation"), wanted)
             if changed and made_any_image(self.images_dir):  # nothing made: the fixed settings take the run
@@ -287,10 +283,11 @@ class Run:
             jobs = plan_jobs(self.bench, self.rows(), images_per_prompt=config.images_per_prompt,
                              base_seed=config.seed, prompts=prompts)
             check_job_paths(jobs, self.path / "images")
-            known, spec = self.manifest.get("generator") or {}, config.spec  # a model's files hashed once a run
-            identity = {**spec.identity(), **{k: v for k, v in known.items() if k.endswith("_sha256")}} \
-                if known.get("model") == spec.identity()["model"] else spec.identity(fingerprint=True)
-            self.update(lambda m: m.update(generation=wanted, images="images", generator=jsonable(identity)))
+            if procs.is_main:
+                known, spec = self.manifest.get("generator") or {}, config.spec  # a model's files hashed once a run
+                identity = {**spec.identity(), **{k: v for k, v in known.items() if k.endswith("_sha256")}} \
+                    if known.get("model") == spec.identity()["model"] else spec.identity(fingerprint=True)
+                self.update(lambda m: m.update(generation=wanted, images="images", generator=jsonable(identity)))
             return generate(jobs, config, self.images_dir, progress=progress, pipeline=pipeline,
                             retry_failed=retry_failed, **(generator_kwargs or {}))
 
@@ -320,7 +317,9 @@ class Run:
         the generation could not make (recorded in ``failures.jsonl``; their path holds no file). The
         generation manifest (``metadata.parquet``) maps prompt ids to files; without one, each row's
         image is looked for where the benchmark's official layout puts it. A file name that would
-        leave the image folder (made from a hostile id) is refused; with ``missing_ok`` a missing image is given too."""
+        leave the image folder (made from a hostile id) is refused. A prompt without its image is an error
+        naming how many, unless ``missing_ok``: its item is given too (no file at its path), to be counted as
+        not scored."""
         rows = self.rows() if rows is None else rows
         folder, bench = self.images_dir, self.bench
         by_id = {bench.row_id(r): r for r in rows}
@@ -346,7 +345,9 @@ class Run:
                 if absent or pid not in files:
                     missing.append(pid)
                     gone += absent
-                items += [(file, row, path) for file, path in paths or [(bench.image_path(row), _within(folder, bench.image_path(row)))] * missing_ok]
+                if missing_ok and pid not in files:  # listed nowhere: where the official layout puts it
+                    paths = [(bench.image_path(row), _within(folder, bench.image_path(row)))]
+                items += [(file, row, path) for file, path in paths]
         else:
             missing, gone = [], []
             for pid, row in by_id.items():
@@ -386,7 +387,8 @@ class Run:
     def evaluate(self, judge: Any = None, *, preset: str | None = None, judge_kwargs: dict | None = None,
                  options: dict[str, Any] | None = None, name: str | None = None, cache: str | bool = True,
                  chunk_size: int = 32, progress: bool = True, retry_failed: bool = False,
-                 lock_timeout: float = LOCK_TIMEOUT, preflight: bool = True, allow_missing: bool = False) -> dict[str, Any]:
+                 lock_timeout: float = LOCK_TIMEOUT, preflight: bool = True,
+                 allow_missing: bool = False) -> dict[str, Any]:
         """Score the run's images with the benchmark's judge and write ``scores.json``.
 
         ``judge`` is a spec string or a judge object (default: the preset's); ``options`` reach the
@@ -405,7 +407,10 @@ class Run:
         the evaluation with the cause; the chunks finished before it are kept, and every reply
         received is in the evaluation's reply journal, so the resume asks only the others.
         ``preflight``: ask an HTTP judge one probe before scoring (the command line asks it
-        before creating the run, and passes False). ``allow_missing``: a missing image is counted as not scored.
+        before creating the run, and passes False). ``allow_missing``: an image missing from the image
+        folder is counted as not scored, as one never made, instead of stopping the evaluation before it
+        starts. ``scores.json`` says how many images were scored of how many, and why the others were not
+        (``coverage``: :func:`~t2ireason.results.coverage`).
 
         Returns the scores (as ``scores.json``) with ``retried``: how many failed images were
         scored again, and ``reused``: how many replies received before an interruption were
@@ -424,147 +429,11 @@ class Run:
         settings = redacted(jsonable({"metric": bench.metric, "judge": judge if isinstance(judge, str) or judge is None
                                       else evaluation_name(judge), "preset": preset, "judge_kwargs": judge_kwargs or {},
                                       "options": dict(options or {})}))  # recorded: never an API key
-        busy = (f"evaluation {name!r} of {self.path} is being scored by another process (waited {lock_timeout:g} s); "
-                "let it finish (the same command then has nothing left to do), or pass another --name to score "
-                "beside it")
-        with self._lock(f"evaluation-{name}", lock_timeout, busy):
-            return self._evaluate(name, setting, settings, cache=cache, chunk_size=chunk_size, progress=progress,
-                                  retry_failed=retry_failed, preflight=preflight, allow_missing=allow_missing)
+        from .run_evaluation import evaluate_run
 
-    def _evaluate(self, name: str, setting: Any, settings: dict[str, Any], *, cache: str | bool, chunk_size: int,
-                  progress: bool, retry_failed: bool, preflight: bool, allow_missing: bool = False) -> dict[str, Any]:
-        from .judges.journal import JournaledJudge, ReplyJournal
-        from .results import ImageResult, coverage
-        from .scoring import judge_record, report_preset_settings
-
-        bench = self.bench
-        recorded = self.reload()["evaluations"].get(name)  # as left by whichever process scored it last
-        if recorded and recorded.get("settings") != settings:
-            raise RunError(f"evaluation {name!r} of {self.path} was made with other settings "
-                           f"({recorded.get('settings')}), not these ({settings}); pass another name to keep both")
-        items = self.image_items(failed=True, missing_ok=allow_missing)
-        not_made = {**{k: {"kind": "missing", "failure": f"no file at {p}"} for k, _, p in items if not p.is_file()}, **self.generation_failures()}
-        folder = self.evaluation_dir(name)
-        results_file, scores_file = folder / RESULTS_FILE, folder / SCORES_FILE
-        done, lines = _read_results(results_file)
-        # an image made since it was scored as not made (or the reverse) is scored again
-        todo = [item for item in items if item[0] not in done or (retry_failed and _retryable(done[item[0]]))
-                or _not_generated(done[item[0]]) != (item[0] in not_made)]
-        retried = sum(1 for key, _, _ in todo if key in done)
-        if not todo and recorded and recorded.get("finished") and scores_file.is_file():
-            scores = json.loads(scores_file.read_text(encoding="utf-8"))
-            if scores.get("num_images") == len(items):  # nothing new since it was written
-                return {**scores, "retried": 0, "reused": 0}
-
-        journal = ReplyJournal(folder / REPLIES_FILE)  # the replies received before an interruption (read, and a
-        # damaged file said, before a judge is loaded or the evaluation recorded as started)
-        judge = None
-        info = (recorded or {}).get("judge")
-
-        def start(m: dict[str, Any]) -> None:
-            entry = m["evaluations"].setdefault(name, {})
-            entry.update(settings=settings, judge=info, started=entry.get("started") or _now(), finished=None)
-
-        try:
-            if todo or not info:
-                from .judges import load_judge, preflight_spec
-
-                report_preset_settings(setting)
-                judge = load_judge(setting.loadable, cache=cache, **setting.judge_kwargs)
-                if preflight and any(key not in not_made for key, _, _ in todo):  # one probe (an image with a
-                    # JSON schema), rather than every image's request failing
-                    preflight_spec(setting.loadable, setting.judge_kwargs, judge=judge, structured=True)
-                info = self._judge_info(judge_record(judge, setting.preset, setting.preset_settings), info)
-            self.update(start)
-            journaled = JournaledJudge(judge, journal) if todo else None
-            if journaled is not None:
-                self._score(name, journaled, setting.options, todo, total=len(items), done=done,
-                            chunk_size=chunk_size, progress=progress, not_made=not_made)
-                lines += len(todo)
-        finally:  # whatever ends it (a failed probe, a locked run.json, scoring), a judge loaded here is closed
-            if judge is not None and isinstance(setting.judge, str):  # ours to close, not a caller's object
-                close = getattr(judge, "close", None)
-                if close is not None:
-                    close()
-        results = [done[key] for key, _, _ in items]
-        if lines > len(done):  # retried images left their old lines: keep one line per image
-            _rewrite_results(results_file, [(key, done[key]) for key in done])
-        aggregate = bench.aggregate([ImageResult.from_dict(r) for r in results], **setting.options)
-        scores = {
-            "benchmark": bench.name,
-            "run": self.name,
-            "evaluation": name,
-            "aggregate": aggregate,
-            "num_images": len(results),
-            "num_failed": sum(r.get("score") is None for r in results),
-            "num_not_generated": sum(_not_generated(r) for r in results),
-            "num_retryable": sum(_retryable(r) for r in results),
-            "num_reasks": sum(r.get("reasks", 0) for r in results), "coverage": coverage(results),
-            "judge": info,
-            "settings": settings,
-            "t2ireason_version": __version__,
-        }
-        adapted = getattr(judge, "concurrency_record", lambda: None)()
-        if adapted is not None:  # the server was overwhelmed: what the judge did about it
-            scores["concurrency"] = adapted
-        folder.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(scores_file, scores)
-        journal.delete()  # every reply it held is in results.jsonl now
-        self.update(lambda m: m["evaluations"][name].update(
-            finished=_now(), judge=info, num_images=scores["num_images"], num_failed=scores["num_failed"],
-            num_not_generated=scores["num_not_generated"], num_retryable=scores["num_retryable"]))
-        return {**jsonable(scores), "retried": retried, "reused": journaled.reused if journaled else 0}
-
-    def _judge_info(self, info: dict[str, Any], recorded: dict[str, Any] | None) -> dict[str, Any]:
-        """The judge's record, with ``model_sha256`` for a local model folder: read once per
-        evaluation (taken from the record when the model is the same folder)."""
-        from .files import model_fingerprint
-
-        model = str(info.get("model", ""))
-        if info.get("backend") != "openai" and Path(model).expanduser().is_dir():  # an API model is a name
-            same = recorded and recorded.get("model") == model and recorded.get("model_sha256")
-            info["model_sha256"] = recorded["model_sha256"] if same else model_fingerprint(model)
-        return jsonable(info)
-
-    def _score(self, name: str, judge: Any, options: dict[str, Any], todo: list, *, total: int,
-               done: dict[str, dict[str, Any]], chunk_size: int, progress: bool,
-               not_made: dict[str, dict[str, Any]] | None = None) -> None:
-        """Score ``todo`` chunk by chunk, each chunk on disk (whole) as soon as it is scored; an HTTP judge's
-        chunks in a rolling window (:mod:`t2ireason.window`), so that its concurrency stays full. An image
-        the generation could not make (``not_made``) is the benchmark's failed image, as one it cannot read
-        is (nothing is asked about it), with the generation's reason: counted and shown as every failure is."""
-        from .judges import JudgeUnavailable
-        from .judges.cache import CacheError
-        from .window import in_window, window_width
-
-        folder = self.evaluation_dir(name)
-        folder.mkdir(parents=True, exist_ok=True)
-        bench = self.bench
-
-        def score(chunk: list) -> list:
-            return bench.score([row for _, row, _ in chunk], [str(p) for _, _, p in chunk], judge,
-                               progress=False, **options)
-
-        chunks = [todo[start: start + chunk_size] for start in range(0, len(todo), chunk_size)]
-        with progress_bar(total, progress, desc=f"scoring ({name})", unit="img") as bar:
-            bar.update(total - len(todo))
-            try:
-                for chunk, results in in_window(score, chunks, window_width(judge, chunk_size)):
-                    for (key, _, _), result in zip(chunk, results):
-                        if key in (not_made or {}):
-                            why = not_made[key]
-                            result.failure = f"not generated ({why['kind']}): {why['failure']}"
-                            result.context["not_generated"] = why["kind"]
-                            result.retryable = False  # the image's, not the judge's: a new image is scored anew
-                    records = [jsonable(result.to_dict()) for result in results]
-                    append_whole(folder / RESULTS_FILE, [json_text({"key": key, **r}) + "\n"
-                                                         for (key, _, _), r in zip(chunk, records)], sync=True)
-                    done.update((key, r) for (key, _, _), r in zip(chunk, records))  # once on disk
-                    bar.update(len(chunk))
-            except (JudgeUnavailable, CacheError) as e:  # the chunks finished before it are on disk
-                kept = sum(1 for key in done if not _retryable(done[key]))
-                raise type(e)(f"{e} (evaluation {name!r} of {self.path}: {kept} of {total} images "
-                              "scored and kept; run the same command again to go on)") from e
+        return evaluate_run(self, name, setting, settings, cache=cache, chunk_size=chunk_size, progress=progress,
+                            retry_failed=retry_failed, preflight=preflight, lock_timeout=lock_timeout,
+                            allow_missing=allow_missing)
 
     def scores(self, name: str) -> dict[str, Any]:
         file = self.evaluation_dir(name) / SCORES_FILE
@@ -578,13 +447,13 @@ class Run:
         """The evaluation's scored images, in row order, image paths absolute (none for one not made)."""
         from .results import ImageResult
 
-        done, _ = _read_results(self.evaluation_dir(name) / RESULTS_FILE, repair=False)
+        done, _ = read_results(self.evaluation_dir(name) / RESULTS_FILE, repair=False)
         order = [key for key, _, _ in self.image_items(failed=True, missing_ok=True)]
         out = []
         for key in order:
             if key in done:
                 r = ImageResult.from_dict(done[key])
-                r.image = None if _not_generated(done[key]) else str(_within(self.images_dir, key))
+                r.image = None if not_generated(done[key]) else str(_within(self.images_dir, key))
                 out.append(r)
         return out
 
@@ -598,16 +467,6 @@ def _within(folder: Path, name: str) -> Path:
     if not parts or Path(name).is_absolute() or ".." in parts:
         return inside(folder, name)
     return folder / name
-
-
-def _not_generated(record: dict[str, Any]) -> bool:
-    """A result recorded for an image the generation could not make."""
-    return bool((record.get("context") or {}).get("not_generated"))
-
-
-def _retryable(record: dict[str, Any]) -> bool:
-    """A failed image whose failure was the judge's infrastructure, not its reply."""
-    return record.get("score") is None and bool(record.get("retryable"))
 
 
 def _data_ref(data: str | os.PathLike | None, run_path: Path) -> str | None:
@@ -658,21 +517,8 @@ def _decoded(features: Any, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def _read_results(path: Path, repair: bool = True) -> tuple[dict[str, dict[str, Any]], int]:
-    """Scored images by key (the last line of a key wins: a retried image), and the number of
-    lines. A torn last line (a crash mid-write under an older version) is left out and said;
-    ``repair`` (the evaluation's writer) also cuts it off the file."""
-    try:
-        records = read_records(path, repair=repair)
-    except ValueError as e:
-        raise RunError(str(e)) from None
-    return {record.pop("key"): record for record in records}, len(records)
-
-
-def _rewrite_results(path: Path, records: list[tuple[str, dict[str, Any]]]) -> None:
-    with atomic_file(path) as f:
-        for key, record in records:
-            f.write((json_text({"key": key, **record}) + "\n").encode("utf-8"))
+#: the names of before (tests, other modules): the results as read by any step
+_read_results = read_results
 
 
 # ------------------------------------------------------------------------------------------------ what to report

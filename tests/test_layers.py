@@ -20,12 +20,12 @@ PACKAGE = Path(__file__).resolve().parents[1] / "t2ireason"
 LAYERS = [
     ("files, images and statistics",
      ["version", "files", "images", "stats", "meta_eval", "results", "redaction", "progress", "console", "prompts",
-      "hub_ids", "difficulty"]),
+      "hub_ids", "difficulty", "processes"]),
     ("transport, judges and generators", ["transport", "judges", "parsing", "generation"]),
     ("benchmarks and scoring",
      ["benchmarks", "releases", "data", "scoring", "alignment", "baselines", "metric", "rewards", "rewriting", "mt2ie",
       "t2ireason"]),
-    ("runs and building", ["runs", "window", "build", "engine"]),
+    ("runs and building", ["runs", "run_files", "run_evaluation", "window", "build", "engine"]),
     ("reports, studies, exports, publishing", ["report", "study", "exports", "publish", "spaces"]),
     ("the command line", ["cli", "commands", "demo", "testing", "testing_families", "testing_http", "__main__"]),
 ]
@@ -83,7 +83,7 @@ def layer_of(name: str) -> int:
 def test_the_reader_sees_the_imports_it_should():
     graph = import_graph()
     assert "t2ireason.judges.base" in graph["t2ireason.judges.cache"]  # from .base import ...
-    assert "t2ireason.judges" in graph["t2ireason.runs"]  # from .judges import load_judge (the package)
+    assert "t2ireason.judges" in graph["t2ireason.run_evaluation"]  # from .judges import load_judge (the package)
     assert "t2ireason.files" in graph["t2ireason.judges.spec"]  # a lazy import inside a method counts
 
 

@@ -88,11 +88,16 @@ class ClipScore(tm.ImageMetric):
                             "https://lightning.ai/docs/torchmetrics/stable/multimodal/clip_score.html"],
         )
 
-    def _compute(self, predictions, references, definition=None):
+    def _score_rows(self, predictions, references, definition=None):
         definition = definition or self.definition
         alignment.clip_definition(definition)
         scores, errors = alignment.score_readable(predictions, references, lambda images, prompts: alignment.clip_score(
             images, prompts, self.scorer, definition=definition, prefix=self.prefix))
+        return [{"score": s, "error": e} for s, e in zip(scores, errors)]
+
+    def _combine(self, records, definition=None):
+        definition = definition or self.definition
+        scores, errors = [r["score"] for r in records], [r["error"] for r in records]
         scored = [s for s in scores if s is not None]
         return {
             "clip_score": alignment.aggregate_clip_scores(scored, definition) if scored else None,

@@ -73,9 +73,13 @@ class Vqascore(tm.JudgeMixin, tm.ImageMetric):
             reference_urls=["https://arxiv.org/abs/2404.01291", "https://github.com/linzhiqiu/t2v_metrics"],
         )
 
-    def _compute(self, predictions, references):
+    def _score_rows(self, predictions, references):
         scores, errors = alignment.score_readable(predictions, references, lambda images, prompts: alignment.vqascore(
             images, prompts, self.judge, question=self.question, progress=self.progress))
+        return [{"score": s, "error": e} for s, e in zip(scores, errors)]
+
+    def _combine(self, records):
+        scores, errors = [r["score"] for r in records], [r["error"] for r in records]
         return {
             "vqascore": alignment.mean_of_scored(scores),
             "scores": scores,

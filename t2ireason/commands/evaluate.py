@@ -9,6 +9,7 @@ import json
 import sys
 from pathlib import Path
 
+from ..processes import processes
 from .options import (
     add_generation_args,
     add_judge_args,
@@ -69,8 +70,8 @@ def _check_scoring(args: argparse.Namespace, benchmark: str, run: str):
     bench = get_benchmark(benchmark)
     setting = judge_setting(bench, args.preset, args.judge, args.judge_kwargs or None, args.options)
     check_setting(bench, setting)
-    if setting.preset_settings is not None:  # which of the preset's backend settings the judge gets, in one line,
-        print(setting.preset_settings.line())  # before the judge is contacted or anything is made
+    if setting.preset_settings is not None and processes().is_main:  # which of the preset's backend settings the
+        print(setting.preset_settings.line())  # judge gets, in one line, before it is contacted or anything made
     if not _finished(run, args, setting):
         check_loadable(bench, setting)
     return setting
@@ -128,10 +129,21 @@ def _evaluate(run, args: argparse.Namespace) -> dict:
         said += f"; {scores['retried']} failed images scored again"
     if scores.get("reused"):
         said += f"; {scores['reused']} replies received before reused, not asked again"
-    print(f"{scores['num_images']} images scored by {judge['backend']}:{judge.get('model_name') or judge['model']} "
-          f"({said}; {scores['num_reasks']} re-asks) -> {run.evaluation_dir(scores['evaluation']) / 'scores.json'}")
-    if scores.get("coverage"):
-        print(f"coverage: {scores['coverage']['text']}")
+    said += f"; {scores['num_reasks']} re-asks"
+    cache = scores.get("response_cache")
+    if cache and cache["replies"]:  # answers not asked this time: said, with how to ask them again
+        said += (f"; {cache['replies']} replies from the response cache {cache['file']} (--no-cache asks the judge "
+                 "again)")
+    if cache and cache["stale_failures_asked_again"]:
+        said += f"; {cache['stale_failures_asked_again']} failed replies found in the cache, asked again"
+    shares = scores.get("processes") or []
+    if len(shares) > 1:
+        said += "; judged by " + ", ".join(f"process {s['rank']}: {s['images']}" for s in shares)
+    if processes().is_main:  # a launch's processes return the same scores: said once
+        print(f"{scores['num_images']} images scored by {judge['backend']}:{judge.get('model_name') or judge['model']} "
+              f"({said}) -> {run.evaluation_dir(scores['evaluation']) / 'scores.json'}")
+        if scores.get("coverage"):
+            print(f"coverage: {scores['coverage']['text']}")
     return scores
 
 
@@ -148,14 +160,18 @@ def _evaluation_status(run, scores: dict, args: argparse.Namespace) -> int:
                                       f"{missing} missing from {run.images_dir}" if missing else ""]))
         said = (scores.get("coverage") or {}).get("text") or f"{scores['num_images'] - scores['num_failed']} of " \
                                                               f"{scores['num_images']} images scored"
-        print(f"error: a partial evaluation: {never} of {scores['num_images']} images were never made ({why}); "
-              f"the scores cover {said}. Make them and score them: run the same command again (`t2ireason run` "
-              "draws again the images whose generation failed for a transient cause with --retry-failed; "
-              "`t2ireason generate` then `t2ireason evaluate` resume where they stopped), or pass --allow-failed "
-              "to accept the partial evaluation", file=sys.stderr)
+        if processes().is_main:  # said once, by the main process of a launch
+            print(f"error: a partial evaluation: {never} of {scores['num_images']} images were never made ({why}); "
+                  f"the scores cover {said}. Make them and score them: run the same command again (`t2ireason "
+                  "run` draws again the images whose generation failed for a transient cause with --retry-failed; "
+                  "`t2ireason generate` then `t2ireason evaluate` resume where they stopped), or pass "
+                  "--allow-failed to accept the partial evaluation", file=sys.stderr)
         return 1
     if scores["num_images"] and scores["num_failed"] == scores["num_images"]:
         from ..runs import RESULTS_FILE
+
+        if not processes().is_main:  # said once, by the main process of a launch
+            return 1
 
         name = scores["evaluation"]
         first = next((r for r in run.results(name) if r.failed), None)
@@ -259,6 +275,8 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
 def run_run(args: argparse.Namespace) -> int:
     from ..runs import Run
 
+    main = processes().is_main  # in a launch, the processes share each step; one of them speaks and reports
+    say = print if main else (lambda *a, **k: None)
     check_hub_args(args)
     config = generation_config(args, Path(args.out) / "images")
     setting = _check_scoring(args, args.benchmark, args.out)
@@ -271,21 +289,24 @@ def run_run(args: argparse.Namespace) -> int:
     run = Run.create(args.out, args.benchmark, data=data, configs=args.configs, limit=args.limit, name=args.run_name,
                      revision=args.data_revision)
     if args.source:
-        print(f"[1/4] build {args.benchmark} from {args.source}")
+        say(f"[1/4] build {args.benchmark} from {args.source}")
         run.build(args.source, license=args.license)
     else:
-        print(f"[1/4] rows of {args.benchmark} from {args.data or 'the sample shipped with t2i-reason'}")
-    print("[2/4] generate")
+        say(f"[1/4] rows of {args.benchmark} from {args.data or 'the sample shipped with t2i-reason'}")
+    say("[2/4] generate")
     counts = run.generate(config, prompts=load_prompt_overrides(args.prompts), progress=not args.no_progress,
                           lock_timeout=args.lock_timeout, retry_failed=args.retry_failed,
                           generator_kwargs=args.generator_kwargs)
-    print(f"      {generation_said(counts, run.images_dir)} -> {run.images_dir}")
-    print("[3/4] evaluate")
+    shares = processes().gather(counts)  # each process's counts of its share, summed
+    counts = {k: sum(c.get(k, 0) for c in shares) for k in dict.fromkeys(k for c in shares for k in c)}
+    say(f"      {generation_said(counts, run.images_dir)} -> {run.images_dir}")
+    say("[3/4] evaluate")
     scores = _evaluate(run, args)
-    print("[4/4] report")
-    args.evaluation, args.title = scores["evaluation"], None
-    from .report import print_report
+    if main:
+        say("[4/4] report")
+        args.evaluation, args.title = scores["evaluation"], None
+        from .report import print_report
 
-    print_report([run], args, run.path / "report")
-    print(f"run folder: {run.path}")
+        print_report([run], args, run.path / "report")
+        say(f"run folder: {run.path}")
     return _evaluation_status(run, scores, args)

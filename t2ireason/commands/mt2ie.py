@@ -16,7 +16,8 @@ from ..benchmarks.mt2ie import agent
 from ..benchmarks.mt2ie.protocol import PROMPT_TEMPERATURE
 from ..benchmarks.mt2ie.release import MODES
 from ..generation import GenerationConfig, preflight_generator
-from ..judges import load_judge, preflight
+from ..judges import load_judge, on_device, preflight
+from ..processes import processes
 
 __all__ = ["add_mt2ie_args", "run_mt2ie_command"]
 
@@ -157,7 +158,8 @@ def run_mt2ie_command(args: argparse.Namespace) -> int:
               for name, model in args.models}
     for name, config in models.items():  # each generator checked before the judge is asked anything
         preflight_generator(config, **options[name])
-    judge = load_judge(args.judge, cache=args.cache, **args.judge_kwargs)
+    procs = processes()  # in a launch, each process runs its share of the chains with its own judge
+    judge = load_judge(args.judge, cache=args.cache, **on_device(args.judge, args.judge_kwargs, procs.device))
     # before any image is drawn: the judge answers about an image, and gives VQAScore's probabilities
     preflight(judge, structured=False, probabilities=args.scoring == "vqascore")
     summary = agent.run_mt2ie(models, judge, args.seed_prompts, out_dir=args.out, mode=args.mode,
@@ -167,11 +169,15 @@ def run_mt2ie_command(args: argparse.Namespace) -> int:
                         reference=args.reference, max_reasks=args.max_reasks,
                         prompt_temperature=args.temperature, generator_kwargs=options,
                         progress=not args.no_progress)
+    if not procs.is_main:  # the main process says it and draws the plot
+        return 1 if summary["failed"] else 0
     out = Path(args.out)
     print(f"MT2IE {summary['mode']}: {len(models)} model(s), {len(summary['seeds'])} seed(s), "
           f"{summary['runs']} runs of {summary['iterations']} prompts; {summary['rows']} rows "
           f"({summary['new']} new, {summary['failed']} failed, {summary['refused']} refused by the model, "
           f"{summary['stopped']} not reached)")
+    if summary.get("processes"):
+        print("runs made by " + ", ".join(f"process {s['rank']}: {s['runs']}" for s in summary["processes"]))
     table = summary["table"]
     if table:
         print(f"\n{'model':<20} {table['metric'] + ' (mean ± std over seeds)':>36} {'mean rank':>10} "

@@ -32,7 +32,7 @@ from .spec import BACKENDS, JudgeSpec, did_you_mean, parse_spec
 __all__ = [
     "VQASCORE_QUESTION", "AnswerQuery", "ChatRequest", "Judge", "JudgeAuthError", "JudgeError", "JudgeOptionError", "JudgeUnavailable", "Message", "Reply",
     "Sampling", "TokenLogprob", "assistant", "system", "user", "load_judge", "parse_spec", "validate_judge", "check_sampling", "BACKENDS",
-    "preflight", "preflight_spec", "JudgeSpec",
+    "preflight", "preflight_spec", "JudgeSpec", "on_device",
 ]
 
 
@@ -131,6 +131,28 @@ def load_judge(spec: str | JudgeSpec | Judge | Any, *, cache: str | None | bool 
 
         judge = CachedJudge(judge, default_cache_path() if cache is True else cache)
     return judge
+
+
+def on_device(spec: str | JudgeSpec | Any, kwargs: dict[str, Any], device: str | None) -> dict[str, Any]:
+    """A judge's options as one process of a launch of several loads it: a local model (``hf:``) on the
+    process's own ``device``, unless the options place it (``device``, ``device_map``); an HTTP judge as it is.
+    A ``vllm:`` judge is refused: each process would start its own engine over every GPU; it spreads itself
+    (``tensor_parallel_size``), or a vLLM server does (``vllm serve --data-parallel-size``)."""
+    import inspect
+
+    kwargs = dict(kwargs)
+    if device is None or not isinstance(spec, str | JudgeSpec):
+        return kwargs
+    spec = JudgeSpec.of(spec)
+    if spec.backend == "vllm":
+        raise JudgeError(f"a vllm: judge ({spec.model}) is not split over the processes of a launch: run one "
+                         "process and spread the model with --judge-kwargs '{\"tensor_parallel_size\": N}', or "
+                         f"serve it with `vllm serve {spec.model} --data-parallel-size N` and judge with "
+                         f"openai:{spec.model}@http://localhost:8000/v1")
+    if spec.is_local() and "device" in inspect.signature(spec.backend_class().__init__).parameters \
+            and not {"device", "device_map"} & set(kwargs):
+        kwargs["device"] = device
+    return kwargs
 
 
 #: the reply schema of the pre-flight's structured request

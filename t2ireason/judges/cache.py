@@ -17,7 +17,9 @@ What makes two requests "the same" (the key, a SHA-256):
 Only deterministic requests are cached by default (greedy, or a fixed seed):
 a sampled reply is one draw, and replaying it would hide the sampling (a run
 keeps its own sampled replies for its resume: :mod:`t2ireason.judges.journal`).
-Replies with ``error`` set are never stored. Each reply is committed as soon as
+Replies with ``error`` set are never stored, and a reply the scorer could not read (it failed
+validation: :meth:`CachedJudge.reject`) is forgotten, so that a judge that answered garbage, once
+fixed, is asked again rather than its failures replayed. Each reply is committed as soon as
 the wrapped judge produces it, so an interrupted run keeps its finished work,
 and several processes can share one cache file (WAL journal, busy time-outs,
 short transactions, retries when the database is locked).
@@ -364,6 +366,14 @@ class ResponseCache:
         with self._lock:
             return self._connect().execute(sql, params).rowcount
 
+    def delete(self, keys: Iterable[str]) -> int:
+        """Delete the rows of ``keys``; returns how many there were."""
+        keys, count = list(dict.fromkeys(keys)), 0
+        for start in range(0, len(keys), 500):  # stay under SQLite's bound-variable limit
+            chunk = keys[start : start + 500]
+            count += self._delete(f"DELETE FROM replies WHERE key IN ({','.join('?' * len(chunk))})", chunk)
+        return count
+
     def summary(self) -> list[dict[str, Any]]:
         """Rows per (kind, backend, model), with the oldest and newest write times."""
         rows = self._execute("SELECT kind, backend, model, COUNT(*), MIN(created), MAX(created) "
@@ -387,9 +397,13 @@ class CachedJudge(StoredJudge):
     replies; ``"refresh"`` asks the judge again and overwrites; ``"off"`` passes
     everything through. ``cache_nondeterministic=True`` also caches sampled
     (temperature > 0, no seed) requests. Replies served from the cache have
-    ``cached=True``. Counts are in :attr:`hits`, :attr:`misses` (asked the
+    ``cached=True``. A reply the scorer could not read (:meth:`reject`: it failed
+    validation) is forgotten, so that it is never served to another evaluation.
+    Counts are in :attr:`hits`, :attr:`misses` (asked the
     judge, then stored unless the reply was an error), :attr:`bypassed` (not
-    cacheable: mode off or nondeterministic) and :meth:`stats`. ``max_size``: the file's
+    cacheable: mode off or nondeterministic), :attr:`rejected` (replies forgotten
+    as unreadable), :attr:`stale` (of those, replies the cache had served: kept by
+    a version that did not forget them) and :meth:`stats`. ``max_size``: the file's
     size limit (bytes, or ``"500MB"``; ``0`` or ``None`` for none; default
     :func:`default_max_size`), the least recently used replies evicted past it.
     """
@@ -405,7 +419,7 @@ class CachedJudge(StoredJudge):
                                    max_size=default_max_size() if max_size == "default" else max_size)
         if mode != "off":
             self.store.check()
-        self.hits = self.misses = self.bypassed = self.stored = 0
+        self.hits = self.misses = self.bypassed = self.stored = self.rejected = self.stale = 0
         self._accepts_on_batch = accepts(getattr(judge, "answer_probability", None), "on_batch")
 
     @property
@@ -413,8 +427,8 @@ class CachedJudge(StoredJudge):
         return self.store.path
 
     def stats(self) -> dict[str, Any]:
-        return {"hits": self.hits, "misses": self.misses, "bypassed": self.bypassed,
-                "stored": self.stored, "mode": self.mode, "path": str(self.path), "max_size": self.store.max_size}
+        return {"hits": self.hits, "misses": self.misses, "bypassed": self.bypassed, "stored": self.stored,
+                "rejected": self.rejected, "stale": self.stale, "mode": self.mode, "path": str(self.path), "max_size": self.store.max_size}
 
     def clear(self) -> int:
         """Forget every cached answer of this judge (same identity); returns how many rows."""
@@ -468,6 +482,20 @@ class CachedJudge(StoredJudge):
 
     def _counts(self) -> dict[str, int]:
         return {"hits": self.hits, "misses": self.misses}
+
+    def reject(self, requests: Sequence[ChatRequest], replies: Sequence[Reply]) -> None:
+        """Forget ``replies`` (to ``requests``): they failed validation, and are never to be served to another
+        evaluation. Only the reply rejected is deleted (a valid reply stored since under the same key stays)."""
+        keyed = [(key[0], reply) for request, reply in zip(requests, replies)
+                 if (key := self.chat_key(request)) is not None]
+        if keyed:
+            held = self.store.get_many(key for key, _ in keyed)
+            gone = {key for key, reply in keyed if key in held and held[key].get("text") == reply.text}
+            if gone:
+                self.store.delete(gone)
+                self.rejected += len(gone)
+                self.stale += len({key for key, reply in keyed if key in gone and reply.cached})
+        super().reject(requests, replies)
 
     def answer_probability(self, queries: Sequence[AnswerQuery], *, progress: bool | str = False) -> list[float]:
         """Like :meth:`Judge.answer_probability`, cached per (image, question, answer)."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import deque
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,16 +32,19 @@ __all__ = ["ReplyJournal", "JournaledJudge"]
 
 
 class ReplyJournal:
-    """The file of an evaluation's replies (one writer at a time: the evaluation's lock holder)."""
+    """The file of an evaluation's replies (one writer at a time: the evaluation's lock holder, or in a launch
+    of several processes each process its own file). ``others``: the journals of the same evaluation that
+    other processes wrote (read too, never written: a resumed launch may give an image to another process)."""
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike, others: Sequence[str | os.PathLike] = ()):
         self.path = Path(path)
         self._unused: dict[str, deque[dict[str, Any]]] = {}
-        for number, record in enumerate(read_records(self.path, repair=True), 1):
-            if not isinstance(record.get("key"), str) or not isinstance(record.get("reply"), dict):
-                raise ValueError(f"{self.path}, line {number}, is not a journaled reply (a key and a reply): the "
-                                 "file was changed by something else; delete it (its replies are asked again)")
-            self._unused.setdefault(record["key"], deque()).append(record["reply"])
+        for file in [*(Path(p) for p in others if Path(p) != self.path), self.path]:
+            for number, record in enumerate(read_records(file, repair=file == self.path), 1):
+                if not isinstance(record.get("key"), str) or not isinstance(record.get("reply"), dict):
+                    raise ValueError(f"{file}, line {number}, is not a journaled reply (a key and a reply): the "
+                                     "file was changed by something else; delete it (its replies are asked again)")
+                self._unused.setdefault(record["key"], deque()).append(record["reply"])
         self._lock = threading.Lock()
         #: replies given by :meth:`take` (counted under the lock: several chunks take at once)
         self.taken = 0

@@ -106,6 +106,14 @@ class StoredJudge(Judge):
         if close:
             close()
 
+    def reject(self, requests: Sequence[ChatRequest], replies: Sequence[Reply]) -> None:
+        """``replies`` (to ``requests``) failed validation: the scorer could not read them. A store that serves
+        other evaluations (the response cache) forgets them; this one passes the word down. The reply journal
+        keeps them: within one evaluation a reply received is that evaluation's answer, replayed on resume."""
+        reject = getattr(self.judge, "reject", None)
+        if reject is not None:
+            reject(requests, replies)
+
     def innermost(self) -> Any:
         """The judge under every store (what a pre-flight probe asks)."""
         inner = self.judge

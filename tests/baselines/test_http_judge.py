@@ -30,7 +30,8 @@ def test_viescore_sends_the_paper_presets_request_to_the_presets_model_behind_an
     assert out["scores"] == [pytest.approx(math.sqrt(9 * 5) / 10)] and out["num_failed"] == 0
     asked = [r.body for r in server.requests if r.image_urls]  # the judgements (the client probes the endpoint first)
     assert len(asked) == 2
-    body = asked[0]
+    # the SC and PQ requests are in flight together: the server may take either first
+    [body] = [b for b in asked if "Text Prompt:" in b["messages"][0]["content"][0]["text"]]
     assert body["model"] == "gpt-4o-2024-05-13" and body["temperature"] == 1.0
     assert body.get("max_tokens", body.get("max_completion_tokens")) == 1400  # the paper preset's, applied
     [message] = body["messages"]

@@ -207,7 +207,12 @@ def test_the_direct_path_hands_over_what_evaluates_cache_would(loads, toy_path):
         m._arrow_round_trip([{"id": "a", "prompt": 5}])
 
 
-def test_distributed_mode_gathers_on_process_0(loads, toy_path, images, tmp_path):
+@pytest.mark.parametrize("given", ["compute", "add_batch"])
+def test_distributed_mode_each_process_judges_its_rows_and_process_0_combines(loads, toy_path, images, tmp_path,
+                                                                               given):
+    """As found (issue 41): with num_process=2 every row went to process 0, which judged them all while the
+    other waited. Now each process judges the rows it was given; process 0 gathers (evaluate's cache files)
+    and combines their scores, in evaluate's order."""
     common = {"num_process": 2, "experiment_id": "toy-run", "cache_dir": str(tmp_path / "cache")}
     modules = [evaluate.load(toy_path, process_id=i, **common) for i in range(2)]
     halves = [(images[:2], ROWS[:2]), (images[2:], ROWS[2:])]
@@ -215,7 +220,12 @@ def test_distributed_mode_gathers_on_process_0(loads, toy_path, images, tmp_path
 
     def run(i):
         try:
-            results[i] = modules[i].compute(predictions=halves[i][0], references=halves[i][1])
+            if given == "compute":
+                results[i] = modules[i].compute(predictions=halves[i][0], references=halves[i][1])
+            else:
+                for image, row in zip(*halves[i]):
+                    modules[i].add_batch(predictions=[image], references=[row])
+                results[i] = modules[i].compute()
         except Exception as e:  # surfaced below, not lost in the thread
             errors.append(e)
 
@@ -228,7 +238,10 @@ def test_distributed_mode_gathers_on_process_0(loads, toy_path, images, tmp_path
     assert results[1] is None
     assert [r["id"] for r in results[0]["per_image"]] == list("abcd")
     assert results[0]["scores"] == pytest.approx(EXPECTED)
-    assert len(loads) == 1  # only process 0 scores, so only it loads the judge
+    assert len(loads) == 2  # each process loads its judge...
+    asked = [[q.question for q in m._judge.queries] for m in modules]
+    assert asked == [["prompt a", "prompt b"], ["prompt c", "prompt d"]]  # ...and judges its own rows alone
+    assert not list((tmp_path / "cache").rglob("*.records.json"))  # the processes' records, once combined, removed
 
 
 def test_load_metric_by_bare_name():

@@ -100,6 +100,7 @@ from ...files import atomic_write_json
 from ...generation import Drawer, GenerationConfig, GeneratorError, image_seed, save_image_atomic
 from ...judges import load_judge
 from ...parsing import ask_structured
+from ...processes import processes
 from ...progress import progress_bar
 from ..base import one_of
 from . import BENCHMARK
@@ -107,7 +108,7 @@ from .protocol import PROMPT_TEMPERATURE, adaptive_bin, parse_prompt, prompt_req
 from .rankings import rank_models
 from .release import MODES
 from .scorer import Scorer, batch_or_each
-from .store import Store, describe, run_row
+from .store import Store, describe, fold, run_row
 
 __all__ = ["run_mt2ie", "select_seed_prompts", "PAPER_JUDGE", "PAPER_SEEDS", "PAPER_ITERATIONS",
            "PAPER_SEED_PROMPTS_PER_SEED", "SCORINGS", "DIFFICULTY_METHODS", "MODEL_NAME"]
@@ -353,23 +354,36 @@ def run_mt2ie(models: Mapping[str, Any], judge: Any, seed_prompts: Any = None, *
         raise ValueError("no seed prompts")
     tracks = [_Track(s, sp) for s in seeds for sp in select_seed_prompts(pool, s, seed_prompts_per_seed)]
 
-    store = Store(Path(out_dir))
+    # in a launch of several processes (torchrun, accelerate launch), each runs its share of the chains (every
+    # model's runs of them), and the main one merges what they made
+    procs = processes()
+    order = _order(tracks, models, mode)
+    if procs.is_main:
+        fold(Path(out_dir), order)  # what a stopped launch's processes made, into the folder's own files
+    procs.barrier()
+    store = Store(Path(out_dir), rank=procs.rank if procs.count > 1 else None, main=procs.is_main)
     store.check_settings({
         "evaluator": judge.identity(), "scoring": scoring, "aesthetic": aesthetic, "difficulty_method": method,
         "parser": describe(parser) if parser else None, "prompt_temperature": prompt_temperature,
         "models": {name: describe(spec) for name, spec in models.items()},
     })
     store.add_seed_prompts(pool)
+    mine = procs.share(tracks)
     scorer = Scorer(judge, scoring, aesthetic, max_reasks)
-    total = len(models) * len(tracks) * iterations
-    with progress_bar(total, progress, desc=f"MT2IE {mode}", unit="img") as bar:
-        agent = _Agent(store, judge, scorer, mode=mode, evaluator=evaluator, tracks=tracks,
+    total = len(models) * len(mine) * iterations
+    with progress_bar(total, progress and procs.is_main, desc=f"MT2IE {mode}", unit="img") as bar:
+        agent = _Agent(store, judge, scorer, mode=mode, evaluator=evaluator, tracks=mine,
                        difficulty=difficulty_of, difficulty_method=method, max_reasks=max_reasks,
                        temperature=prompt_temperature, bar=bar)
         for name, spec in models.items():
-            drawer = spec if callable(spec) else Drawer(spec if isinstance(spec, GenerationConfig)
-                                                        else GenerationConfig(model=str(spec)), name=name,
-                                                        failures="return", **(generator_kwargs or {}).get(name, {}))
+            if not mine:
+                break
+            if callable(spec):
+                drawer = spec
+            else:  # a local model on this process's device in a launch
+                config = spec if isinstance(spec, GenerationConfig) else GenerationConfig(model=str(spec))
+                drawer = Drawer(config, device=procs.device if config.spec.backend != "openai" else None, name=name,
+                                failures="return", **(generator_kwargs or {}).get(name, {}))
             try:
                 agent.run_model(name, drawer, iterations)
             finally:
@@ -377,12 +391,44 @@ def run_mt2ie(models: Mapping[str, Any], judge: Any, seed_prompts: Any = None, *
                     drawer.close()  # a model we loaded is freed before the next model's
             del drawer
 
+    shares = procs.gather({"rank": procs.rank, "runs": len(models) * len(mine), "new": agent.new})
+    summary = None
+    if procs.is_main:
+        if procs.count > 1:
+            fold(store.out, order)
+            store = Store(store.out)
+        summary = _summary(store, models, tracks, seeds, mode=mode, iterations=iterations, scoring=scoring,
+                           evaluator=evaluator, reference=reference, shares=shares)
+    return procs.broadcast(summary)
+
+
+def _order(tracks: list[_Track], models: Mapping[str, Any], mode: str) -> Callable[[dict[str, Any]], tuple]:
+    """The order one process writes rows and prompt chains in: model by model, iteration by iteration, in track
+    order (an iterative chain, shared by the models, is the first model's; records of no track given now
+    first, as they were)."""
+    place: dict[str, tuple[int, int]] = {}
+    for index, t in enumerate(tracks):
+        for number, m in enumerate(models):
+            place.setdefault(t.run_id(m, mode), (number, index))
+            place.setdefault(t.chain(m, mode), (number, index))
+
+    def key(record: dict[str, Any]) -> tuple:
+        where = place.get(record.get("run_id", record.get("chain")))
+        return (0, 0, 0, 0) if where is None else (1, where[0], int(record["iteration"]), where[1])
+
+    return key
+
+
+def _summary(store: Store, models: Mapping[str, Any], tracks: list[_Track], seeds: list[int], *, mode: str,
+             iterations: int, scoring: str, evaluator: str, reference: Any, shares: list[dict[str, Any]]
+             ) -> dict[str, Any]:
+    """``summary.json``: the counts, the failures and the ranking table, written whole."""
     planned = [(t.run_id(m, mode), i) for m in models for t in tracks for i in range(iterations)]
     rows = [store.done[key] for key in planned if key in store.done]
     summary = {
         "out_dir": str(store.out), "mode": mode, "scoring": scoring, "evaluator": evaluator,
         "models": list(models), "seeds": seeds, "iterations": iterations, "runs": len(models) * len(tracks),
-        "planned": len(planned), "rows": len(rows), "new": agent.new,
+        "planned": len(planned), "rows": len(rows), "new": sum(s["new"] for s in shares),
         "failed": sum(r["failure"] is not None and not refused(r) for r in rows),
         "refused": sum(refused(r) for r in rows),  # the model's answer, an outcome: no error
         "stopped": len(planned) - len(rows),  # iterations a failure kept from being reached
@@ -390,5 +436,7 @@ def run_mt2ie(models: Mapping[str, Any], judge: Any, seed_prompts: Any = None, *
         "refusals": [{"id": r["id"], "failure": r["failure"]} for r in rows if refused(r)][:20],
         "table": rank_models(rows, reference, mode=mode) if rows else None,
     }
+    if len(shares) > 1:  # which process ran how many of the runs (a model and a chain each)
+        summary["processes"] = [{"rank": s["rank"], "runs": s["runs"]} for s in shares]
     atomic_write_json(store.out / "summary.json", summary)
     return summary

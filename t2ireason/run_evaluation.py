@@ -1,0 +1,283 @@
+"""One evaluation of a run: its images scored by a judge, by one process or by the processes of a launch.
+
+The path: the images not scored yet (``todo``) are found from the evaluation's results; each process takes
+its share of them (:meth:`t2ireason.processes.Processes.share`, accelerate's ``split_between_processes``:
+contiguous blocks in the run's order), loads its judge once (a local model on the process's own device),
+and scores its share chunk by chunk (:func:`score_images`), each chunk's results on disk as soon as it is
+scored and every reply in the process's journal as it arrives (:class:`t2ireason.run_files.EvaluationFiles`);
+then the main process merges the shares into one ``results.jsonl`` in the run's order and writes
+``scores.json`` (:func:`write_scores`), which are what one process would have written, with which process
+scored how many images recorded (``processes``).
+
+The evaluation's lock (``<run>/.locks/evaluation-<name>.lock``) is held by the main process for the whole
+launch: the processes of one launch cooperate, and another command on the same evaluation (one process or
+a launch) waits ``lock_timeout`` seconds, then stops with an error.
+
+Each evaluation says how many replies came from the response cache (``response_cache`` in ``scores.json``,
+and the command's summary line). A reply that failed validation is never served from the cache to another
+evaluation (:func:`t2ireason.parsing.reject_replies`); one found in a cache written before that rule is
+asked again, and counted (``stale``).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .files import jsonable
+from .processes import Processes, processes
+from .progress import progress_bar
+from .run_files import EvaluationFiles, RunError, not_generated, retryable
+from .version import __version__
+
+if TYPE_CHECKING:
+    from .results import ImageResult
+
+__all__ = ["evaluate_run", "score_images", "write_scores", "scores_record"]
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+
+
+def evaluate_run(run: Any, name: str, setting: Any, settings: dict[str, Any], *, cache: str | bool, chunk_size: int,
+                 progress: bool, retry_failed: bool, preflight: bool, lock_timeout: float,
+                 allow_missing: bool = False) -> dict[str, Any]:
+    """Score the images of ``run`` (a :class:`~t2ireason.runs.Run`) for the evaluation ``name`` with the judge
+    ``setting`` (checked already; ``settings``: what ``run.json`` records), under the evaluation's lock, and
+    return the scores (see :meth:`t2ireason.runs.Run.evaluate`)."""
+    procs = processes()
+    who = "another process" if procs.count == 1 else "another process (not of this launch)"
+    busy = (f"evaluation {name!r} of {run.path} is being scored by {who} (waited {lock_timeout:g} s); "
+            "let it finish (the same command then has nothing left to do), or pass another --name to score "
+            "beside it")
+    with procs.main_holds(run.lock(f"evaluation-{name}", lock_timeout, busy)):
+        return _evaluate(run, procs, name, setting, settings, cache=cache, chunk_size=chunk_size, progress=progress,
+                         retry_failed=retry_failed, preflight=preflight, allow_missing=allow_missing)
+
+
+def _evaluate(run: Any, procs: Processes, name: str, setting: Any, settings: dict[str, Any], *, cache: str | bool,
+              chunk_size: int, progress: bool, retry_failed: bool, preflight: bool,
+              allow_missing: bool = False) -> dict[str, Any]:
+    from .judges.journal import JournaledJudge, ReplyJournal
+
+    recorded = run.reload()["evaluations"].get(name)  # as left by whichever process scored it last
+    if recorded and recorded.get("settings") != settings:
+        raise RunError(f"evaluation {name!r} of {run.path} was made with other settings "
+                       f"({recorded.get('settings')}), not these ({settings}); pass another name to keep both")
+    items = run.image_items(failed=True, missing_ok=allow_missing)
+    # an image missing from the image folder (allow_missing) is scored as one the generation never made
+    not_made = {**{key: {"kind": "missing", "failure": f"no file at {path}"} for key, _, path in items
+                   if not path.is_file()}, **run.generation_failures()}
+    files = EvaluationFiles(run.evaluation_dir(name), procs.rank if procs.count > 1 else None)
+    if procs.is_main:  # what an interrupted launch's processes scored, into results.jsonl, before any append
+        done, _ = files.fold()
+    procs.barrier()
+    if not procs.is_main:
+        done, _ = files.done()
+    # an image made since it was scored as not made (or the reverse) is scored again
+    todo = [item for item in items if item[0] not in done or (retry_failed and retryable(done[item[0]]))
+            or not_generated(done[item[0]]) != (item[0] in not_made)]
+    retried = sum(1 for key, _, _ in todo if key in done)
+    if not todo and recorded and recorded.get("finished") and files.scores.is_file():
+        scores = _read_json(files.scores)
+        if scores.get("num_images") == len(items):  # nothing new since it was written
+            return {**scores, "retried": 0, "reused": 0}
+
+    # the replies received before an interruption, by any process (read, and a damaged file said, before a
+    # judge is loaded or the evaluation recorded as started)
+    journal = ReplyJournal(files.own_journal, others=files.journals())
+    procs.barrier()  # every process has read the journals before any appends to its own
+    mine = procs.share(todo)
+    judge = None
+    info = (recorded or {}).get("judge")
+    share = {"rank": procs.rank, "images": len(mine)}
+    try:
+        if mine or (procs.is_main and (todo or not info)):
+            judge = _load(setting, cache, procs, preflight and any(key not in not_made for key, _, _ in mine))
+            if procs.is_main:
+                from .scoring import judge_record
+
+                info = _judge_info(judge_record(judge, setting.preset, setting.preset_settings), info)
+        if procs.is_main:
+            def start(m: dict[str, Any]) -> None:
+                entry = m["evaluations"].setdefault(name, {})
+                entry.update(settings=settings, judge=info, started=entry.get("started") or _now(), finished=None)
+
+            run.update(start)
+        if mine:
+            files.folder.mkdir(parents=True, exist_ok=True)
+            journaled = JournaledJudge(judge, journal)
+            started = time.perf_counter()
+            _score(run, name, files, journaled, setting.options, mine, total=len(items), done=done,
+                   chunk_size=chunk_size, progress=progress and procs.is_main, not_made=not_made,
+                   launch=procs.count > 1)
+            share.update(reused=journaled.reused, seconds=round(time.perf_counter() - started, 3))
+        share.update(_cache_counts(judge))
+        adapted = getattr(judge, "concurrency_record", lambda: None)()
+        if adapted is not None:  # the server was overwhelmed: what the judge did about it
+            share["concurrency"] = adapted
+    finally:  # whatever ends it (a failed probe, a locked run.json, scoring), a judge loaded here is closed
+        if judge is not None and isinstance(setting.judge, str):  # ours to close, not a caller's object
+            close = getattr(judge, "close", None)
+            if close is not None:
+                close()
+    shares = procs.gather(jsonable(share))  # also: every process has finished scoring
+    scores = None
+    if procs.is_main:
+        by_key = files.finish([key for key, _, _ in items])
+        results = [by_key[key] for key, _, _ in items]
+        scores = write_scores(files, scores_record(run, name, results, setting, info, settings, shares, cache))
+        files.delete_journals()  # every reply they held is in results.jsonl now
+        run.update(lambda m: m["evaluations"][name].update(
+            finished=_now(), judge=info, num_images=scores["num_images"], num_failed=scores["num_failed"],
+            num_not_generated=scores["num_not_generated"], num_retryable=scores["num_retryable"]))
+    scores = procs.broadcast(scores)
+    return {**scores, "retried": retried, "reused": sum(s.get("reused", 0) for s in shares)}
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    import json
+
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _load(setting: Any, cache: str | bool, procs: Processes, probe: bool) -> Any:
+    """The judge of ``setting`` (behind the response cache), in a launch on this process's device; with
+    ``probe``, an HTTP judge asked one request first (:func:`~t2ireason.judges.preflight_spec`)."""
+    from .judges import load_judge, on_device, preflight_spec
+    from .scoring import report_preset_settings
+
+    if procs.is_main:
+        report_preset_settings(setting)
+    kwargs = on_device(setting.loadable, setting.judge_kwargs, procs.device)
+    judge = load_judge(setting.loadable, cache=cache, **kwargs)
+    if probe:  # one probe (an image with a JSON schema), rather than every image's request failing
+        try:
+            preflight_spec(setting.loadable, kwargs, judge=judge, structured=True)
+        except BaseException:
+            if isinstance(setting.judge, str):
+                judge.close()
+            raise
+    return judge
+
+
+def _judge_info(info: dict[str, Any], recorded: dict[str, Any] | None) -> dict[str, Any]:
+    """The judge's record, with ``model_sha256`` for a local model folder: read once per evaluation (taken
+    from the record when the model is the same folder)."""
+    from .files import model_fingerprint
+
+    model = str(info.get("model", ""))
+    if info.get("backend") != "openai" and Path(model).expanduser().is_dir():  # an API model is a name
+        same = recorded and recorded.get("model") == model and recorded.get("model_sha256")
+        info["model_sha256"] = recorded["model_sha256"] if same else model_fingerprint(model)
+    return jsonable(info)
+
+
+def _cache_counts(judge: Any) -> dict[str, Any]:
+    """What the response cache in front of ``judge`` answered: ``from_cache`` replies, and ``stale``: replies
+    it held that failed validation (left by a version before they were dropped), asked again."""
+    from .judges.cache import CachedJudge
+
+    while judge is not None and not isinstance(judge, CachedJudge):
+        judge = getattr(judge, "judge", None)
+    if judge is None:
+        return {}
+    return {"from_cache": judge.hits, "stale": judge.stale, "cache": str(judge.path)}
+
+
+def score_images(bench: Any, items: list, judge: Any, options: dict[str, Any],
+                 not_made: dict[str, dict[str, Any]] | None = None) -> list[ImageResult]:
+    """``items`` (``(key, row, image path)``) scored by ``judge`` with the benchmark's ``score``. An image the
+    generation could not make (``not_made``) is the benchmark's failed image, as one it cannot read is (nothing
+    is asked about it), with the generation's reason: counted and shown as every failure is."""
+    results = bench.score([row for _, row, _ in items], [str(p) for _, _, p in items], judge, progress=False,
+                          **options)
+    for (key, _, _), result in zip(items, results):
+        if key in (not_made or {}):
+            why = not_made[key]
+            result.failure = f"not generated ({why['kind']}): {why['failure']}"
+            result.context["not_generated"] = why["kind"]
+            result.retryable = False  # the image's, not the judge's: a new image is scored anew
+    return results
+
+
+def _score(run: Any, name: str, files: EvaluationFiles, judge: Any, options: dict[str, Any], todo: list, *,
+           total: int, done: dict[str, dict[str, Any]], chunk_size: int, progress: bool,
+           not_made: dict[str, dict[str, Any]] | None = None, launch: bool = False) -> None:
+    """Score ``todo`` chunk by chunk, each chunk on disk (whole) as soon as it is scored; an HTTP judge's
+    chunks in a rolling window (:mod:`t2ireason.window`), so that its concurrency stays full. In a ``launch``
+    the progress bar counts this process's share."""
+    from .files import json_text
+    from .judges import JudgeUnavailable
+    from .judges.cache import CacheError
+    from .window import in_window, window_width
+
+    bench = run.bench
+    chunks = [todo[start: start + chunk_size] for start in range(0, len(todo), chunk_size)]
+    desc = f"scoring ({name}{', this process' if launch else ''})"
+    with progress_bar(len(todo) if launch else total, progress, desc=desc, unit="img") as bar:
+        bar.update(0 if launch else total - len(todo))
+        try:
+            for chunk, results in in_window(lambda c: score_images(bench, c, judge, options, not_made), chunks,
+                                            window_width(judge, chunk_size)):
+                records = [jsonable(result.to_dict()) for result in results]
+                files.append([json_text({"key": key, **r}) + "\n" for (key, _, _), r in zip(chunk, records)])
+                done.update((key, r) for (key, _, _), r in zip(chunk, records))  # once on disk
+                bar.update(len(chunk))
+        except (JudgeUnavailable, CacheError) as e:  # the chunks finished before it are on disk
+            kept = sum(1 for key in done if not retryable(done[key]))
+            raise type(e)(f"{e} (evaluation {name!r} of {run.path}: {kept} of {total} images "
+                          "scored and kept; run the same command again to go on)") from e
+
+
+def scores_record(run: Any, name: str, results: list[dict[str, Any]], setting: Any, info: dict[str, Any] | None,
+                  settings: dict[str, Any], shares: list[dict[str, Any]], cache: str | bool) -> dict[str, Any]:
+    """What ``scores.json`` holds: the paper's aggregate of ``results`` (in the run's order), the counts,
+    the judge, and how the replies were got: which process scored how many images, in how many seconds
+    (``processes``), how many replies the response cache gave (``response_cache``)."""
+    from .results import ImageResult, coverage
+
+    bench = run.bench
+    aggregate = bench.aggregate([ImageResult.from_dict(r) for r in results], **setting.options)
+    scores = {
+        "benchmark": bench.name,
+        "run": run.name,
+        "evaluation": name,
+        "aggregate": aggregate,
+        "num_images": len(results),
+        "num_failed": sum(r.get("score") is None for r in results),
+        "num_not_generated": sum(not_generated(r) for r in results),
+        "num_retryable": sum(retryable(r) for r in results),
+        "num_reasks": sum(r.get("reasks", 0) for r in results),
+        "coverage": coverage(results),  # scored of the run's images, and why the others were not
+        "judge": info,
+        "settings": settings,
+        "processes": [{k: s[k] for k in ("rank", "images", "seconds", "concurrency") if k in s} for s in shares],
+        "response_cache": _cache_said(shares, cache),
+        "t2ireason_version": __version__,
+    }
+    if len(shares) == 1 and "concurrency" in shares[0]:
+        scores["concurrency"] = shares[0]["concurrency"]
+    return scores
+
+
+def _cache_said(shares: list[dict[str, Any]], cache: str | bool) -> dict[str, Any] | None:
+    """The response cache's part in this evaluation: its file, how many replies it gave this time, how many it
+    held that had failed validation (asked again); None without a cache."""
+    used = [s for s in shares if "cache" in s]
+    if not cache or not used:
+        return None
+    return {"file": used[0]["cache"], "replies": sum(s["from_cache"] for s in used),
+            "stale_failures_asked_again": sum(s["stale"] for s in used)}
+
+
+def write_scores(files: EvaluationFiles, scores: dict[str, Any]) -> dict[str, Any]:
+    """``scores.json`` written whole (the one place it is written); returns ``scores`` as written."""
+    from .files import atomic_write_json
+
+    files.folder.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(files.scores, scores)
+    return jsonable(scores)
