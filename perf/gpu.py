@@ -21,7 +21,7 @@ values, and the scores they give mean nothing (../shared/gpu.md has the method).
   need torchvision (Qwen's processor); without it only the tower's are measured.
 - ``generation``: SD-1.5 shape, 512 px, 20 steps, batch 8, 24 images, ms an image: the project's ``generate`` against
   the bare diffusers loop without saving, saving inline and saving from a pool of 4 threads.
-- ``data_parallel``: a hook for issue 41 item 4 (judging split across processes), not measured yet.
+- ``data_parallel``: ``t2ireason evaluate`` split over 2 processes against one (``perf/gpu_parallel.py``).
 
 Every figure is printed (and appended to ``--figures``, one JSON line each) the moment it is measured, so a
 section stopped by its time limit keeps what it measured; ratios with a target come last in each section
@@ -477,11 +477,16 @@ def generation(setup: Setup) -> bool:
 
 
 def data_parallel(setup: Setup) -> bool:
-    """TODO(issue 41 item 4, data-parallel judging): the figure of ``t2ireason evaluate`` under ``torchrun
-    --nproc_per_node 2`` (2 processes on one GPU, or on 2 GPUs) against one process, images a second, once
-    judging splits across processes; this hook keeps its place in the run and the launcher."""
-    setup.record("data_parallel", "status", "not measured: data-parallel judging (issue 41 item 4) is not built yet")
-    return True
+    """``t2ireason evaluate`` under ``torchrun --nproc_per_node 2`` (2 processes on one GPU, or on 2 GPUs)
+    against one process, the same judge, images and settings (``perf/gpu_parallel.py``, issue 41 item 4), the
+    judge the LLaVA-7B shape the other sections built (``--work``)."""
+    import gpu_parallel
+
+    argv = ["--small"] if setup.small else ["--judge", f"hf:{built(setup.work / 'llava', lambda f: build_llava(setup, f))}"]
+    argv += ["--work", str(setup.work / "parallel")]
+    if setup.figures is not None:
+        argv += ["--figures", str(setup.figures)]
+    return gpu_parallel.main(argv) == 0
 
 
 # -- the run -----------------------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@
 # needs glibc 2.31: where pip refuses it, the one in .gpu-wheels/fallback/ (glibc 2.28) is installed.
 #
 # Environment: OUT (default: a new temporary folder), WHEELS (default: .gpu-wheels), PYTHON (default:
-# python3), BUDGET_S (the whole run's seconds, default 470), SECTIONS (default: all, in the order below).
+# python3), BUDGET_S (the whole run's seconds, default 540), SECTIONS (default: all, in the order below).
 # Written to $OUT: run.log (everything printed), <section>.log (each section's output), figures.jsonl (each
 # figure as a JSON line, written as it is measured) and figures.json (all of them by section, with each
 # section's exit status and seconds: 124 or 137 when its time limit stopped it; what it measured is kept).
@@ -23,7 +23,7 @@ small=""
 OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/t2ireason-gpu-out-XXXXXX")}
 mkdir -p "$OUT"
 python=${PYTHON:-python3}
-budget=${BUDGET_S:-470}
+budget=${BUDGET_S:-540}
 wheels=${WHEELS:-$root/.gpu-wheels}
 start=$(date +%s)
 work=$(mktemp -d "${TMPDIR:-/tmp}/t2ireason-gpu-work-XXXXXX")  # built models (tens of GB), not in $OUT
@@ -32,7 +32,7 @@ log="$OUT/run.log"
 say() { echo "$*" | tee -a "$log"; }
 
 # section and its own time limit (seconds); their sum stays within the budget
-limits=(vqascore_llava:100 json:220 vqascore_qwen:100 generation:60 data_parallel:30)
+limits=(vqascore_llava:100 json:220 vqascore_qwen:100 generation:60 data_parallel:150)
 [ -n "$small" ] && limits=(vqascore_llava:150 json:150 vqascore_qwen:120 generation:120 data_parallel:60)
 
 say "gpu_device_run: $(date -u +%FT%TZ) root=$root out=$OUT budget=${budget}s ${small:-full size}"

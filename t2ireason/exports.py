@@ -217,12 +217,13 @@ def eval_result_entries(run: Run, evaluation: str, dataset_id: str, *, revision:
     ``huggingface_hub.EvalResultEntry`` per benchmark config, https://huggingface.co/docs/hub/eval-results):
     ``task_id`` is the config, as the dataset's ``eval.yaml`` names its tasks; ``value`` the metric's
     headline (0-100) over that config's images, aggregated as the evaluation was (its preset and
-    options); ``notes`` name the metric, judge, preset and counts. A benchmark with an ``all`` config
+    options); ``notes`` name the metric, judge, preset and the images scored of the config's (an image
+    never made counts as not scored: :func:`~t2ireason.results.coverage`). A benchmark with an ``all`` config
     gets its entry too when the run scored every config."""
     from huggingface_hub import EvalResultEntry
 
     from .judges.spec import judge_name, judge_setting
-    from .results import ImageResult
+    from .results import ImageResult, coverage
 
     check_repo_id(dataset_id, "dataset_id")
     if revision is not None:
@@ -254,8 +255,7 @@ def eval_result_entries(run: Run, evaluation: str, dataset_id: str, *, revision:
             continue
         rs = groups[config]
         notes = (f"{bench.metric} (t2i-reason {scores.get('t2ireason_version')}, preset {judge.get('preset')}), "
-                 f"judge {judge.get('backend')}:{model_name}; {len(rs)} images, "
-                 f"{sum(r.failed for r in rs)} not scored")
+                 f"judge {judge.get('backend')}:{model_name}; {coverage(rs)['text']}")
         if run.manifest.get("limit"):
             notes += f"; the first {run.manifest['limit']} rows only"
         entries.append(EvalResultEntry(

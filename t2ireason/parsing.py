@@ -364,12 +364,19 @@ def as_score(value: Any, *, allowed: Sequence[float] | None = None, lo: float | 
     return value
 
 
+#: how far from a level a score may be, relatively, and still be that level: rounding, not a judgement (a
+#: judge's 0.49999999 is 0.5; a millionth is finer than any scale a benchmark defines). Relative: nothing but 0
+#: is 0 (a 1e-12 is no score of 0 or 1, and a -1e-147 is below a scale's 0)
+SNAP_TOLERANCE = 1e-6
+
+
 def snapped(value: float, levels: Iterable[float], default: Any = None) -> Any:
-    """The one of ``levels`` that ``value`` is within floating-point rounding of (``math.isclose``:
-    ``0.9999999999`` is 1, ``0.5000000001`` is 0.5), as a float; ``default`` when none is. Every
-    parser of scores snaps with it, so that a score the official two-decimal rounding reads is
-    the level the judge meant (0.37 from 0.9999999999 instead of 0.38 from 1)."""
-    return next((float(a) for a in levels if math.isclose(value, a)), default)
+    """The one of ``levels`` that ``value`` is within rounding of (``math.isclose`` within
+    :data:`SNAP_TOLERANCE`, relatively: ``0.9999999999`` is 1, ``0.49999999`` and ``0.5000000001`` are
+    0.5), as a float; ``default`` when none is. Every parser of scores snaps with it, so that a score
+    the official two-decimal rounding reads is the level the judge meant (0.37 from 0.9999999999
+    instead of 0.38 from 1)."""
+    return next((float(a) for a in levels if math.isclose(value, a, rel_tol=SNAP_TOLERANCE)), default)
 
 
 def _scale(allowed: Sequence[float] | None, lo: float | None, hi: float | None) -> str:

@@ -19,6 +19,7 @@ waits for a failed one.
 
 from __future__ import annotations
 
+import atexit
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -142,4 +143,15 @@ def processes() -> Processes:
         # gloo: the processes exchange only small objects (the lock's outcome, each share's counts), and NCCL
         # refuses two processes on one GPU, a launch that judging with a small model on one GPU makes worthwhile
         _launch = Processes(PartialState(cpu=not torch.cuda.is_available(), backend="gloo"))
+        atexit.register(_close_launch)
     return _launch
+
+
+def _close_launch() -> None:
+    """The process group torn down before the interpreter is: left to the interpreter's end, gloo's threads were
+    destroyed still joinable now and then ("terminate called without an active exception", the process aborted
+    after its work was done, and the launch counted as failed)."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()

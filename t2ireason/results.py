@@ -86,6 +86,30 @@ class Cell:
         return cls(_finite(x))
 
 
+def coverage(results: Any) -> dict[str, Any]:
+    """How many of an evaluation's images were scored, of how many, and why the others were not: each
+    result (an :class:`ImageResult` or its dict) is ``scored``, or ``not_generated`` (the generation could not
+    make it), ``missing`` (no file in the image folder), ``unscorable`` (the benchmark has no questions for
+    its prompt), ``excluded`` (left out by the preset's options) or ``failed`` (the judge gave no usable
+    answer). ``text`` says it in one line: ``"3 of 10 images scored (7 not generated)"``."""
+    counts = dict.fromkeys(("scored", "not_generated", "missing", "unscorable", "excluded", "failed"), 0)
+    for r in results:
+        score, context = (r.score, r.context) if isinstance(r, ImageResult) else (r.get("score"), r.get("context") or {})
+        kind = context.get("not_generated")
+        counts["missing" if kind == "missing" else "not_generated" if kind else
+               "scored" if score is not None else "unscorable" if context.get("unscorable") else
+               "excluded" if context.get("excluded") else "failed"] += 1
+    total = sum(counts.values())
+    said = [f"{n} {_COVERAGE_WORDS[k]}" for k, n in counts.items() if n and k != "scored"]
+    return {"images": total, **counts,
+            "text": f"{counts['scored']} of {total} images scored" + (f" ({', '.join(said)})" if said else "")}
+
+
+_COVERAGE_WORDS = {"not_generated": "not generated", "missing": "missing from the image folder",
+                   "unscorable": "not scorable (no questions)", "excluded": "left out by the preset",
+                   "failed": "judge failures"}
+
+
 def _finite(x: Any) -> float | int | None:
     if x is None or isinstance(x, int):
         return x
@@ -94,11 +118,37 @@ def _finite(x: Any) -> float | int | None:
 
 
 @dataclass
+class RowProtocol:
+    """How one row of a table was measured, said beside it wherever the table is written: the judge, the
+    preset, the questions, the images scored of the benchmark's, and whether that is the protocol of the
+    paper's rows it stands among (``comparable``: ``"yes"``, or ``"no: <what differs>"``)."""
+
+    judge: str | None = None
+    preset: str | None = None
+    questions: str | None = None
+    #: the images scored of the benchmark's prompts (``"15 of 800"``)
+    images: str | None = None
+    comparable: str = "yes"
+    #: the run's own images: how many were scored and why the others were not (``"3 of 10 scored; 7 not
+    #: generated"``); None for a paper's row
+    coverage: str | None = None
+    #: a row printed in a paper, not a run
+    paper: bool = False
+
+    @property
+    def differs(self) -> str | None:
+        """What differs from the paper's protocol, or None when nothing does."""
+        return None if self.comparable == "yes" else self.comparable.removeprefix("no: ")
+
+
+@dataclass
 class PaperTable:
     """A table in the layout of a paper: one row per model (or run), the paper's columns.
 
     Benchmark modules build it for one model (:meth:`Benchmark.paper_tables`); reports stack the
-    rows of several runs (:func:`t2ireason.report.tables.side_by_side`) and render it.
+    rows of several runs (:func:`t2ireason.report.tables.side_by_side`) and render it. ``groups``
+    puts rows under headings as the paper does (its Diffusion Models, Unified Multimodal Models...);
+    ``protocols`` says how each row was measured (:class:`RowProtocol`).
     """
 
     title: str
@@ -106,6 +156,18 @@ class PaperTable:
     rows: dict[str, dict[str, Cell]] = field(default_factory=dict)
     note: str = ""
     decimals: int = 1  # as the paper prints them
+    #: row label -> the heading of the group it is printed under; rows of one group are consecutive
+    groups: dict[str, str] = field(default_factory=dict)
+    #: row label -> how the row was measured
+    protocols: dict[str, RowProtocol] = field(default_factory=dict)
+
+    @property
+    def apart(self) -> dict[str, str]:
+        """The rows not ranked among the paper's (label -> what differs): runs whose protocol is not the
+        paper's, in a table that holds a paper's rows. Empty without a paper's row: runs compared with runs."""
+        if not any(p.paper for p in self.protocols.values()):
+            return {}
+        return {label: p.differs for label, p in self.protocols.items() if label in self.rows and p.differs}
 
 
     @classmethod

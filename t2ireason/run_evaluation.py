@@ -45,7 +45,7 @@ def _now() -> str:
 
 def evaluate_run(run: Any, name: str, setting: Any, settings: dict[str, Any], *, cache: str | bool, chunk_size: int,
                  progress: bool, retry_failed: bool, preflight: bool, lock_timeout: float,
-                 scorer: MetricScorer | None = None) -> dict[str, Any]:
+                 allow_missing: bool = False, scorer: MetricScorer | None = None) -> dict[str, Any]:
     """Score the images of ``run`` (a :class:`~t2ireason.runs.Run`) for the evaluation ``name`` with the judge
     ``setting`` (checked already; ``settings``: what ``run.json`` records), under the evaluation's lock, and
     return the scores (see :meth:`t2ireason.runs.Run.evaluate`). ``scorer``: a metric other than the benchmark's
@@ -58,7 +58,8 @@ def evaluate_run(run: Any, name: str, setting: Any, settings: dict[str, Any], *,
     with procs.main_holds(run.lock(f"evaluation-{name}", lock_timeout, busy)):
         try:
             return _evaluate(run, procs, name, setting, settings, cache=cache, chunk_size=chunk_size,
-                             progress=progress, retry_failed=retry_failed, preflight=preflight, scorer=scorer)
+                             progress=progress, retry_failed=retry_failed, preflight=preflight,
+                             allow_missing=allow_missing, scorer=scorer)
         finally:
             if scorer is not None:
                 scorer.close()  # what it loaded besides the judge (a question LLM)
@@ -66,15 +67,17 @@ def evaluate_run(run: Any, name: str, setting: Any, settings: dict[str, Any], *,
 
 def _evaluate(run: Any, procs: Processes, name: str, setting: Any, settings: dict[str, Any], *, cache: str | bool,
               chunk_size: int, progress: bool, retry_failed: bool, preflight: bool,
-              scorer: MetricScorer | None) -> dict[str, Any]:
+              allow_missing: bool = False, scorer: MetricScorer | None = None) -> dict[str, Any]:
     from .judges.journal import JournaledJudge, ReplyJournal
 
     recorded = run.reload()["evaluations"].get(name)  # as left by whichever process scored it last
     if recorded and recorded.get("settings") != settings:
         raise RunError(f"evaluation {name!r} of {run.path} was made with other settings "
                        f"({recorded.get('settings')}), not these ({settings}); pass another name to keep both")
-    items = run.image_items(failed=True)
-    not_made = run.generation_failures()
+    items = run.image_items(failed=True, missing_ok=allow_missing)
+    # an image missing from the image folder (allow_missing) is scored as one the generation never made
+    not_made = {**{key: {"kind": "missing", "failure": f"no file at {path}"} for key, _, path in items
+                   if not path.is_file()}, **run.generation_failures()}
     files = EvaluationFiles(run.evaluation_dir(name), procs.rank if procs.count > 1 else None)
     if procs.is_main:  # what an interrupted launch's processes scored, into results.jsonl, before any append
         done, _ = files.fold()
@@ -262,7 +265,7 @@ def scores_record(run: Any, name: str, results: list[dict[str, Any]], setting: A
     ``results`` (in the run's order), the counts, the judge, and how the replies were got: which process scored
     how many images, in how many seconds (``processes``), how many replies the response cache gave
     (``response_cache``)."""
-    from .results import ImageResult
+    from .results import ImageResult, coverage
 
     bench = run.bench
     metric = scorer if scorer is not None else bench
@@ -278,6 +281,7 @@ def scores_record(run: Any, name: str, results: list[dict[str, Any]], setting: A
         "num_not_generated": sum(not_generated(r) for r in results),
         "num_retryable": sum(retryable(r) for r in results),
         "num_reasks": sum(r.get("reasks", 0) for r in results),
+        "coverage": coverage(results),  # scored of the run's images, and why the others were not
         "judge": info,
         "settings": settings,
         "processes": [{k: s[k] for k in ("rank", "images", "seconds", "concurrency") if k in s} for s in shares],

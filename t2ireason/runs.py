@@ -317,13 +317,15 @@ class Run:
 
         return read_failures(self.images_dir)
 
-    def image_items(self, rows: Sequence[dict[str, Any]] | None = None, *,
-                    failed: bool = False) -> list[tuple[str, dict[str, Any], Path]]:
+    def image_items(self, rows: Sequence[dict[str, Any]] | None = None, *, failed: bool = False,
+                    missing_ok: bool = False) -> list[tuple[str, dict[str, Any], Path]]:
         """``(key, row, path)`` for every image to score, in row order; with ``failed``, also the images
         the generation could not make (recorded in ``failures.jsonl``; their path holds no file). The
         generation manifest (``metadata.parquet``) maps prompt ids to files; without one, each row's
         image is looked for where the benchmark's official layout puts it. A file name that would
-        leave the image folder (made from a hostile id) is refused."""
+        leave the image folder (made from a hostile id) is refused. A prompt without its image is an error
+        naming how many, unless ``missing_ok``: its item is given too (no file at its path), to be counted as
+        not scored."""
         rows = self.rows() if rows is None else rows
         folder, bench = self.images_dir, self.bench
         by_id = {bench.row_id(r): r for r in rows}
@@ -349,22 +351,24 @@ class Run:
                 if absent or pid not in files:
                     missing.append(pid)
                     gone += absent
+                if missing_ok and pid not in files:  # listed nowhere: where the official layout puts it
+                    paths = [(bench.image_path(row), _within(folder, bench.image_path(row)))]
                 items += [(file, row, path) for file, path in paths]
         else:
             missing, gone = [], []
             for pid, row in by_id.items():
                 file = bench.image_path(row)
                 path = _within(folder, file)
-                if path.is_file():
+                if path.is_file() or missing_ok:
                     items.append((file, row, path))
-                else:
+                if not path.is_file():
                     missing.append(pid)
                     gone.append(str(path))
-        if missing:
+        if missing and not missing_ok:
             where = f"; no file at {', '.join(gone[:3])}{' ...' if len(gone) > 3 else ''}" if gone else ""
             raise RunError(f"{len(missing)} of {len(rows)} prompts have no image in {folder} (ids {missing[:5]}"
                            f"{'...' if len(missing) > 5 else ''}{where}); generate them first (the generate step "
-                           "resumes)")
+                           "resumes), or count them as not scored (evaluate --allow-failed)")
         return items
 
     # -- evaluation ------------------------------------------------------------------------------
@@ -389,7 +393,8 @@ class Run:
     def evaluate(self, judge: Any = None, *, metric: str | None = None, preset: str | None = None,
                  judge_kwargs: dict | None = None, options: dict[str, Any] | None = None, name: str | None = None,
                  cache: str | bool = True, chunk_size: int = 32, progress: bool = True, retry_failed: bool = False,
-                 lock_timeout: float = LOCK_TIMEOUT, preflight: bool = True) -> dict[str, Any]:
+                 lock_timeout: float = LOCK_TIMEOUT, preflight: bool = True,
+                 allow_missing: bool = False) -> dict[str, Any]:
         """Score the run's images with the benchmark's judge (or another ``metric``'s) and write ``scores.json``.
 
         ``metric``: the benchmark's own by default; else ``vqascore``, ``clip_score``, ``dsg``, ``viescore``,
@@ -413,7 +418,10 @@ class Run:
         the evaluation with the cause; the chunks finished before it are kept, and every reply
         received is in the evaluation's reply journal, so the resume asks only the others.
         ``preflight``: ask an HTTP judge one probe before scoring (the command line asks it
-        before creating the run, and passes False).
+        before creating the run, and passes False). ``allow_missing``: an image missing from the image
+        folder is counted as not scored, as one never made, instead of stopping the evaluation before it
+        starts. ``scores.json`` says how many images were scored of how many, and why the others were not
+        (``coverage``: :func:`~t2ireason.results.coverage`).
 
         Returns the scores (as ``scores.json``) with ``retried``: how many failed images were
         scored again, and ``reused``: how many replies received before an interruption were
@@ -441,7 +449,8 @@ class Run:
         from .run_evaluation import evaluate_run
 
         return evaluate_run(self, name, setting, settings, cache=cache, chunk_size=chunk_size, progress=progress,
-                            retry_failed=retry_failed, preflight=preflight, lock_timeout=lock_timeout, scorer=scorer)
+                            retry_failed=retry_failed, preflight=preflight, lock_timeout=lock_timeout,
+                            allow_missing=allow_missing, scorer=scorer)
 
     def scores(self, name: str) -> dict[str, Any]:
         file = self.evaluation_dir(name) / SCORES_FILE
@@ -456,7 +465,7 @@ class Run:
         from .results import ImageResult
 
         done, _ = read_results(self.evaluation_dir(name) / RESULTS_FILE, repair=False)
-        order = [key for key, _, _ in self.image_items(failed=True)]
+        order = [key for key, _, _ in self.image_items(failed=True, missing_ok=True)]
         out = []
         for key in order:
             if key in done:

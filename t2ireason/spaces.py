@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ModuleLoader", "card_article", "parse_json", "judged_metric_app", "shows_errors"]
+__all__ = ["ModuleLoader", "card_article", "parse_json", "judged_metric_app", "prompt_metric_app", "shows_errors"]
 
 
 def shows_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -128,5 +128,43 @@ def judged_metric_app(module_file: str | os.PathLike, benchmark: str, *, title: 
                 button = gr.Button("Score", variant="primary")
         result = gr.JSON(label="Result")
         button.click(score, [image, row, judge, preset], result, api_name="score")
+        gr.Markdown(card_article(Path(module_file).parent))
+    return app
+
+
+def prompt_metric_app(module_file: str | os.PathLike, presets: dict[str, dict[str, Any]], *, title: str,
+                      question_llm: bool = False, loader: Callable[..., Any] | None = None):
+    """The Gradio app of a baseline metric that scores an image against its prompt alone (DSG, VIEScore,
+    TIFA): an image, its prompt, a judge spec (the preset's to start from) and, where an LLM writes the
+    questions (``question_llm``), that LLM's spec (empty: the judge). Served at ``/score`` as the module's
+    whole result; a judge's own error reaches the page (:func:`shows_errors`)."""
+    import gradio as gr
+
+    load = loader or ModuleLoader(module_file)
+    paper = presets.get("paper") or {}
+
+    @shows_errors
+    def score(image: str | None, prompt: str, judge: str, llm: str = "") -> dict[str, Any]:
+        if not image or not prompt.strip():
+            raise gr.Error("Give an image and its prompt.")
+        kwargs = {"llm": llm.strip() or None, "store": False} if question_llm else {}
+        return load(judge=judge.strip(), cache=False, **kwargs).compute(predictions=[image], references=[prompt])
+
+    with gr.Blocks(title=title) as app:
+        with gr.Row():
+            image = gr.Image(type="filepath", label="Generated image")
+            with gr.Column():
+                prompt = gr.Textbox(label="Prompt")
+                judge = gr.Textbox(paper.get("judge") or "openai:gpt-4o",
+                                   label="Judge (answers the questions)" if question_llm else "Judge",
+                                   info="hf:<model>, vllm:<model> or openai:<model>@<url> (keys from the Space's "
+                                        "secrets)")
+                inputs = [image, prompt, judge]
+                if question_llm:
+                    inputs.append(gr.Textbox(paper.get("llm") or "", label="LLM (writes the questions)",
+                                             info="empty: the judge"))
+                button = gr.Button("Score", variant="primary")
+        result = gr.JSON(label="Result")
+        button.click(score, inputs, result, api_name="score")
         gr.Markdown(card_article(Path(module_file).parent))
     return app

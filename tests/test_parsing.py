@@ -148,6 +148,20 @@ def test_a_score_within_rounding_of_a_level_or_a_bound_is_that_value():
     assert as_score(0.4999999999, lo=0, hi=1) == 0.4999999999  # snapped to a bound only, never to another value
 
 
+def test_a_score_eight_decimals_from_a_level_is_that_level():
+    """Issue 40 item 8: a judge's 0.49999999 read as "not one of 1, 0.5, 0" (re-asked, then a failure): within
+    rounding of a level it is that level; a score farther off is still refused."""
+    from t2ireason.benchmarks.t2i_reasonbench.protocol import parse_group_reply
+
+    assert as_score(0.49999999, allowed=(1, 0.5, 0)) == 0.5 and as_score("0.50000001", allowed=(1, 0.5)) == 0.5
+    assert score_list([0.99999999, 0.49999999, 0], 3, allowed=(0, 0.5, 1)) == [1.0, 0.5, 0.0]
+    with pytest.raises(ReplyParseError, match="not one of"):  # relatively: nothing but 0 is 0
+        as_score(1e-9, allowed=(0, 0.5, 1))
+    assert parse_group_reply('{"reason": ["a", "b"], "score": [0.99999999, 0.49999999]}', 2)[0] == [1.0, 0.5]
+    with pytest.raises(ReplyParseError, match="not one of"):
+        as_score(0.4999, allowed=(1, 0.5, 0))
+
+
 def test_score_list():
     assert score_list([1, "0", 0.5], 3, allowed=[0, 0.5, 1]) == [1.0, 0.0, 0.5]
     with pytest.raises(ReplyParseError, match="expected 3 scores, got 2"):

@@ -53,7 +53,8 @@ def test_every_section_runs_small_on_the_cpu_and_writes_each_figure_as_measured(
     assert qwen["vision_tower_window_by_window_ms_an_image"]["value"] > 0
     assert qwen["vision_tower_one_call_a_layer_ms_an_image"]["value"] > 0
     assert got["generation"]["generation_vs_bare_no_save_ratio"]["value"] > 0
-    assert "not measured" in got["data_parallel"]["status"]["value"]
+    parallel = got["data_parallel"]["data_parallel_judging_speedup"]
+    assert parallel["same_scores"] is True and parallel["shares"] == "3+3"  # two processes, each judging half
 
     cut = tmp_path / "cut.jsonl"
     section = subprocess.Popen([sys.executable, "perf/gpu.py", "--small", "--only", "json", "--work",
@@ -86,7 +87,7 @@ def test_the_device_run_runs_each_section_in_its_own_process_and_gathers_the_fig
     result = json.loads((tmp_path / "out" / "figures.json").read_text())
     assert result["runs"] == {"data_parallel": {"exit": "0", "seconds": result["runs"]["data_parallel"]["seconds"],
                                                 "stopped_by_time_limit": False}}
-    assert "not measured" in result["figures"]["data_parallel"]["status"]["value"]
-    assert "no wheels in" in run.stdout and "data_parallel.status=" in run.stdout
+    assert result["figures"]["data_parallel"]["data_parallel_judging_speedup"]["same_scores"] is True
+    assert "no wheels in" in run.stdout and "data_parallel_judging_speedup=" in run.stdout
     assert (tmp_path / "out" / "data_parallel.log").exists() and (tmp_path / "out" / "run.log").exists()
     assert not list(tmp_path.glob("t2ireason-gpu-work-*"))

@@ -80,6 +80,26 @@ def test_run_end_to_end(cli_run, capsys):
         assert (out / f).is_file(), f
     assert "\\toprule" in (out / "report" / "tables.tex").read_text()
     assert f"HTML report: {out / 'report' / 'report.html'}" in printed
+    # issue 40: every row says how it was measured; the tiny judge on the sample is not the paper's protocol
+    assert all(r["judge"] == "hf:vlm" and r["preset"] == "paper" and r["comparable"].startswith("no: ")
+               and r["coverage"] for r in table)
+    assert {(r["images"], r["coverage"]) for r in table if r["table"] == "R2I-Bench Table 3: R2I-Score"} == {
+        ("12 of 2,968", "12 of 15 images scored (3 not scorable (no questions))")}
+    commonsense = {r["images"] for r in table if r["table"] == "R2I-Bench: Commonsense by subcategory"}
+    assert commonsense == {"2 of 695"}  # the category's images of the release's (Table 18's scope)
+    reasons = cell["comparable"]
+    assert reasons.startswith("no: judge hf:vlm (the paper's: GPT-4o, temperature 0.1)"), reasons
+    for said in ("scoring options on top of the preset: structured_output", "the judge's sampling set by hand",
+                 "questions: the sample shipped with t2i-reason, not the release's",
+                 "images of 15 of the benchmark's 2,968 prompts made and asked"):
+        assert said in reasons, said
+    # beside the paper's rows it is not ranked among them: below them, under its own heading, never bold
+    published = write_report([run], out / "published", published=True)
+    table3 = published["markdown"].split("### R2I-Bench Table 3: R2I-Score")[1].split("###")[0]
+    assert table3.index("| GPT-Image-1 [paper] |") < table3.index("| *Runs measured otherwise: not ranked* |") \
+        < table3.index("| tiny-sd |")
+    assert "measured as the paper's rows: no (judge hf:vlm" in table3
+    assert "$^\\dagger$" in published["tables_tex"].read_text()
 
     # run again: nothing is regenerated or re-scored
     assert cli.main(argv) == 0

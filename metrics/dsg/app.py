@@ -2,35 +2,11 @@
 
 from pathlib import Path
 
-import gradio as gr
-
 from t2ireason.baselines.dsg import PRESETS
-from t2ireason.spaces import ModuleLoader, card_article, shows_errors
+from t2ireason.spaces import prompt_metric_app
 
 HERE = Path(__file__).resolve().parent
-load = ModuleLoader(HERE / "dsg.py")  # the Space's own module file; each judge loaded once
-
-
-@shows_errors  # a judge or input error's own text on the page, not a bare "Error"
-def score(image, prompt, judge, llm):
-    if not image or not prompt.strip():
-        raise gr.Error("Give an image and its prompt.")
-    return load(judge=judge.strip(), llm=llm.strip() or None, cache=False, store=False).compute(
-        predictions=[image], references=[prompt])
-
-
-with gr.Blocks(title="DSG") as demo:
-    with gr.Row():
-        image = gr.Image(type="filepath", label="Generated image")
-        with gr.Column():
-            prompt = gr.Textbox(label="Prompt")
-            judge = gr.Textbox(PRESETS["paper"]["judge"], label="Judge (answers the questions)",
-                               info="hf:<model>, vllm:<model> or openai:<model>@<url> (keys from the Space's secrets)")
-            llm = gr.Textbox(PRESETS["paper"]["llm"], label="LLM (writes the questions)", info="empty: the judge")
-            button = gr.Button("Score", variant="primary")
-    result = gr.JSON(label="Result")
-    button.click(score, [image, prompt, judge, llm], result, api_name="score")
-    gr.Markdown(card_article(HERE))
+demo = prompt_metric_app(HERE / "dsg.py", PRESETS, title="DSG", question_llm=True)
 
 if __name__ == "__main__":
     demo.launch()

@@ -38,14 +38,14 @@ from pathlib import Path
 from typing import Any
 
 from ..files import json_text
-from ..images import ImageError, JudgeImage, load_images
+from ..images import ImageError, JudgeImage
 from ..judges.base import ChatRequest, Sampling
 from ..parsing import ReplyParseError, ask_structured
 from ..prompts import verbatim
 from ..results import ImageResult, QuestionResult
-from .answering import ANSWERS, answer_choices
-from .base import Baseline, failed_image, image_source, prompt_rows
-from .questions import LLM_UNAVAILABLE, Made, QuestionMethod, Questions, made_failure
+from .answering import answer_choices
+from .base import failed_image, image_source
+from .questions import LLM_UNAVAILABLE, Made, QuestionBaseline, QuestionMethod, made_failure
 
 __all__ = ["DSG", "PRESETS", "DEPENDENCY_RULES", "QUESTION_SAMPLING", "parse_tuples", "parse_questions",
            "parse_dependencies", "question_scores", "read_dsg_csv", "category_of", "dsg_request"]
@@ -293,20 +293,19 @@ def read_dsg_csv(path: str | Path) -> list[dict[str, Any]]:
 
 # -- the metric ------------------------------------------------------------------------------------------------
 
-class DSG(Baseline):
-    """The DSG score of each image against its prompt (see the module docstring).
-
-    ``llm``: what writes a prompt's DSG: a spec (loaded on first use with ``llm_kwargs``), a judge object, or
-    None for the scoring judge itself; ``store``: where the DSGs are kept (True: ``criteria.sqlite`` beside the
-    response cache; a path; False: this object's life only); ``cache``: the LLM's response cache (a spec's);
-    ``question_sampling`` and ``question_max_reasks``:
-    how the LLM is asked (default: the authors' temperature 0 and 500 tokens; 2 re-asks)."""
+class DSG(QuestionBaseline):
+    """The DSG score of each image against its prompt (see the module docstring). ``llm``, ``llm_kwargs``,
+    ``store``, ``cache``, ``question_sampling``, ``question_max_reasks``: as :class:`QuestionBaseline`'s (default
+    sampling: the authors' temperature 0 and 500 tokens)."""
 
     name = "dsg"
     pretty_name = "DSG"
     presets = PRESETS
     default_preset = "paper"
     score_options = _SCORE_OPTIONS
+    method = DSGMethod
+    question_sampling = QUESTION_SAMPLING
+    given_field = "dsg_questions"
     citation = """@inproceedings{cho2024dsg,
   title     = {Davidsonian Scene Graph: Improving Reliability in Fine-grained Evaluation for Text-to-Image Generation},
   author    = {Cho, Jaemin and Hu, Yushi and Baldridge, Jason and Garg, Roopal and Anderson, Peter and Krishna, Ranjay
@@ -314,13 +313,6 @@ class DSG(Baseline):
   booktitle = {International Conference on Learning Representations (ICLR)},
   year      = {2024}
 }"""
-
-    def __init__(self, llm: Any = None, *, llm_kwargs: dict[str, Any] | None = None, store: str | Path | bool = True,
-                 cache: str | Path | bool = True, question_sampling: Sampling | dict[str, Any] | None = None,
-                 question_max_reasks: int = 2):
-        sampling = Sampling(**question_sampling) if isinstance(question_sampling, dict) else question_sampling
-        self.questions = Questions(DSGMethod(sampling or QUESTION_SAMPLING, question_max_reasks), llm,
-                                   llm_kwargs=llm_kwargs, store=store, cache=cache)
 
     def score(self, rows: Sequence[Any], images: Sequence[Any], judge: Any, *, progress: bool | str = False,
               **options: Any) -> list[ImageResult]:
@@ -330,19 +322,12 @@ class DSG(Baseline):
         or dicts with a ``prompt``, an ``id``, and the prompt's DSG as ``dsg_questions`` when it is given, as
         :func:`read_dsg_csv` gives it; a row's other fields are not read)."""
         opts = self.options(options, _SCORE_OPTIONS)
-        answers, rule = opts.get("answers", "chat"), opts.get("dependency", "paper")
-        if answers not in ANSWERS:
-            raise ValueError(f"answers must be one of {', '.join(ANSWERS)}, got {answers!r}")
+        rule = opts.get("dependency", "paper")
         if rule not in DEPENDENCY_RULES:
             raise ValueError(f"dependency must be one of {', '.join(DEPENDENCY_RULES)}, got {rule!r}")
-        sampling = Sampling(**opts["sampling"]) if isinstance(opts.get("sampling"), dict) else opts.get("sampling")
-        rows = prompt_rows(rows, given="dsg_questions")
-        if len(rows) != len(images):
-            raise ValueError(f"got {len(rows)} prompts but {len(images)} images")
-        if not rows:
+        made, failures, loaded, answers, sampling = self.asked(rows, images, judge, opts)
+        if not made:
             return []
-        loaded = load_images(images)
-        made, failures = self.questions.rows(rows, judge)
         results: list[ImageResult] = []
         asked: list[tuple[ImageResult, dict[str, Any], JudgeImage]] = []
         for given, row, image, why in zip(images, made, loaded, failures):
@@ -375,9 +360,6 @@ class DSG(Baseline):
                     by[q.group or "other"].append(q.score)
         out["by_category"] = {k: 100.0 * sum(v) / len(v) for k, v in sorted(by.items())}
         return out
-
-    def close(self) -> None:
-        self.questions.close()
 
 
 def _normalised(text: str) -> str:

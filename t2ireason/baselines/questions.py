@@ -19,10 +19,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ..images import load_images
 from ..judges.base import Sampling
 from ..rewards.criteria import Criteria, Made, Method
+from .answering import ANSWERS
+from .base import Baseline, prompt_rows
 
-__all__ = ["QuestionMethod", "Questions", "Made", "LLM_UNAVAILABLE", "made_failure"]
+__all__ = ["QuestionMethod", "Questions", "QuestionBaseline", "Made", "LLM_UNAVAILABLE", "made_failure"]
 
 #: ends the failure of a prompt whose questions the LLM could not be asked for (its server failed): its images'
 #: failures are retryable (``t2ireason evaluate --retry-failed``), the questions being asked for again
@@ -129,3 +132,50 @@ class Questions:
             loaded, self._loaded = self._loaded, None
         if loaded is not None:
             loaded.close()
+
+
+class QuestionBaseline(Baseline):
+    """A baseline whose questions an LLM writes once per prompt (DSG, TIFA), a subclass per paper naming its
+    :attr:`method`, the sampling it asks with by default and the row field that gives a prompt's questions.
+
+    ``llm``: what writes a prompt's questions: a spec (loaded on first use with ``llm_kwargs``), a judge object,
+    or None for the scoring judge itself; ``store``: where they are kept (True: ``criteria.sqlite`` beside the
+    response cache; a path; False: this object's life only); ``cache``: the LLM's response cache (a spec's);
+    ``question_sampling`` and ``question_max_reasks``: how the LLM is asked (default: the authors' sampling;
+    2 re-asks)."""
+
+    #: the paper's question-writing method (a :class:`QuestionMethod` subclass)
+    method: type[QuestionMethod]
+    #: how the authors asked their LLM
+    question_sampling: Sampling
+    #: the row field holding a prompt's questions when they are given (a released question set)
+    given_field: str
+
+    def __init__(self, llm: Any = None, *, llm_kwargs: dict[str, Any] | None = None, store: str | Path | bool = True,
+                 cache: str | Path | bool = True, question_sampling: Sampling | dict[str, Any] | None = None,
+                 question_max_reasks: int = 2):
+        sampling = Sampling(**question_sampling) if isinstance(question_sampling, dict) else question_sampling
+        self.questions = Questions(self.method(sampling or self.question_sampling, question_max_reasks), llm,
+                                   llm_kwargs=llm_kwargs, store=store, cache=cache)
+
+    def asked(self, rows: Sequence[Any], images: Sequence[Any], judge: Any, options: dict[str, Any]
+              ) -> tuple[list[dict[str, Any]], list[str | None], list[Any], str, Sampling | None]:
+        """Each prompt's row with its questions (given, or made: after the images are opened, so that an image
+        that cannot be had is said before any question is paid for), per row None or why it has none, the
+        images loaded, and the ``answers`` and ``sampling`` options checked."""
+        answers = options.get("answers", "chat")
+        if answers not in ANSWERS:
+            raise ValueError(f"answers must be one of {', '.join(ANSWERS)}, got {answers!r}")
+        sampling = options.get("sampling")
+        sampling = Sampling(**sampling) if isinstance(sampling, dict) else sampling
+        rows = prompt_rows(rows, given=self.given_field)
+        if len(rows) != len(images):
+            raise ValueError(f"got {len(rows)} prompts but {len(images)} images")
+        if not rows:
+            return [], [], [], answers, sampling
+        loaded = load_images(images)
+        made, failures = self.questions.rows(rows, judge)
+        return made, failures, loaded, answers, sampling
+
+    def close(self) -> None:
+        self.questions.close()

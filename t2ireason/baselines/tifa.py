@@ -30,14 +30,14 @@ from pathlib import Path
 from typing import Any
 
 from ..files import json_text
-from ..images import ImageError, JudgeImage, load_images
+from ..images import ImageError, JudgeImage
 from ..judges.base import ChatRequest, Sampling
 from ..parsing import ReplyParseError, ask_structured
 from ..prompts import verbatim
 from ..results import ImageResult, QuestionResult
-from .answering import ANSWERS, answer_choices
-from .base import Baseline, failed_image, image_source, prompt_rows
-from .questions import LLM_UNAVAILABLE, Made, QuestionMethod, Questions, made_failure
+from .answering import answer_choices
+from .base import failed_image, image_source
+from .questions import LLM_UNAVAILABLE, Made, QuestionBaseline, QuestionMethod, made_failure
 
 __all__ = ["TIFA", "PRESETS", "ELEMENT_TYPES", "QUESTION_SAMPLING", "parse_questions", "read_tifa_questions",
            "question_request"]
@@ -148,17 +148,19 @@ def read_tifa_questions(path: str | Path) -> list[dict[str, Any]]:
     return list(rows.values())
 
 
-class TIFA(Baseline):
-    """The TIFA score of each image against its prompt (see the module docstring).
-
-    ``llm``, ``llm_kwargs``, ``store``, ``cache``, ``question_sampling``, ``question_max_reasks``: as
-    :class:`~t2ireason.baselines.dsg.DSG`'s (default sampling: the authors' temperature 0 and 700 tokens)."""
+class TIFA(QuestionBaseline):
+    """The TIFA score of each image against its prompt (see the module docstring). ``llm``, ``llm_kwargs``,
+    ``store``, ``cache``, ``question_sampling``, ``question_max_reasks``: as :class:`QuestionBaseline`'s (default
+    sampling: the authors' temperature 0 and 700 tokens)."""
 
     name = "tifa"
     pretty_name = "TIFA"
     presets = PRESETS
     default_preset = "paper"
     score_options = _SCORE_OPTIONS
+    method = TIFAMethod
+    question_sampling = QUESTION_SAMPLING
+    given_field = "tifa_questions"
     citation = """@inproceedings{hu2023tifa,
   title     = {{TIFA}: Accurate and Interpretable Text-to-Image Faithfulness Evaluation with Question Answering},
   author    = {Hu, Yushi and Liu, Benlin and Kasai, Jungo and Wang, Yizhong and Ostendorf, Mari and Krishna, Ranjay
@@ -167,13 +169,6 @@ class TIFA(Baseline):
   year      = {2023}
 }"""
 
-    def __init__(self, llm: Any = None, *, llm_kwargs: dict[str, Any] | None = None, store: str | Path | bool = True,
-                 cache: str | Path | bool = True, question_sampling: Sampling | dict[str, Any] | None = None,
-                 question_max_reasks: int = 2):
-        sampling = Sampling(**question_sampling) if isinstance(question_sampling, dict) else question_sampling
-        self.questions = Questions(TIFAMethod(sampling or QUESTION_SAMPLING, question_max_reasks), llm,
-                                   llm_kwargs=llm_kwargs, store=store, cache=cache)
-
     def score(self, rows: Sequence[Any], images: Sequence[Any], judge: Any, *, progress: bool | str = False,
               **options: Any) -> list[ImageResult]:
         """One result per image. Options: ``answers`` ("chat", default, or "probability"), ``sampling`` (the
@@ -181,19 +176,12 @@ class TIFA(Baseline):
         prompts (strings, or dicts with a ``prompt``, an ``id``, and ``tifa_questions`` when given, as
         :func:`read_tifa_questions` gives them)."""
         opts = self.options(options, _SCORE_OPTIONS)
-        answers = opts.get("answers", "chat")
-        if answers not in ANSWERS:
-            raise ValueError(f"answers must be one of {', '.join(ANSWERS)}, got {answers!r}")
-        sampling = Sampling(**opts["sampling"]) if isinstance(opts.get("sampling"), dict) else opts.get("sampling")
-        rows = prompt_rows(rows, given="tifa_questions")
-        if len(rows) != len(images):
-            raise ValueError(f"got {len(rows)} prompts but {len(images)} images")
-        if not rows:
+        made, failures, loaded, answers, sampling = self.asked(rows, images, judge, opts)
+        if not made:
             return []
-        made, failures = self.questions.rows(rows, judge)
         results: list[ImageResult] = []
         asked: list[tuple[ImageResult, dict[str, Any], JudgeImage]] = []
-        for given, row, image, why in zip(images, made, load_images(images), failures):
+        for given, row, image, why in zip(images, made, loaded, failures):
             source = image_source(given, image)
             if why is not None or not row.get("questions"):
                 results.append(failed_image(row, source, why or "the prompt has no TIFA questions"))
@@ -225,9 +213,6 @@ class TIFA(Baseline):
                     by[q.group or "other"].append(q.score)
         out["accuracy_by_type"] = {k: 100.0 * sum(v) / len(v) for k, v in sorted(by.items())}
         return out
-
-    def close(self) -> None:
-        self.questions.close()
 
 
 _SPACES = re.compile(r"\s+")

@@ -271,6 +271,20 @@ class Benchmark(ABC):
         headline table (its columns are the dimensions plotted side by side)."""
         raise NotImplementedError(f"{self.name} has no paper tables")
 
+    def change_tables(self, aggregate: dict[str, Any], baseline: dict[str, Any], label: str,
+                      baseline_label: str) -> list[PaperTable]:
+        """The paper's tables of one run's changes against another's (T2I-ReasonBench's Table 3: scores with
+        LLM-rewritten prompts beside their change from the original prompts'), from both :meth:`aggregate`
+        outputs; none for a benchmark whose paper has none."""
+        return []
+
+    def subsets_covered(self, results: Sequence[ImageResult]) -> dict[str, dict[str, Any]]:
+        """Per column of the headline table that averages over parts the paper defines (R2I-Bench's
+        categories over their subcategories): the parts the paper averages (``paper``), those ``results``
+        score (``scored``) and why each other has no score (``missing``: part -> ``(why, the release's gap)``);
+        none for a benchmark without such parts."""
+        return {}
+
     def sample_path(self) -> Path:
         """The small release of the project's own writing, in the official layout, shipped with the package."""
         return Path(str(resources.files("t2ireason") / "samples" / self.name))

@@ -63,7 +63,9 @@ def _add_scoring_args(p: argparse.ArgumentParser) -> None:
                         "server errors); a failed reply is not retried (with `run`, also draw again the images "
                         "that failed for such a reason; a refusal is kept)")
     p.add_argument("--allow-failed", action="store_true",
-                   help="exit 0 even when images failed because the judge was unreachable (default: exit 1)")
+                   help="accept a partial evaluation: exit 0 even when images were never made (generation "
+                        "failures), are missing from the image folder (scored as not scored) or failed because the "
+                        "judge was unreachable (default: exit 1, naming how many and how to go on)")
     p.add_argument("--lock-timeout", type=finite_float(0), default=LOCK_TIMEOUT,
                    help="seconds to wait for another process scoring the same evaluation of the run "
                         f"(default {LOCK_TIMEOUT:g}), then stop with an error")
@@ -142,7 +144,8 @@ def _evaluate(run, args: argparse.Namespace) -> dict:
     scores = run.evaluate(args.judge, metric=args.metric, preset=args.preset, judge_kwargs=args.judge_kwargs or None,
                           options=args.options, name=args.name, cache=args.cache, chunk_size=args.chunk_size,
                           progress=not args.no_progress, retry_failed=args.retry_failed,
-                          lock_timeout=args.lock_timeout, preflight=False)  # asked before the run was made
+                          lock_timeout=args.lock_timeout, preflight=False,  # asked before the run was made
+                          allow_missing=args.allow_failed)
     judge = scores["judge"]
     failed, transient = scores["num_failed"], scores.get("num_retryable", 0)
     said = f"{failed} failed"
@@ -171,13 +174,31 @@ def _evaluate(run, args: argparse.Namespace) -> dict:
         print(f"{scores['num_images']} images scored{metric} by {judge['backend']}:"
               f"{judge.get('model_name') or judge['model']} ({said}) -> "
               f"{run.evaluation_dir(scores['evaluation']) / 'scores.json'}")
+        if scores.get("coverage"):
+            print(f"coverage: {scores['coverage']['text']}")
     return scores
 
 
 def _evaluation_status(run, scores: dict, args: argparse.Namespace) -> int:
     """1 when every image failed (said on stderr: how many, the first failure's cause, where every
-    one is recorded), or some failed because the judge was unreachable (unless --allow-failed): a
-    script or CI job must not take an outage for a score."""
+    one is recorded), or, unless --allow-failed, when images were never made or are missing from the
+    image folder (a partial evaluation: how many, and how to go on) or some failed because the judge
+    was unreachable: a script or CI job must not take an outage, or a quota, for a score."""
+    never = scores.get("num_not_generated", 0)  # the images missing from the folder among them
+    if never and not args.allow_failed and scores["num_failed"] < scores["num_images"]:
+        missing = (scores.get("coverage") or {}).get("missing", 0)
+        why = ", ".join(filter(None, [f"{never - missing} not generated (why: {run.images_dir / 'failures.jsonl'})"
+                                      if never > missing else "",
+                                      f"{missing} missing from {run.images_dir}" if missing else ""]))
+        said = (scores.get("coverage") or {}).get("text") or f"{scores['num_images'] - scores['num_failed']} of " \
+                                                              f"{scores['num_images']} images scored"
+        if processes().is_main:  # said once, by the main process of a launch
+            print(f"error: a partial evaluation: {never} of {scores['num_images']} images were never made ({why}); "
+                  f"the scores cover {said}. Make them and score them: run the same command again (`t2ireason "
+                  "run` draws again the images whose generation failed for a transient cause with --retry-failed; "
+                  "`t2ireason generate` then `t2ireason evaluate` resume where they stopped), or pass "
+                  "--allow-failed to accept the partial evaluation", file=sys.stderr)
+        return 1
     if scores["num_images"] and scores["num_failed"] == scores["num_images"]:
         from ..runs import RESULTS_FILE
 
@@ -251,7 +272,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
         from ..runs import Run
 
         setting = _check_scoring(args, Run.open(args.run).manifest["benchmark"], args.run)
-    if (Path(args.run) / "run.json").is_file() and not args.images and not _finished(args.run, args, setting):
+    if (Path(args.run) / "run.json").is_file() and not args.images and not _finished(args.run, args, setting) \
+            and not args.allow_failed:  # with --allow-failed, a missing image is counted as not scored
         from ..runs import Run
 
         Run.open(args.run).image_items()  # a prompt without its image: said before the judge is asked

@@ -23,7 +23,8 @@ import jinja2
 
 from ..files import printable
 from ..results import ImageResult, PaperTable
-from .cells import best_rows, format_cell
+from .cells import best_rows, format_cell, is_change
+from .tables import grouped_rows, protocol_line
 
 __all__ = ["Section", "write_html_report", "render_html_report"]
 
@@ -108,11 +109,22 @@ def _entry(model: str, r: ImageResult, out_dir: Path, embed: bool, image_root: P
 
 
 def _table(t: PaperTable, number: int) -> dict[str, Any]:
+    """A table for the page: its rows under their group headings, each run set apart from a paper's rows
+    marked, and, above it where the reader looks first, the note and how each run's row was measured."""
     best = best_rows(t)
+    apart = t.apart
+
+    def row(label: str) -> tuple[str, list[tuple[str, bool]], str | None]:
+        cells = t.rows[label]
+        return label, [(format_cell(cells.get(c), decimals=t.decimals, signed=is_change(c)), label in best.get(c, ()))
+                       for c in t.columns], apart.get(label)
+
+    runs = [{"text": protocol_line(label, p), "apart": label in apart}
+            for label, p in t.protocols.items() if label in t.rows and not p.paper]
     return {"id": f"table-{number}", "title": t.title, "note": t.note, "columns": t.columns,
             "intervals": any(c.low is not None for cells in t.rows.values() for c in cells.values()),
-            "rows": [(label, [(format_cell(cells.get(c), decimals=t.decimals), label in best.get(c, ()))
-                              for c in t.columns]) for label, cells in t.rows.items()]}
+            "groups": [(group, [row(label) for label in labels]) for group, labels in grouped_rows(t)],
+            "rows": [row(label) for label in t.rows], "runs": runs}
 
 
 def _figure(path: str | os.PathLike, out_dir: Path, embed: bool) -> dict[str, Any] | None:
@@ -142,6 +154,11 @@ def render_html_report(sections: Sequence[Section] | Sequence[ImageResult], out_
     tables_seen = 0
     for s_index, s in enumerate(sections):
         tables = [_table(t, tables_seen + i + 1) for i, t in enumerate(s.tables)]
+        shown: list = []
+        for table in tables:  # the same runs measured alike as in the table above: said there
+            if table["runs"] == shown and not any(r["apart"] for r in table["runs"]):
+                table["runs"] = []
+            shown = table["runs"] or shown
         tables_seen += len(tables)
         columns = list(dict.fromkeys(k for row in s.runs for k in row))
         page_sections.append({

@@ -12,23 +12,28 @@ then the larger font, then models as rows):
   models as columns, which suits the few models of one report;
 - either split into panels (groups of columns, or of models) stacked in the one table.
 
-Only a table that no layout fits is scaled (``\\resizebox``), the last resort. The widths are
-estimated from Computer Modern's character widths (``cmr8``/``cmbx8``, the widest of its small
-sizes, so that the estimate errs wide). With a ``height`` too (:data:`ONE_COLUMN_HEIGHT`; the agreement
-tables ask it), a layout must also fit it, caption included, or LaTeX stops the page ("Float too large"):
-where none does with the 95% intervals, the table is laid out without them and its caption says so. Without a ``width`` the layout is the former one: models as
-rows, and a table of more than nine columns across the page (``table*``), scaled to it.
+A layout fits when it is no wider than ``width`` and, given a ``height`` (:data:`ONE_COLUMN_HEIGHT`, the
+text of the same article page: a float taller than it is never placed, "Float too large"), its panels no
+taller than it with the caption: a table the page cannot hold goes on in floats of its own ("continued"), and
+one that holds fewer floats without its 95% intervals is laid out without them, its caption saying so;
+``\\scriptsize`` is tried only where it spares a float. Only a table that no layout fits is scaled
+(``\\resizebox``), the last resort. The widths are estimated from Computer Modern's character widths
+(``cmr8``/``cmbx8``, the widest of its small sizes, so that the estimate errs wide), the heights from the
+sizes' line spacing and booktabs' rules. Rows are printed under their groups' headings (a paper's
+Diffusion Models...: :attr:`PaperTable.groups`), and a run measured otherwise than a paper's rows beside it
+is marked with a dagger, what differs said in the caption. Without a ``width`` the layout is the former
+one: models as rows, and a table of more than nine columns across the page (``table*``), scaled to it.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..results import Cell, PaperTable
-from .cells import best_rows, format_cell
+from .cells import best_rows, format_cell, is_change
+from .tables import grouped_rows
 
 __all__ = ["to_latex", "ONE_COLUMN", "ONE_COLUMN_HEIGHT"]
 
@@ -44,19 +49,17 @@ _EM = {**{c: w for chars, w in [("!',.:;[]`il", 0.295), ("fj", 0.325), ("-", 0.3
                                 ("BCTw", 0.767), ("R", 0.782), ("AHNUVXYD", 0.811), ("K&+=@OQG", 0.834),
                                 ("#%m", 0.885), ("M", 0.973), ("|", 1.063), ("W", 1.091)] for c in chars}}
 _BOLD = 1.16
-#: the font sizes of a 10 pt article, in points
-_SIZES = {"\\small": 9.0, "\\footnotesize": 8.0}
+#: the font sizes of a 10 pt article, in points, and their line spacing (\\baselineskip)
+_SIZES = {"\\small": 9.0, "\\footnotesize": 8.0, "\\scriptsize": 7.0}
+_LINES = {10.0: 12.0, 9.0: 11.0, 8.0: 9.5, 7.0: 8.0}
 _SCRIPTSIZE = 7.0
-#: the line spacing of those sizes, a booktabs rule with its gaps, \medskip stretched, the caption's lines and skip
-_LEADING = {"\\small": 11.0, "\\footnotesize": 9.5}
-_RULE = 4.0
-_MEDSKIP = 8.0
-_CAPTION_LEADING, _CAPTION_SKIP = 12.0, 10.0
-_MARGIN = 0.97  # an estimate within 3% of the width counts as too wide
+_MARGIN = 0.97  # an estimate within 3% of the width (or the height) counts as too large
+_RULE = 0.6  # a booktabs rule with its separations, in the font's size
 
 
 def _width(text: str, size: float, bold: bool = False) -> float:
-    return sum(_EM.get(c, 0.6) for c in str(text)) * size * (_BOLD if bold else 1.0)
+    # cmr7, \scriptsize's font, is some 7% wider an em than cmr8
+    return sum(_EM.get(c, 0.6) for c in str(text)) * size * (_BOLD if bold else 1.0) * (1.07 if size < 7.5 else 1.0)
 
 
 _TEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
@@ -79,6 +82,7 @@ class _Text:
     text: str
     bold: bool = False
     interval: str = ""
+    dagger: bool = False  # a run measured otherwise than the paper's rows beside it
 
     def tex(self, lines: Sequence[str] | None = None) -> str:
         """The cell in LaTeX; ``lines``: the text broken onto these lines (a heading)."""
@@ -86,10 +90,12 @@ class _Text:
             # \relax: a line starting with "[" is not taken for the optional argument of \\
             return "\\begin{tabular}[b]{@{}c@{}}" + "\\\\\\relax ".join(_tex(line) for line in lines) + "\\end{tabular}"
         text = f"\\textbf{{{_tex(self.text)}}}" if self.bold else _tex(self.text)
+        text += "$^\\dagger$" if self.dagger else ""
         return text + (f" {{\\scriptsize {self.interval}}}" if self.interval else "")
 
     def width(self, size: float) -> float:
-        return _width(self.text, size, self.bold) + (_width(" " + self.interval, _SCRIPTSIZE) if self.interval else 0)
+        return (_width(self.text, size, self.bold) + (0.5 * size if self.dagger else 0)
+                + (_width(" " + self.interval, _SCRIPTSIZE) if self.interval else 0))
 
     def two_lines(self, size: float) -> tuple[float, list[str]] | None:
         """The narrowest break of the text onto two lines at a space: (its width, the lines)."""
@@ -104,7 +110,15 @@ class _Grid:
 
     header: list[list[tuple[_Text, int]]]
     rows: list[list[_Text]]
-    wrap: bool = False  # headings may break onto two lines
+    #: headings may break onto two lines (True), or those of single columns in the last heading line are
+    #: turned upright ("rotate": a column as narrow as its numbers, as papers print many long headings)
+    wrap: bool | str = False
+    #: row index -> the heading of the group that starts there (the paper's Diffusion Models...)
+    headings: dict[int, str] | None = None
+
+    def _upright(self, n: int, m: int) -> bool:
+        """Whether heading ``m`` of header line ``n`` is turned upright (the first column's stays)."""
+        return self.wrap == "rotate" and n == len(self.header) - 1 and m > 0 and self.header[n][m][1] == 1
 
     def _layout(self, size: float, sep: float) -> tuple[float, dict[tuple[int, int], list[str]]]:
         """The tabular's width, and the headings broken onto two lines (by their place) to narrow it: a
@@ -114,9 +128,10 @@ class _Grid:
         for n, line in enumerate(self.header):
             start = 0
             for m, (cell, span) in enumerate(line):
-                need = cell.width(size) + 2 * sep - sum(columns[start:start + span])
+                wide = 1.1 * size if self._upright(n, m) else cell.width(size)  # upright: a line's height wide
+                need = wide + 2 * sep - sum(columns[start:start + span])
                 # a heading over several columns wider than them would widen the last one alone: broken
-                two = cell.two_lines(size) if need > 0 and (self.wrap or span > 1) else None
+                two = cell.two_lines(size) if need > 0 and (self.wrap is True or span > 1) else None
                 if two and two[0] < cell.width(size):
                     broken[n, m] = two[1]
                     need = two[0] + 2 * sep - sum(columns[start:start + span])
@@ -128,17 +143,23 @@ class _Grid:
     def width(self, size: float, sep: float) -> float:
         return self._layout(size, sep)[0]
 
-    def height(self, size: str, sep: float) -> float:
-        """The tabular's height in the font size ``size`` (a command): its lines, a broken heading two, and rules."""
-        broken = self._layout(_SIZES[size], sep)[1]
-        heading = sum(max(len(broken.get((n, m), [""])) for m in range(len(line))) for n, line in enumerate(self.header))
-        return _LEADING[size] * (heading + len(self.rows)) + _RULE * (len(self.header) + 2)
+    def height(self, size: float, sep: float) -> float:
+        """The tabular's height in points: its lines (a heading broken onto two lines counts two), its
+        group headings and its rules."""
+        broken = self._layout(size, sep)[1]
+        lines = sum(2 if any((n, m) in broken for m in range(len(line))) else 1 for n, line in enumerate(self.header))
+        lines += len(self.rows) + len(self.headings or {})
+        rules = 2 + len(self.header) + sum(1 for i in (self.headings or {}) if i)  # top, bottom, under headings
+        upright = max([cell.width(size) for m, (cell, _) in enumerate(self.header[-1]) if self._upright(len(self.header) - 1, m)]
+                      + [_LINES[size]]) - _LINES[size]  # the last heading line as tall as its longest upright heading
+        return lines * _LINES[size] + rules * _RULE * size + upright
 
     def tex(self, size: float, sep: float) -> list[str]:
         broken = self._layout(size, sep)[1]
         out = ["\\begin{tabular}{l" + "r" * (len(self.rows[0]) - 1) + "}", "\\toprule"]
         for n, line in enumerate(self.header):
-            cells = [(cell.tex(broken.get((n, m))), span) for m, (cell, span) in enumerate(line)]
+            cells = [(f"\\rotatebox{{90}}{{{cell.tex()}}}" if self._upright(n, m) else cell.tex(broken.get((n, m))), span)
+                     for m, (cell, span) in enumerate(line)]
             out.append(" & ".join(text if span == 1 else f"\\multicolumn{{{span}}}{{c}}{{{text}}}"
                                   for text, span in cells) + " \\\\")
             if n < len(self.header) - 1:  # a rule under each heading that spans columns
@@ -149,7 +170,11 @@ class _Grid:
                     start += span
                 out.append(" ".join(rules))
         out.append("\\midrule")
-        out += [" & ".join(c.tex() for c in row) + " \\\\" for row in self.rows]
+        for i, row in enumerate(self.rows):
+            if i in (self.headings or {}):
+                out += (["\\midrule"] if i else []) + [
+                    f"\\multicolumn{{{len(row)}}}{{@{{}}l}}{{\\textit{{{_tex(self.headings[i])}}}}} \\\\"]
+            out.append(" & ".join(c.tex() for c in row) + " \\\\")
         return out + ["\\bottomrule", "\\end{tabular}"]
 
 
@@ -170,7 +195,7 @@ def _groups(columns: Sequence[str]) -> list[tuple[str, list[str]]]:
 
 def _cell(t: PaperTable, best: dict[str, set[str]], label: str, column: str, intervals: bool) -> _Text:
     cell = t.rows[label].get(column) or Cell(None)
-    text = format_cell(cell, intervals=False, decimals=t.decimals)
+    text = format_cell(cell, intervals=False, decimals=t.decimals, signed=is_change(column))
     interval = (f"[{cell.low:.{t.decimals}f}, {cell.high:.{t.decimals}f}]"
                 if intervals and cell.low is not None and cell.high is not None else "")
     return _Text("--" if text == "–" else text, label in best.get(column, ()), interval)
@@ -179,7 +204,7 @@ def _cell(t: PaperTable, best: dict[str, set[str]], label: str, column: str, int
 def _as_rows(t: PaperTable, groups: list[tuple[str, list[str]]], labels: list[str], best, intervals: bool,
              grouped: bool, wrap: bool = False) -> _Grid:
     """The models as rows under the columns of ``groups``: one heading line, or two (the groups over
-    their parts)."""
+    their parts); the rows under their group headings, a run set apart marked with a dagger."""
     columns = [f"{g} {p}" if parts else g for g, parts in groups for p in (parts or [None])]
     if grouped and any(parts for _, parts in groups):
         top = [(_Text(""), 1)] + [(_Text(g if parts else ""), len(parts) or 1) for g, parts in groups]
@@ -187,8 +212,14 @@ def _as_rows(t: PaperTable, groups: list[tuple[str, list[str]]], labels: list[st
         header = [top, [(c, 1) for c in bottom]]
     else:
         header = [[(_Text("Model"), 1)] + [(_Text(c), 1) for c in columns]]
-    return _Grid(header, [[_Text(label)] + [_cell(t, best, label, c, intervals) for c in columns] for label in labels],
-                 wrap)
+    apart = t.apart
+    headings, start = {}, 0
+    for group, members in grouped_rows(t):
+        if group:
+            headings[start] = group
+        start += len(members)
+    return _Grid(header, [[_Text(label, dagger=label in apart)] + [_cell(t, best, label, c, intervals) for c in columns]
+                          for label in labels], wrap, headings)
 
 
 def _on_its_side(t: PaperTable, groups: list[tuple[str, list[str]]], labels: list[str], best,
@@ -207,11 +238,12 @@ def _on_its_side(t: PaperTable, groups: list[tuple[str, list[str]]], labels: lis
             name, columns = g, {None: g}
         rows.append([_Text(name)] + [_cell(t, best, label, columns[p], intervals) if p in columns else _Text("")
                                      for label in labels for p in (parts or [None])])
+    apart = t.apart
     if parts:
-        header = [[(_Text(""), 1)] + [(_Text(label), len(parts)) for label in labels],
+        header = [[(_Text(""), 1)] + [(_Text(label, dagger=label in apart), len(parts)) for label in labels],
                   [(_Text(""), 1)] + [(_Text(p), 1) for _ in labels for p in parts]]
     else:
-        header = [[(_Text(""), 1)] + [(_Text(label), 1) for label in labels]]
+        header = [[(_Text(""), 1)] + [(_Text(label, dagger=label in apart), 1) for label in labels]]
     return _Grid(header, rows, wrap)
 
 
@@ -226,38 +258,72 @@ def _split(items: list, k: int) -> list[list]:
     return [c for c in chunks if c]
 
 
-def _fitted(t: PaperTable, width: float, intervals: bool, height: float | None = None,
-            caption: str = "") -> tuple[str, float, list[_Grid]] | None:
-    """(font size command, column gap, the panels) of the first layout that fits ``width`` (and ``height``, with
-    the ``caption`` under it), by the fewest panels, then the paper's orientation, the larger font, headings on one
-    line; None when none fits."""
+def _text_height(text: str, size: float, width: float) -> float:
+    """The height in points of ``text`` (LaTeX) set as a paragraph ``width`` wide at ``size`` (about 0.46
+    em a character, as Computer Modern sets prose)."""
+    per_line = max(1, int(width / (0.46 * size)))
+    return -(-len(re.sub(r"\\[a-zA-Z]+\{?|[{}$^]", "", text)) // per_line) * _LINES.get(size, 1.2 * size)
+
+
+def _caption_height(caption: str, below: str, width: float) -> float:
+    """The caption's height in points (LaTeX sets a caption at \\normalsize, whatever the table's size) with
+    the space above it, and that of the \\footnotesize paragraph under it (``below``)."""
+    return 10.0 + _text_height(caption, 10.0, width) + (3.0 + _text_height(below, 8.0, width) if below else 0.0)
+
+
+def _fitted(t: PaperTable, width: float, intervals: bool, caption: str = "", below: str = "",
+            height: float | None = None) -> tuple[str, float, list[list[_Grid]]] | None:
+    """(font size command, column gap, the floats: each a list of panels) of the first layout that fits
+    ``width`` and whose panels fit ``height`` (None: any) with the caption (the first float's, or a continued
+    one's for the others) and the space between them: by the fewest floats, then the fewest panels, the paper's
+    orientation, headings not upright, the larger font, headings on one line (``\\scriptsize`` only where
+    it spares a float); None when none fits."""
     best = best_rows(t)
     labels = list(t.rows)
     groups = _groups(t.columns)
-    below = _CAPTION_SKIP + _CAPTION_LEADING * math.ceil(_width(caption, 10.0) / width)
+    first, more = (float("inf") if height is None else height * _MARGIN - _caption_height(text, note, width)
+                   for text, note in ((caption, below), ("Table 10, continued (2 of 3).", "")))
 
-    def first_fit(turned: bool, size: str, gap: float, wrap: bool) -> tuple[int, list[_Grid]] | None:
+    def floats(grids: list[_Grid], size: float, gap: float) -> list[list[_Grid]] | None:
+        """The panels packed into floats in order, each as many as its page holds."""
+        out: list[list[_Grid]] = [[]]
+        used = 0.0
+        for g in grids:
+            tall = g.height(size, gap)
+            room = first if len(out) == 1 else more
+            if out[-1] and used + 6.0 + tall > room:
+                out.append([])
+                used, room = 0.0, more
+            if tall > room:
+                return None
+            used += tall + (6.0 if out[-1] else 0.0)
+            out[-1].append(g)
+        return out
+
+    def first_fit(turned: bool, size: str, gap: float, wrap: bool | str) -> tuple[int, list[list[_Grid]]] | None:
         items = labels if turned else groups  # what panels split: the models, or the columns' groups
         for k in range(1, len(items) + 1):
             grids = [_on_its_side(t, groups, chunk, best, intervals, wrap) if turned
                      else _as_rows(t, chunk, labels, best, intervals, True, wrap) for chunk in _split(items, k)]
-            if all(g.width(_SIZES[size], gap) <= width * _MARGIN for g in grids):
-                # the fewest panels that fit the width: more would only be taller
-                tall = sum(g.height(size, gap) for g in grids) + _MEDSKIP * (len(grids) - 1) + below
-                return (k, grids) if height is None or tall <= height * _MARGIN else None
+            if all(g.width(_SIZES[size], gap) <= width * _MARGIN for g in grids):  # the fewest panels wide enough
+                packed = floats(grids, _SIZES[size], gap)
+                return (k, packed) if packed else None
         return None
 
-    options = []  # (panels, turned on its side, font rank, headings broken, size, gap, grids)
-    for rank, (size, gap) in enumerate([("\\small", 6.0), ("\\footnotesize", 3.0)]):
-        for wrap in (False, True):
+    # (floats, \scriptsize, panels, turned on its side, headings upright, font rank, headings broken, size, gap,
+    # floats): upright headings only where a smaller font on its own would not do
+    options = []
+    for rank, (size, gap) in enumerate([("\\small", 6.0), ("\\footnotesize", 3.0), ("\\scriptsize", 2.0)]):
+        for order, wrap in enumerate((False, True, "rotate")):
             for turned in (False, True):
                 found = first_fit(turned, size, gap, wrap)
                 if found:
-                    options.append((found[0], turned, rank, wrap, size, gap, found[1]))
+                    options.append((len(found[1]), rank == 2, found[0], turned, wrap == "rotate", rank, order, size,
+                                    gap, found[1]))
     if not options:
         return None
-    *_, size, gap, grids = min(options, key=lambda o: o[:4])
-    return size, gap, grids
+    *_, size, gap, packed = min(options, key=lambda o: o[:7])
+    return size, gap, packed
 
 
 def to_latex(tables: Sequence[PaperTable], *, intervals: bool = False, width: float | None = None,
@@ -266,30 +332,41 @@ def to_latex(tables: Sequence[PaperTable], *, intervals: bool = False, width: fl
     column, then the paper's columns, each column's best value in bold, the note as the caption;
     ``intervals=True`` adds the 95% intervals in brackets (a smaller font). ``width`` (points, e.g.
     :data:`ONE_COLUMN`) lays each table out to fit it (see the module), and ``height`` (e.g.
-    :data:`ONE_COLUMN_HEIGHT`) too, the intervals left out of a table that cannot fit with them; without a
-    width, a table of more than nine columns spans the page (``table*``), scaled to it."""
-    out = ["% t2i-reason paper tables; needs \\usepackage{booktabs} (and graphicx for the wide ones)"]
+    :data:`ONE_COLUMN_HEIGHT`) too: a table the page cannot hold goes on in floats of its own, its intervals
+    left out where that spares a float; without a width, a table of more than nine columns spans the page
+    (``table*``), scaled to it."""
+    out = ["% t2i-reason paper tables; needs \\usepackage{booktabs} and \\usepackage{graphicx} (upright headings, and the last resort of scaling a table)"]
     for t in tables:
         caption = _tex(t.title) + (f". {_tex(t.note)}" if t.note else "")
-        plain = f"{t.title}. {t.note}"
-        has_intervals = intervals and any(cell.low is not None for cells in t.rows.values() for cell in cells.values())
-        fitted = _fitted(t, width, intervals, height, plain) if width is not None and t.rows else None
-        if fitted is None and has_intervals and height is not None and width is not None:
-            fitted = _fitted(t, width, False, height, plain)  # too many to fit the page with their intervals
-            if fitted:
-                has_intervals = False
-                caption += "; the 95\\% bootstrap intervals are left out here to fit the page (the Markdown and CSV " \
-                           "tables give them)"
-        if has_intervals:
-            caption += "; 95\\% bootstrap confidence intervals in brackets"
+        shown = intervals and any(cell.low is not None for cells in t.rows.values() for cell in cells.values())
+        apart = {label: why for label, why in t.apart.items() if label in t.rows}
+        # the runs not ranked and why, where the table is: a paragraph under the caption, in a smaller font
+        below = ("$^\\dagger$Measured otherwise than the paper's rows, not ranked among them: " + "; ".join(
+            f"{_tex(label)}: {_tex(why)}" for label, why in apart.items()) + ".") if apart else ""
+        notes = [f"\\par\\smallskip{{\\footnotesize {below}\\par}}"] if below else []
         label = re.sub(r"[^a-z0-9]+", "-", t.title.lower()).strip("-")
-        if fitted:
-            size, gap, grids = fitted
-            out += ["\\begin{table}[t]", "\\centering", size, *([f"\\setlength{{\\tabcolsep}}{{{gap:g}pt}}"]
-                                                                 if gap != 6.0 else [])]
-            for i, grid in enumerate(grids):
-                out += (["", "\\medskip"] if i else []) + grid.tex(_SIZES[size], gap)
-            out += [f"\\caption{{{caption}.}}", f"\\label{{tab:{label}}}", "\\end{table}", ""]
+        said = "; 95\\% bootstrap confidence intervals in brackets" if shown else ""
+        fitted = _fitted(t, width, shown, caption + said, below, height) if width is not None and t.rows else None
+        if shown and height is not None and width is not None and (fitted is None or len(fitted[2]) > 1):
+            plain = caption + "; the 95\\% bootstrap intervals are left out here to fit the page (the Markdown and CSV " \
+                              "tables give them)"
+            bare = _fitted(t, width, False, plain, below, height)
+            if bare and (fitted is None or len(bare[2]) < len(fitted[2])):  # fewer floats without them
+                fitted, shown, said, caption = bare, False, "", plain
+        caption += said
+        if fitted:  # one float, or as many as the page needs (the first with the caption, the others continued)
+            size, gap, packed = fitted
+            for n, grids in enumerate(packed):
+                out += ["\\begin{table}[t]", "\\centering", size,
+                        *([f"\\setlength{{\\tabcolsep}}{{{gap:g}pt}}"] if gap != 6.0 else [])]
+                for i, grid in enumerate(grids):
+                    out += (["", "\\medskip"] if i else []) + grid.tex(_SIZES[size], gap)
+                if n == 0:
+                    out += [f"\\caption{{{caption}.}}", *notes, f"\\label{{tab:{label}}}"]
+                else:
+                    out += [f"\\par\\smallskip{{\\normalsize Table~\\ref{{tab:{label}}}, continued ({n + 1} of "
+                            f"{len(packed)}).\\par}}"]
+                out += ["\\end{table}", ""]
             continue
         # without a width, the former layout: a wide table across the page, scaled; with one that no layout
         # fits, the last resort: scaled to the width
@@ -297,10 +374,10 @@ def to_latex(tables: Sequence[PaperTable], *, intervals: bool = False, width: fl
             env, scale = ("table*", "\\resizebox{\\textwidth}{!}{%") if len(t.columns) > 9 else ("table", "")
         else:
             env, scale = "table", "\\resizebox{\\linewidth}{!}{%" if t.rows else ""
-        grid = _as_rows(t, [(c, []) for c in t.columns], list(t.rows), best_rows(t), intervals, grouped=False)
+        grid = _as_rows(t, [(c, []) for c in t.columns], list(t.rows), best_rows(t), shown, grouped=False)
         lines = grid.tex(_SIZES["\\small"], 6.0)
         if scale:
             lines[-1] += "}"
         out += [f"\\begin{{{env}}}[t]", "\\centering", "\\small", *([scale] if scale else []), *lines,
-                f"\\caption{{{caption}.}}", f"\\label{{tab:{label}}}", f"\\end{{{env}}}", ""]
+                f"\\caption{{{caption}.}}", *notes, f"\\label{{tab:{label}}}", f"\\end{{{env}}}", ""]
     return "\n".join(out)

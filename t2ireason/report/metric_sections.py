@@ -53,7 +53,8 @@ def _about(run: Any, evaluation: str, label: str, metric: str) -> dict[str, Any]
             "judge": f"{judge.get('backend')}:{model}" if model else judge.get("backend"), "preset": judge.get("preset"),
             "questions": f"written by {portable_model(str(asked['model']))[0]}" if asked.get("model") else None,
             "generator": portable_model(str(generator))[0] if generator else None,
-            "images": scores["num_images"], "failed": scores["num_failed"],
+            "images": scores["num_images"], "scored": (scores.get("coverage") or {}).get("text"),
+            "failed": scores["num_failed"],
             "not generated": scores.get("num_not_generated", 0), "re-asks": scores["num_reasks"],
             "t2i-reason": scores.get("t2ireason_version")}
 

@@ -115,26 +115,33 @@ def _legend(fig, entries: Sequence[str]) -> None:
         fig.legend(handles, entries, loc="outside lower center", ncol=ncol, frameon=False)
 
 
-def table_bars(table: PaperTable, path: str | os.PathLike) -> list[Path]:
+def table_bars(table: PaperTable, path: str | os.PathLike, note: str = "") -> list[Path]:
     """:func:`bars_figure` written to ``path`` with ``.png`` and ``.pdf``; returns both."""
     with plt.rc_context(_STYLE):
-        return save_figure(bars_figure(table), path)
+        return save_figure(bars_figure(table, note), path)
 
 
-def table_radar(table: PaperTable, path: str | os.PathLike) -> list[Path]:
+def table_radar(table: PaperTable, path: str | os.PathLike, note: str = "") -> list[Path]:
     """:func:`radar_figure` written to ``path`` with ``.png`` and ``.pdf``; returns both."""
     with plt.rc_context(_STYLE):
-        return save_figure(radar_figure(table), path)
+        return save_figure(radar_figure(table, note), path)
 
 
-def bars_figure(table: PaperTable):
+def _title(table: PaperTable, width: int, note: str) -> str:
+    """The figure's title, and under it ``note`` (the images each run scored of its own) in a line or two."""
+    return _wrap(table.title, width) + (f"\n{_wrap(note, width)}" if note else "")
+
+
+def bars_figure(table: PaperTable, note: str = ""):
     """``table`` as horizontal grouped bars, one group per category (top to bottom in the table's
-    order), each bar's value printed at its end and its 95% interval drawn where the table has one."""
+    order), each bar's value printed at its end and its 95% interval drawn where the table has one;
+    ``note`` under the title (the images scored of each run's)."""
     lay = _check(table)
     panels = _panels(table, lay)
     n = len(panels[0][1])
     bar, gap = 0.17, 0.14  # inches per bar and between groups
-    height = len(lay.axes) * (n * bar + gap) + 0.75 + (0.15 * math.ceil(n / 3) if n > 1 else 0)
+    title = _title(table, 50 if len(panels) == 1 else 100, note)
+    height = len(lay.axes) * (n * bar + gap) + 0.75 + (0.15 * math.ceil(n / 3) if n > 1 else 0) + 0.13 * title.count("\n")
     top = _top(table)
     with plt.rc_context(_STYLE):
         fig, axs = plt.subplots(1, len(panels), figsize=(COLUMN_WIDTH if len(panels) == 1 else PAGE_WIDTH,
@@ -165,14 +172,15 @@ def bars_figure(table: PaperTable):
             if panel:
                 ax.set_title(panel)
         axs[0][0].invert_yaxis()  # the table's first category on top (once: the panels share the axis)
-        fig.suptitle(_wrap(table.title, 50 if len(panels) == 1 else 100), fontsize=8)
+        fig.suptitle(title, fontsize=8)
         _legend(fig, [e[0] for e in panels[0][1]])
     return fig
 
 
-def radar_figure(table: PaperTable):
+def radar_figure(table: PaperTable, note: str = ""):
     """``table`` as a radar over its categories (three or more), 0-100 outward, one line per model
-    (or per series for one model; one radar per series for several models of a multi-series table)."""
+    (or per series for one model; one radar per series for several models of a multi-series table);
+    ``note`` under the title (the images scored of each run's)."""
     lay = _check(table)
     if len(lay.axes) < 3:
         raise ValueError(f"a radar chart needs at least 3 categories, {table.title!r} has {len(lay.axes)}")
@@ -181,7 +189,9 @@ def radar_figure(table: PaperTable):
     angles = [2 * math.pi * i / len(lay.axes) for i in range(len(lay.axes))]
     with plt.rc_context(_STYLE):
         side = COLUMN_WIDTH if len(panels) <= 2 else PAGE_WIDTH / len(panels)  # at most a page's width
-        fig, axs = plt.subplots(1, len(panels), figsize=(side * len(panels), side + 0.55 + 0.15 * (len(panels) > 1)),
+        title = _title(table, 50 * min(len(panels), 2), note)
+        fig, axs = plt.subplots(1, len(panels), figsize=(side * len(panels), side + 0.55 + 0.15 * (len(panels) > 1)
+                                                         + 0.13 * title.count("\n")),
                                 subplot_kw={"projection": "polar"}, squeeze=False, layout="constrained")
         for ax, (panel, entries) in zip(axs[0], panels):
             ax.set_theta_offset(math.pi / 2)  # the first category at the top, the others clockwise
@@ -208,7 +218,7 @@ def radar_figure(table: PaperTable):
             if panel:
                 ax.set_xlabel(panel, labelpad=4, fontsize=8)
         fig.get_layout_engine().set(w_pad=0.1, h_pad=0.06)  # polar labels reach past what the layout measures
-        fig.suptitle(_wrap(table.title, 50 * min(len(panels), 2)), fontsize=8)
+        fig.suptitle(title, fontsize=8)
         _legend(fig, [e[0] for e in panels[0][1]])
     return fig
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..benchmarks import get_benchmark
+from ..results import coverage
 from ..runs import RUN_FILE, Run, RunError, finished_evaluations, slug
 
 __all__ = ["write_report", "figure_name"]
@@ -32,6 +33,51 @@ def figure_name(title: str, benchmark: str = "") -> str:
     return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-") or "table"  # no dot: the suffix is the format
 
 
+def _run_tables(run: Run, evaluation: str, label: str, results: list) -> list:
+    """The run's tables of the paper, each numbered as the paper numbers its layout under the run's judge
+    (PRISM-Bench's Table 4 for Qwen2.5-VL-72B), the run's row with how it was measured and whether that is
+    the protocol of the paper's table (:func:`~t2ireason.report.protocol.run_protocol`)."""
+    from .protocol import reference, run_protocol
+
+    scores = run.scores(evaluation)
+    judge = scores.get("judge") or {}
+    preset = judge.get("preset") or (scores.get("settings") or {}).get("preset") or run.bench.default_preset
+    tables = run.bench.paper_tables(scores["aggregate"], label)
+    for t in tables:
+        pub = reference(run.bench.name, t.title, judge, preset)
+        if pub is not None and pub.into == t.title:
+            t.title = pub.title
+        t.protocols[label] = run_protocol(run, scores, results, pub)
+    return tables
+
+
+def _change_tables(bench: Any, group: Sequence[tuple[Run, str, str]]) -> list:
+    """The tables of a run's changes against another's, where the benchmark's paper has one (T2I-ReasonBench's
+    Table 3: a run of LLM-rewritten prompts against the run of the original prompts with the same generator,
+    judge and preset: :meth:`~t2ireason.benchmarks.Benchmark.change_tables`)."""
+    def key(run: Run, evaluation: str) -> tuple:
+        judge = run.scores(evaluation).get("judge") or {}
+        return ((run.manifest.get("generation") or {}).get("model"), judge.get("backend"), judge.get("model"),
+                judge.get("preset"))
+
+    originals = {key(run, n): (run, n, label) for run, n, label in group
+                 if not (run.manifest.get("generation") or {}).get("rewritten_prompts")}
+    tables = []
+    for run, n, label in group:
+        if (run.manifest.get("generation") or {}).get("rewritten_prompts") and key(run, n) in originals:
+            base, base_n, base_label = originals[key(run, n)]
+            tables += bench.change_tables(run.scores(n)["aggregate"], base.scores(base_n)["aggregate"], label,
+                                          base_label)
+    return tables
+
+
+def _images_scored(table: Any) -> str:
+    """The images each run of a table scored, for its figures: ``images scored: a: 3 of 10 (7 not generated)``."""
+    said = [f"{label}: {p.coverage.replace(' images scored', '')}" for label, p in table.protocols.items()
+            if p.coverage and label in table.rows]
+    return ("images scored: " + "; ".join(said)) if said else ""
+
+
 def _run_row(run: Run, evaluation: str, label: str) -> dict[str, Any]:
     """What made one model's results, as plain values for the report (local paths reduced to names)."""
     from ..judges.spec import judge_name, portable_model
@@ -46,7 +92,8 @@ def _run_row(run: Run, evaluation: str, label: str) -> dict[str, Any]:
             "preset": judge.get("preset"),
             "questions": f"the release's ({portable_model(data)[0] if data else 'the sample shipped with t2i-reason'})",
             "generator": portable_model(str(generator))[0] if generator else None,
-            "images": scores["num_images"], "failed": scores["num_failed"],
+            "images": scores["num_images"], "scored": (scores.get("coverage") or {}).get("text"),
+            "failed": scores["num_failed"],
             "not generated": scores.get("num_not_generated", 0), "re-asks": scores["num_reasks"],
             "t2i-reason": scores.get("t2ireason_version")}
 
@@ -63,7 +110,7 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
     each run stands among them. Returns the paths, the Markdown of every table and of the headline
     table of each benchmark."""
     from .html import Section, write_html_report
-    from .latex import ONE_COLUMN, to_latex
+    from .latex import ONE_COLUMN, ONE_COLUMN_HEIGHT, to_latex
     from .plots import layout, mt2ie_iterations, score_distribution, table_bars, table_radar
     from .published import MARK, place, standing_figure
     from .tables import side_by_side, to_csv, to_markdown
@@ -82,14 +129,18 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
         if e not in other_metrics:
             by_bench.setdefault(e[0].bench.name, []).append(e)
 
-    markdown, headlines, csv_parts, every_table, plots, sections = [], [], [], [], [], []
+    markdown, headlines, csv_parts, every_table, plots, sections, scored = [], [], [], [], [], [], {}
     for bench_name, group in by_bench.items():
         bench = get_benchmark(bench_name)
+        results = {label: run.results(n) for run, n, label in group}
+        per_run = [_run_tables(run, n, label, results[label]) for run, n, label in group]
+        runs_tables = side_by_side(per_run + [_change_tables(bench, group)])
         aggregates = [run.scores(n)["aggregate"] for run, n, _ in group]
-        runs_tables = side_by_side([bench.paper_tables(a, label) for a, (_, _, label) in zip(aggregates, group)])
+        for _, _, label in group:
+            scored[f"{label} ({bench.pretty_name})"] = coverage(results[label])["text"]
         about: list[dict] = []
         tables = runs_tables
-        if published:  # the paper's rows under the runs', on the runs' scale
+        if published:  # the paper's rows beside the runs', on the runs' scale
             tables, about = place(runs_tables, bench_name, aggregates[0].get("scale", 100.0))
         markdown.append(f"## {bench.pretty_name}\n\n{to_markdown(tables)}")
         headlines.append(to_markdown(tables[:1]))
@@ -101,15 +152,15 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
             if not table.rows or not axes:  # nothing judged in it (every image failed): no figure to draw
                 continue
             stem = out / "plots" / f"{bench_name}_{figure_name(table.title, bench.pretty_name)}"
-            figures += table_bars(table, f"{stem}_bars")
+            said = _images_scored(table)
+            figures += table_bars(table, f"{stem}_bars", note=said)
             if len(axes) >= 3:
-                figures += table_radar(table, f"{stem}_radar")
+                figures += table_radar(table, f"{stem}_radar", note=said)
         labels = [label for _, _, label in group]
         for table in tables:
             if about and any(r.endswith(MARK) for r in table.rows) and any(r in table.rows for r in labels):
                 stem = out / "plots" / f"{bench_name}_{figure_name(table.title, bench.pretty_name)}"
                 figures += standing_figure(table, labels, f"{stem}_standing")
-        results = {label: run.results(n) for run, n, label in group}
         figures += score_distribution({label: [r.score for r in rs] for label, rs in results.items()},
                                       out / "plots" / f"{bench_name}_scores",
                                       title=f"{bench.pretty_name}: per-image scores",
@@ -159,11 +210,12 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
     (out / "tables.md").write_text(text, encoding="utf-8")
     (out / "tables.csv").write_text("".join(part if i == 0 else part.split("\n", 1)[1]
                                             for i, part in enumerate(csv_parts)), encoding="utf-8")
-    (out / "tables.tex").write_text(to_latex(every_table, width=ONE_COLUMN), encoding="utf-8")
+    (out / "tables.tex").write_text(to_latex(every_table, width=ONE_COLUMN, height=ONE_COLUMN_HEIGHT), encoding="utf-8")
     labels = list(dict.fromkeys(label for _, _, label in entries))
+    meta = {"images scored": "; ".join(f"{k}: {v}" for k, v in scored.items())} if scored else None
     page = write_html_report(sections, out, title=title or (f"{', '.join(names)}: {', '.join(labels)}" if labels
                                                             else ", ".join(names)),
-                             embed_images=embed_images)
+                             embed_images=embed_images, meta=meta)
     return {"markdown": text, "headline": "\n".join(headlines), "tables_md": out / "tables.md",
             "tables_csv": out / "tables.csv", "tables_tex": out / "tables.tex", "plots": plots, "html": [page],
             "unfinished": [f"{run.name} · {n}" for run, n in unfinished]}

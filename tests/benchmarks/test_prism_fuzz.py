@@ -25,7 +25,7 @@ BENCH = get_benchmark("prism-bench")
 ROWS = BENCH.read_release(BENCH.sample_path()).configs["en"]
 IMAGE = Image.new("RGB", (8, 8), "white")
 OUTCOMES = {"counted", "failed", "judge_error", "image_error", "unparsable", "no_number", "summary_raises",
-            "unparsed_no_demjson3"}
+            "unparsed_no_demjson3", "not_finite"}
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # -- replies ---------------------------------------------------------------------------------------
@@ -64,12 +64,13 @@ def test_official_judgements_never_crash_and_count_what_the_authors_count(case):
         assert judged.score is None and judged.detail  # never a silent skip
     if isinstance(case, tuple) and case[1] in READ:
         given_score = case[0]["score"]
-        countable = isinstance(given_score, (int, float))  # booleans included, no range check
+        number = isinstance(given_score, (int, float))  # booleans included, no range check
+        countable = number and not math.isinf(given_score)  # an infinity is refused (issue 40 item 8)
         assert (judged.outcome == "counted") == countable
         if countable:
             assert judged.score == float(given_score) or (math.isnan(judged.score) and math.isnan(given_score))
         else:
-            assert judged.outcome == "no_number"
+            assert judged.outcome == ("not_finite" if number else "no_number")
     elif isinstance(case, tuple):
         assert judged.outcome != "counted" or case[1] != "two objects"
 

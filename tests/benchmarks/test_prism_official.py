@@ -248,6 +248,26 @@ def test_what_json_cannot_write_is_recorded_as_the_authors_script_leaves_it(repl
     assert judged.outcome == "unwritable" and judged.score is None and what in judged.detail
 
 
+def test_a_score_that_reads_as_an_infinity_is_refused_under_both_protocols():
+    """Issue 40 item 8: {"score": 1e400} read as inf under the official protocol, counted, and made every mean
+    it entered infinite. Refused as a malformed reply: the paper protocol re-asks it, then records a failure; the
+    official one (which never re-asks) records it as not_finite, not counted, and says so in the notes."""
+    rows = BENCH.read_release(BENCH.sample_path()).configs["style_en"][:1]
+    for reply in ('{"justification": "x", "score": 1e400}', '{"score": -1e999}'):
+        judged = official_judgement(reply)
+        assert judged.outcome == "not_finite" and judged.score is None and "infinit" in judged.detail
+    [official] = BENCH.score(rows, [Image.new("RGB", (8, 8))], ScriptedJudge(lambda r: '{"score": 1e400}'),
+                             protocol="official")
+    assert official.score is None and official.context["outcome"] == {"alignment": "not_finite",
+                                                                       "aesthetic": "not_finite"}
+    notes = BENCH.aggregate([official], protocol="official")["notes"]
+    assert any("infinity" in n for n in notes), notes
+    replies = iter(['{"score": 1e400}', '{"score": 1e400}', '{"score": 1e400}', '{"score": 7}'])
+    [paper] = BENCH.score(rows, [Image.new("RGB", (8, 8))], ScriptedJudge(lambda r: next(replies)), max_reasks=1)
+    assert paper.reasks == 2 and paper.subscores == {"alignment": None, "aesthetic": 70.0}
+    assert "not a finite number" in paper.failure
+
+
 def test_nan_is_counted_as_the_authors_json_round_trip_keeps_it():
     judged = official_judgement('{"justification": "x", "score": NaN}')  # json.dump writes NaN, json.load reads it
     assert judged.outcome == "counted" and judged.score != judged.score

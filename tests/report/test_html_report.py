@@ -77,3 +77,40 @@ def test_report_in_browser(browser, tmp_path, embed):
     assert page.locator("#count").inner_text() == "1 of 3 images"
     assert errors == []
     page.close()
+
+
+def test_what_measured_each_row_is_where_the_reader_looks_at_1400_px(browser, tmp_path):
+    """Issue 40 item 1: at 1,400 px the table's note (what measured the paper's rows) sat under a long table, off
+    the screen; and nothing marked the run judged otherwise ranked first among them. The note and each run's
+    protocol stand above the table, visible when the table's title is reached (not under the sticky header),
+    and the run measured otherwise is marked in its row, not ranked (no bold), under its own heading."""
+    from study.runs import scored_run
+
+    from t2ireason.report.writer import write_report
+
+    run = scored_run(tmp_path, "t2i-reasonbench", "tiny-model")
+    page_path = write_report([run], tmp_path / "report", published=True)["html"][0]
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page.goto(page_path.as_uri())
+    page.wait_for_load_state("load")
+    page.evaluate("document.getElementById('table-1-title').scrollIntoView()")
+    header = page.locator("header").bounding_box()
+    for part in ("#table-1-protocol p.note", "#table-1-protocol li.apart"):
+        box = page.locator(part).bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= 1400, part  # not off to the side
+        assert header["y"] + header["height"] <= box["y"] and box["y"] + box["height"] <= 900, part  # on screen
+        hit = page.evaluate("([x, y]) => document.elementFromPoint(x, y).closest('.protocol') !== null",
+                            [box["x"] + 5, box["y"] + box["height"] / 2])
+        assert hit, part  # seen, not covered
+    said = page.locator("#table-1-protocol").inner_text()
+    assert "judged by Gemini-2.5-pro" in said and "800 prompts" in said
+    assert "not ranked among the paper's rows: tiny-model: judge scripted:scripted" in said
+    assert "questions: the sample shipped with t2i-reason" in said
+    row = page.locator("#table-1 tr.apart")
+    assert row.count() == 1 and row.locator("td").first.inner_text().startswith("tiny-model")
+    assert row.locator("b").count() == 0 and "not ranked" in row.inner_text()
+    headings = page.locator("#table-1 tr.group th").all_inner_texts()
+    assert headings == ["Diffusion Models", "Unified Multimodal Models", "Proprietary Models",
+                        "Runs measured otherwise: not ranked"]
+    assert page.locator("#table-1 tbody b").first.inner_text() == "89.8"  # Nano-Banana's Idiom, not the run's
+    page.close()

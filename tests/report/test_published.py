@@ -4,6 +4,9 @@ with the judge and question set the paper used said beside them)."""
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import re
 from pathlib import Path
 
@@ -11,8 +14,16 @@ import matplotlib.pyplot as plt
 import pytest
 
 from t2ireason.report import plots
-from t2ireason.report.published import MARK, place, published_tables, standing_bars
-from t2ireason.results import Cell, PaperTable
+from t2ireason.report.cells import best_rows
+from t2ireason.report.published import (
+    APART_RUNS,
+    MARK,
+    place,
+    published_tables,
+    standing_bars,
+    standing_column,
+)
+from t2ireason.results import Cell, PaperTable, RowProtocol
 
 SEEDS = Path(__file__).resolve().parents[2].parent / "shared" / "seeds"
 if not SEEDS.is_dir():
@@ -23,7 +34,7 @@ TABLES = {
     "t2i-reasonbench": ("000", [("Model\tIdiom\tTextual\tEntity\tScientific\tOverall", 0)]),
     "r2i-bench": ("003", [("Model\tSize\tOverall\tCommonsense", 0)]),
     "worldgenbench": ("001", [("Continent Models\tAF", 0), ("Fields\tASTR", 0)]),
-    "prism-bench": ("004", [("Model\tImagination", 1), ("Model\tImagination", 1)]),
+    "prism-bench": ("004", [("Model\tImagination", 1)] * 4),  # Tables 1 and 2 (GPT-4.1), 4 and 5 (Qwen2.5-VL-72B)
 }
 
 
@@ -52,7 +63,7 @@ def test_every_shipped_number_is_the_papers(benchmark):
     if not files:
         pytest.skip("the seed papers (../shared/seeds) are not here")
     text = files[0].read_text(encoding="utf-8")
-    published = published_tables(benchmark)
+    published = [p for p in published_tables(benchmark) if not p.shares]  # R2I-Bench's Tables 16-20: below
     assert len(published) == len(specs)
     for n, (pub, (header, skip)) in enumerate(zip(published, specs)):
         occurrence = n if header == specs[0][0] and len(specs) > 1 and specs[1][0] == header else 0
@@ -111,3 +122,247 @@ def test_where_a_run_stands_is_drawn_without_overlaps(benchmark):
             assert bold == ["my-model"]
         finally:
             plt.close(fig)
+
+
+# -- issue 40: each table's protocol, each run's, and a run ranked among the paper's rows only when they agree ---
+
+PRISM_TRACKS = ["Imagination", "Entity", "Text rendering", "Style", "Affection", "Composition", "Long text"]
+
+
+def test_the_prism_tables_add_up_as_printed():
+    """The second check of every PRISM-Bench number shipped (Tables 1, 2, 4, 5): each track's Avg. is the mean of
+    its Ali. and Aes., and each Overall the mean of the seven tracks, within the paper's rounding; the one
+    cell the paper's own rounding leaves 0.09 off (Table 2, SEEDream 3.0's Overall Avg.) is named."""
+    tables = published_tables("prism-bench")
+    assert [p.citation["table"].split(",")[0] for p in tables] == ["Table 1", "Table 2", "Table 4", "Table 5"]
+    off = []
+    for pub in tables:
+        for row in pub.rows:
+            value = {c: float(v) for c, v in row.items() if c in pub.columns}
+            for track in PRISM_TRACKS + ["Overall"]:
+                if abs((value[f"{track} Ali."] + value[f"{track} Aes."]) / 2 - value[f"{track} Avg."]) > 0.051:
+                    off.append((pub.title, row["model"], track))
+            for part in ("Ali.", "Aes.", "Avg."):
+                mean = sum(value[f"{t} {part}"] for t in PRISM_TRACKS) / 7
+                if abs(mean - value[f"Overall {part}"]) > 0.06:
+                    off.append((pub.title, row["model"], f"Overall {part}"))
+    assert off == [("PRISM-Bench Table 2 (PRISM-Bench-ZH)", "SEEDream 3.0", "Overall Avg.")]
+    assert [(p.title, p.into, p.citation["judge_spec"], p.presets) for p in tables[2:]] == [
+        ("PRISM-Bench Table 4", "PRISM-Bench Table 1", "hf:Qwen/Qwen2.5-VL-72B-Instruct", ("qwen",)),
+        ("PRISM-Bench Table 5 (PRISM-Bench-ZH)", "PRISM-Bench Table 2 (PRISM-Bench-ZH)",
+         "hf:Qwen/Qwen2.5-VL-72B-Instruct", ("qwen",))]
+
+
+def test_r2i_prompt_rewrite_subscripts_are_gains_over_sd3_medium():
+    """Issue 40 item 7: the note called the Prompt-Rewrite row's subscripts "a spread"; each is its gain over the
+    SD3-medium row (0.58 with 0.13: 0.58 - 0.45), as the seed's text shows, and the note says so."""
+    files = list(SEEDS.glob("003_*.txt"))
+    if not files:
+        pytest.skip("the seed papers (../shared/seeds) are not here")
+    line = next(x for x in files[0].read_text(encoding="utf-8").splitlines() if x.startswith("gpt-4o+SD3-medium\t2B"))
+    subscripts = [float(v) for v in re.findall(r"_\{±([\d.]+)\}", line)]
+    pub = published_tables("r2i-bench")[0]
+    sd3, rewrite = (next(r for r in pub.rows if r["model"] == m) for m in ("SD3-medium", "gpt-4o+SD3-medium"))
+    assert subscripts == [round(float(rewrite[c]) - float(sd3[c]), 2) for c in pub.columns]
+    assert "its gain over the SD3-medium row" in pub.citation["note"] and "spread" not in pub.citation["note"]
+
+
+def _prism_run(folder, name, judge_model, preset=None, options=None):
+    """A run of the PRISM-Bench sample scored by a scripted judge answering as ``judge_model`` (7 and 6 out of 10)."""
+    from PIL import Image
+
+    from t2ireason.judges.scripted import ScriptedJudge
+    from t2ireason.runs import Run
+
+    run = Run.create(folder / name, "prism-bench", name=name)
+    for i, row in enumerate(run.rows()):
+        path = run.images_dir / run.bench.image_path(row)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        Image.new("RGB", (16, 16), (30 * i % 256, 90, 120)).save(path)
+    def reply(request):
+        return json.dumps({"justification": "x", "score": 7 if "lignment" in request.messages[-1].text else 6})
+
+    judge = ScriptedJudge(reply, model=judge_model)
+    run.evaluate(judge, preset=preset, options=options, name="judged", cache=False, progress=False)
+    return run
+
+
+def test_a_qwen_run_stands_among_tables_4_and_5_and_the_default_presets_figure_ranks_on_a_printed_column(tmp_path):
+    """Issue 40 item 2: a run scored with the `qwen` preset was ranked among Table 1's GPT-4.1 rows; its tables
+    are the paper's Tables 4 and 5 (the Qwen2.5-VL-72B judge's), placed among their rows. The default preset's
+    standing figure ranked on Pooled Avg., a column no printed row has, and so drew the run alone."""
+    from t2ireason.report.writer import write_report
+
+    qwen = _prism_run(tmp_path, "qwen-run", "Qwen/Qwen2.5-VL-72B-Instruct", preset="qwen")
+    gpt = _prism_run(tmp_path, "gpt-run", "gpt-4.1-2025-04-14")
+    out = write_report([qwen, gpt], tmp_path / "report", published=True)
+    tables = {t.split("\n")[0]: t for t in out["markdown"].split("### ")[1:]}
+    assert set(tables) >= {"PRISM-Bench Table 1", "PRISM-Bench Table 2 (PRISM-Bench-ZH)", "PRISM-Bench Table 4",
+                           "PRISM-Bench Table 5 (PRISM-Bench-ZH)"}
+    assert "| qwen-run |" in tables["PRISM-Bench Table 4"] and "| qwen-run |" not in tables["PRISM-Bench Table 1"]
+    assert "| gpt-run |" in tables["PRISM-Bench Table 1"] and "| gpt-run |" not in tables["PRISM-Bench Table 4"]
+    assert "| qwen-run |" in tables["PRISM-Bench Table 5 (PRISM-Bench-ZH)"]
+    assert "judged by Qwen2.5-VL-72B (this package's preset qwen)" in tables["PRISM-Bench Table 4"]
+    assert "| GPT-Image-1 [High] [paper] | 79.8 | 53.3 | 66.6 |" in tables["PRISM-Bench Table 4"]
+    # what differs from the paper's protocol: the sample's questions and prompts, not the judge or the preset
+    with open(out["tables_csv"]) as f:
+        rows = [r for r in csv.DictReader(f) if r["model"] == "qwen-run" and r["column"] == "Overall Avg."]
+    assert {r["table"] for r in rows} == {"PRISM-Bench Table 4", "PRISM-Bench Table 5 (PRISM-Bench-ZH)"}
+    first = rows[0]
+    assert first["judge"] == "scripted:Qwen/Qwen2.5-VL-72B-Instruct" and first["preset"] == "qwen"
+    assert first["comparable"].startswith("no: questions: the sample shipped with t2i-reason")
+    assert "judge" not in first["comparable"] and "preset" not in first["comparable"]
+    assert re.fullmatch(r"\d+ of 700", first["images"]), first["images"]
+    gpt_row = next(r for r in csv.DictReader(open(out["tables_csv"])) if r["model"] == "gpt-run")
+    assert "preset" not in gpt_row["comparable"] and "judge scripted" not in gpt_row["comparable"]
+    # the default (paper) preset's Table 1 has Pooled Avg.; its standing figure ranks on Overall Avg.
+    assert "Pooled Avg." in tables["PRISM-Bench Table 1"]
+    table = next(t for t in place(*_merged(gpt), "prism-bench")[0] if t.title == "PRISM-Bench Table 1")
+    assert standing_column(table) == "Overall Avg."
+    fig = standing_bars(table, ["gpt-run"])
+    try:
+        ranked = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+        assert len(ranked) == 19 and "gpt-run" not in ranked  # set apart: the sample's 15 prompts, not 700
+        assert [t.get_text() for t in fig.axes[1].get_yticklabels()] == ["gpt-run"]
+        said = fig.get_supxlabel()
+        assert "gpt-run: questions: the sample shipped with t2i-reason" in said and "of the benchmark's 700" in said
+        assert plots.label_problems(fig) == []
+    finally:
+        plt.close(fig)
+
+
+def _merged(run):
+    from t2ireason.report.tables import side_by_side
+    from t2ireason.report.writer import _run_tables
+
+    return [side_by_side([_run_tables(run, "judged", run.name, run.results("judged"))])]
+
+
+def test_a_run_measured_as_the_papers_rows_is_ranked_among_them_and_one_measured_otherwise_is_not():
+    """Issue 40 item 1: the demo's tiny model, judged by a tiny judge on 15 of 800 prompts, was ranked first above
+    Nano-Banana, bold in the table and on top of the standing figure. A run whose protocol is the paper's stands
+    among the paper's rows; one measured otherwise is drawn apart (its group, a panel of its own, no bold) with
+    what differs, in the table and in the figure."""
+    from t2ireason.report.tables import to_csv, to_markdown
+
+    title = "T2I-ReasonBench Table 2: T2I-ReasonScore"
+    columns = ["Idiom", "Textual", "Entity", "Scientific", "Overall"]
+    runs = PaperTable(title, columns, {"tiny-sd": {c: Cell(96.9) for c in columns},
+                                       "real-model": {c: Cell(70.0) for c in columns}},
+                      protocols={"tiny-sd": RowProtocol("hf:vlm", "paper", "the sample shipped with t2i-reason",
+                                                        "15 of 800", "no: judge hf:vlm (the paper's: Gemini-2.5-pro)",
+                                                        "15 of 15 images scored"),
+                                 "real-model": RowProtocol("openai:gemini-2.5-pro", "paper", "the release's",
+                                                           "800 of 800", "yes", "800 of 800 images scored")})
+    [table], _ = place([runs], "t2i-reasonbench")
+    assert table.apart == {"tiny-sd": "judge hf:vlm (the paper's: Gemini-2.5-pro)"}
+    assert list(table.rows)[0] == "real-model" and list(table.rows)[-1] == "tiny-sd"
+    assert table.groups["SD-3-Medium [paper]"] == "Diffusion Models" and table.groups["tiny-sd"] == APART_RUNS
+    best = best_rows(table)
+    assert best["Overall"] == {"Nano-Banana [paper]"}  # 96.9 is not ranked: it is set apart
+    text = to_markdown([table])
+    assert "| *Proprietary Models* |" in text and text.index("| *Diffusion Models* |") < text.index("| SD-3-Medium")
+    assert "- tiny-sd: judge hf:vlm; preset paper; questions: the sample shipped with t2i-reason; images: 15 of the " \
+           "benchmark's 800 scored" in text and "measured as the paper's rows: no (judge hf:vlm" in text
+    lines = list(csv.DictReader(io.StringIO(to_csv([table]))))
+    assert {r["model"]: r["comparable"] for r in lines if r["column"] == "Overall"}["tiny-sd"].startswith("no: judge")
+    assert all(r["judge"] and r["images"] and r["comparable"] for r in lines)  # on every row, the paper's too
+    nano = next(r for r in lines if r["model"] == "Nano-Banana [paper]")
+    assert (nano["judge"], nano["images"], nano["comparable"]) == ("Gemini-2.5-pro", "800 of 800", "yes")
+    fig = standing_bars(table, ["tiny-sd", "real-model"])
+    try:
+        ranked = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+        assert ranked[0] == "Nano-Banana [paper]" and "real-model" in ranked and "tiny-sd" not in ranked
+        assert [t.get_text() for t in fig.axes[1].get_yticklabels()] == ["tiny-sd"]
+        assert "tiny-sd: judge hf:vlm (the paper's: Gemini-2.5-pro)" in fig.get_supxlabel()
+        assert plots.label_problems(fig) == []
+    finally:
+        plt.close(fig)
+
+
+def test_a_category_covering_fewer_subcategories_than_the_papers_is_not_the_papers_protocol():
+    """Issue 40 item 3, in the row's protocol: the preset's left-out subcategories are what differs from the
+    paper's rows; what the release lacks (mathematical_function, functional_mixing's questions) is the same for
+    every row, said once in the table's note, not held against the run."""
+    from types import SimpleNamespace
+
+    from benchmarks.r2i_bench.test_scores import _covered_results
+
+    from t2ireason.benchmarks import get_benchmark
+    from t2ireason.report.protocol import run_protocol
+
+    bench = get_benchmark("r2i-bench")
+    results = _covered_results()
+    run = SimpleNamespace(bench=bench, manifest={"data": "PLUM-Lab/r2i-bench", "generation": {}})
+    judge = {"backend": "openai", "model": "gpt-4o", "model_name": "gpt-4o", "preset": "official"}
+    pub = published_tables("r2i-bench")[0]
+    protocol = run_protocol(run, {"judge": judge, "settings": {"preset": "official"}}, results, pub)
+    assert protocol.questions == "the release's (PLUM-Lab/r2i-bench)" and protocol.judge == "openai:gpt-4o"
+    assert protocol.differs.startswith("preset official (the paper's protocol: paper)")
+    assert "Commonsense over 3 of the paper's 7 subcategories" in protocol.differs
+    assert "Mathematical" not in protocol.differs and "Con.Mix." not in protocol.differs
+    assert "no prompts for mathematical_function" in pub.note()
+
+
+#: R2I-Bench's Tables 16 to 20 as shipped: (table, config) -> where its values start in the printed row
+SUBCATEGORY_TABLES = {("Table 16", "mathematical"): 0, ("Table 17", "logical"): 0, ("Table 18", "commonsense"): 0,
+                      ("Table 19", "numerical"): 0, ("Table 19", "causal"): 4, ("Table 20", "concept_mixing"): 0,
+                      ("Table 20", "compositional"): 3}
+
+
+def test_every_shipped_r2i_subcategory_number_is_the_papers():
+    """R2I-Bench's Tables 16 to 20 (each category by subcategory; Tables 19 and 20 print two categories each,
+    shipped as two tables): every number against the seed's text, each subcategory named as the release names
+    it, with its share of the prompts (Tables 6 to 12); and the second check: each Overall is the share-weighted
+    mean of the row's subcategories within the printed rounding, except the rows the note names (the paper's
+    own figures)."""
+    files = list(SEEDS.glob("003_*.txt"))
+    if not files:
+        pytest.skip("the seed papers (../shared/seeds) are not here")
+    lines = files[0].read_text(encoding="utf-8").splitlines()
+    pubs = [p for p in published_tables("r2i-bench") if p.shares]
+    assert {(p.citation["table"].split(",")[0], p.citation["scope"].split("=")[1]) for p in pubs} == set(SUBCATEGORY_TABLES)
+    from t2ireason.benchmarks.r2i_bench.release import SUBCATEGORIES
+
+    for pub in pubs:
+        number, config = pub.citation["table"].split(",")[0], pub.citation["scope"].split("=")[1]
+        caption = next(i for i, x in enumerate(lines) if x.startswith(f"{number}: "))
+        header = max(i for i, x in enumerate(lines[:caption]) if x.startswith("Method\tOverall"))
+        printed = _seed_rows("\n".join(lines[header:]), "Method\tOverall", 0, 0)
+        # the seed's text prints a subscript as a word ("LLM4GEN SDI.5"); the corrections name it with parentheses
+        corrections = dict(c.replace("(", "").replace(")", "").split(" -> ") if c.startswith(("LLM4GEN", "ELLA"))
+                           else c.split(" -> ") for c in pub.citation["corrected"].split(" (the seed text")[0].split(", "))
+        assert len(pub.rows) == len(printed) == 16, number
+        start = SUBCATEGORY_TABLES[number, config]
+        for row, (name, values) in zip(pub.rows, printed):
+            name = corrections.get(name, name)
+            assert row["model"] == re.sub(r" (SD1\.5)$", r" (\1)", name), (number, name)
+            assert [row[c] for c in pub.columns] == values[start:start + len(pub.columns)], (number, name)
+        assert pub.columns[1:] == list(SUBCATEGORIES[config]) or set(pub.columns[1:]) == set(SUBCATEGORIES[config])
+        # as printed: Table 10's shares add up to 100.31
+        assert set(pub.shares) == set(SUBCATEGORIES[config]) and abs(sum(pub.shares.values()) - 100) < 0.5
+        off = [r["model"] for r in pub.rows if abs(float(r["Overall"]) - sum(
+            pub.shares[c] * float(r[c]) for c in pub.shares) / sum(pub.shares.values())) > 0.02]
+        assert all(m in pub.citation["note"] for m in off) and ("for " in pub.citation["note"]) == bool(off)
+
+
+def test_the_papers_figure_over_the_subcategories_a_run_scored():
+    """Issue 40 item 3: an official run's Commonsense covers 3 of the paper's 7 subcategories; beside the paper's
+    rows its by-subcategory table gives each paper row's figure over the same 3, weighted by the paper's shares
+    (Table 12): SD3-medium's 0.54 over 7 is 0.50 over those 3, the 3 points the issue found."""
+    title = "R2I-Bench: Commonsense by subcategory"
+    parts = ["social_cultural_knowledge_object", "social_cultural_knowledge_scene", "temporal_understanding"]
+    run = PaperTable(title, ["Overall", *parts], {"official-run": {c: Cell(60.0) for c in ["Overall", *parts]}})
+    [table, *_], _ = place([run], "r2i-bench")
+    assert table.columns[:3] == ["Overall", "Overall (3 of 7)", "affordance"]
+    sd3 = table.rows["SD3-medium [paper]"]
+    assert sd3["Overall"].value == pytest.approx(54.0)
+    assert sd3["Overall (3 of 7)"].value == pytest.approx((14.68 * 44 + 15.11 * 55 + 14.39 * 52) / 44.18)
+    assert round(sd3["Overall (3 of 7)"].value, 1) == 50.4
+    assert table.rows["official-run"]["Overall (3 of 7)"] == Cell(60.0) and "Overall" not in table.rows["official-run"]
+    full = PaperTable(title, ["Overall", *SUBCATEGORY_COLUMNS], {"r": {c: Cell(1.0) for c in ["Overall", *SUBCATEGORY_COLUMNS]}})
+    assert not any(c.startswith("Overall (") for c in place([full], "r2i-bench")[0][0].columns)  # all 7: none
+
+
+SUBCATEGORY_COLUMNS = ["affordance", "attribute", "color", "emotion_intention_commonsense",
+                       "social_cultural_knowledge_object", "social_cultural_knowledge_scene", "temporal_understanding"]

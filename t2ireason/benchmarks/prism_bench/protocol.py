@@ -230,8 +230,9 @@ def official_judgement(text: str) -> Judgement:
     ``json.dump`` (``unwritable`` when the value holds what JSON cannot write, a ``Decimal`` or
     ``demjson3.undefined`` from demjson3: their script stops there, and a run started again skips
     the broken file); read back by their summary: counted when it is an object whose ``score`` is
-    an int or a float (a boolean ``true`` counts as 1, NaN and infinities as they are, no range
-    check); ``no_number`` when the summary skips it (a missing or non-numeric score, a string "8",
+    an int or a float (a boolean ``true`` counts as 1, NaN as it is, no range check); ``not_finite`` for a
+    score json reads as an infinity (``1e400``: every mean it entered would be infinite, so it is refused as
+    a malformed reply, as the paper protocol refuses it); ``no_number`` when the summary skips it (a missing or non-numeric score, a string "8",
     a string or list without ``score`` in it); ``summary_raises`` when their summary raises on it
     (a bare number or boolean, a string or list holding ``score``)."""
     value = clean_and_parse_json(text)
@@ -263,6 +264,10 @@ def official_judgement(text: str) -> Judgement:
     if not isinstance(score, (int, float)):
         return Judgement("no_number", justification=justification, texts=texts,
                          detail=f"\"score\" is {_shown(score)}, not an int or a float: the authors' summary skips it")
+    if math.isinf(_float(score)):  # 1e400: json reads inf, and every mean it enters is inf: a malformed reply
+        return Judgement("not_finite", justification=justification, texts=texts,
+                         detail=f"\"score\" is {_shown(score)}, which json reads as {_float(score)}: not a score "
+                                "(every mean it entered would be infinite); not counted")
     return Judgement("counted", score=_float(score), justification=justification, texts=texts)
 
 

@@ -55,7 +55,7 @@ def score(bench: Any, rows: Sequence[dict[str, Any]], images: Sequence[Any], jud
     when not counted), ``questions`` each raw
     judgement with its justification, ``context["outcome"]`` what became of each axis'
     reply (``counted``; ``failed``, ``judge_error``, ``image_error``; under the official
-    protocol ``unparsable``, ``no_number``, ``summary_raises``, ``unparsed_no_demjson3``, ``cut_off``). An
+    protocol ``unparsable``, ``no_number``, ``not_finite``, ``summary_raises``, ``unparsed_no_demjson3``, ``cut_off``). An
     image that cannot be read is that image's failure; an image whose request failed at the
     judge for a transient cause (``Reply.transient``) is ``retryable``.
 
@@ -211,6 +211,8 @@ _NOTES = {
     "summary_raises": "{n} {replies} parsing to a value that is not an object (a bare number, a string holding "
                       "\"score\"...): the authors' summarize_results raises on such a reply and prints no table; "
                       "recorded here, not counted",
+    "not_finite": "{n} {replies} whose \"score\" json reads as an infinity (1e400): refused as malformed, "
+                  "not counted (every mean it entered would be infinite)",
     "unwritable": "{n} {replies} that demjson3 reads with a value json.dump cannot write (a Decimal, "
                   "undefined): the authors' script stops on such a reply, and skips it when started again; "
                   "not counted here",

@@ -172,5 +172,10 @@ class R2IBench(Benchmark):
         """Table 3 with Table 14's intervals, Table 13, one table per category: :func:`.scores.paper_tables`."""
         return scores.paper_tables(aggregate, label)
 
+    def subsets_covered(self, results: Sequence[ImageResult]) -> dict[str, dict[str, Any]]:
+        """Each Table 3 category's subcategories, the paper's (Tables 6 to 12) and those scored:
+        :func:`.scores.subcategory_coverage`."""
+        return scores.subcategory_coverage(results)
+
 
 BENCHMARK = R2IBench()

@@ -11,6 +11,7 @@ from typing import Any
 from ...judges.base import ChatRequest, Sampling
 from ...parsing import ReplyParseError, as_score, ask_structured, extract_json
 from ...prompts import render
+from .levels import criterion_levels
 from .protocol import TEMPLATES
 from .scores import WEIGHT_RANGES
 
@@ -71,6 +72,9 @@ def _weights_parser(ranges: dict[str, tuple[float, float]], mode: str):
                 problems.append(f"item {n} has no question")
             if not isinstance(criterion, str) or not criterion.strip():
                 problems.append(f"item {n} has no evaluation_criteria")
+            elif criterion_levels(criterion) is None:  # its levels are what the judge will be held to
+                problems.append(f"item {n}'s evaluation_criteria defines no levels that can be read: write each "
+                                "level as its score from 0 to 1, a colon, then what earns it")
             if dim is None:
                 problems.append(f"item {n} has dimension {item.get('dimension')!r}, not one of {', '.join(ranges)}")
             try:
@@ -106,9 +110,11 @@ def generate_criteria(prompts: Sequence[dict[str, Any]], judge: Any, *, weights:
     optionally ``assessment_point``, ``category``, ``subcategory`` and ``source_id`` (defaults:
     ``"custom"``, ``"custom"``, its position from 1). Three text-only turns of one conversation per
     prompt, batched across prompts: imagine the correct image, design questions with criteria on
-    [0, 1], assign weights (the paper's WEIGHT prompt, plus the section 3 per-dimension ranges:
-    reasoning 7-10, alignment 4-6, quality 1-3). Every reply is validated and re-asked up to
-    ``max_reasks`` times; a weight outside 1-10 or a missing field is always re-asked; a weight
+    [0, 1], each criterion with the levels it defines (the paper's DESIGN_EVALUATION_QUESTIONS: not
+    necessarily 1, 0.5 and 0), assign weights (the paper's WEIGHT prompt, plus the section 3
+    per-dimension ranges: reasoning 7-10, alignment 4-6, quality 1-3). Every reply is validated and
+    re-asked up to ``max_reasks`` times; a weight outside 1-10, a missing field or a criterion whose
+    levels cannot be read (:func:`~.levels.criterion_levels`) is always re-asked; a weight
     inside 1-10 but outside its dimension's range is moved to the range's nearest end and noted in
     ``adjustments`` (``weights="clamp"``, default) or re-asked (``weights="reject"``). The paper's
     authors then had experts review everything: so should you.

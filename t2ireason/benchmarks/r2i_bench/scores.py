@@ -30,9 +30,10 @@ from .protocol import (
     render_request,
     reply_schema,
 )
-from .release import ordered
+from .release import SUBCATEGORIES, ordered
 
-__all__ = ["CATEGORY_TITLES", "SCORED_FIELDS", "WEIGHT_RANGES", "aggregate", "infer_dimension", "paper_tables", "score"]
+__all__ = ["CATEGORY_TITLES", "SCORED_FIELDS", "WEIGHT_RANGES", "aggregate", "infer_dimension", "paper_tables", "score",
+           "subcategory_coverage"]
 
 #: column names of Table 3
 CATEGORY_TITLES = {"commonsense": "Commonsense", "compositional": "Compositional", "concept_mixing": "Con.Mix.",
@@ -302,6 +303,7 @@ def aggregate(results: Sequence[ImageResult], **options: Any) -> dict[str, Any]:
     categories = {c: stat([r.score for r in by_cat[c]]) for c in ordered(by_cat)}
     means = [s["mean"] for s in categories.values() if s["n"]]
     dims = sorted({d for r in scored for d in r.subscores})
+    covered = subcategory_coverage(results)
     return {
         "r2i_score": overall["mean"],
         "overall": overall,
@@ -317,18 +319,81 @@ def aggregate(results: Sequence[ImageResult], **options: Any) -> dict[str, Any]:
         # Table 13's dimensions, inferred from the weights where the release gives no label
         "dimensions_inferred": any(r.context.get("dimensions") == "inferred" for r in scored),
         "questions_outside_ranges": sum(len(r.context.get("outside_ranges") or ()) for r in scored),
+        # per category, the paper's subcategories and those scored (an official run's Commonsense: 3 of 7)
+        "coverage": {c: v for c, v in covered.items() if v["missing"]},
         "scale": scale,
     }
 
 
+#: the subcategories the official release has no prompt for (formats.md): the authors' code looks for them
+#: in data/prompts/mathematical/mathematical_mathematical_function.csv, which it lacks
+_NO_PROMPTS_RELEASED = ("mathematical/mathematical_function",)
+
+
+def subcategory_coverage(results: Sequence[ImageResult]) -> dict[str, dict[str, Any]]:
+    """Per Table 3 column (Commonsense...): the paper's subcategories of the category (its Tables 6 to 12:
+    the release's folder and file names, :data:`~.release.SUBCATEGORIES`), those with a scored instance,
+    and why each other has none: ``missing`` maps it to ``(why, release)``, ``release`` True where the
+    official release lacks it (no prompts, no questions) and False where the run left it out (the
+    ``official`` preset's 28 subcategories, the run's configs or limit, every image failed)."""
+    by_sub: dict[str, list[ImageResult]] = defaultdict(list)
+    for r in results:
+        by_sub[f"{r.config}/{r.context.get('subcategory')}"].append(r)
+    out = {}
+    for category, subs in SUBCATEGORIES.items():
+        scored, missing = [], {}
+        for sub in subs:
+            rs = by_sub.get(f"{category}/{sub}", [])
+            if any(r.score is not None for r in rs):
+                scored.append(sub)
+            elif not rs:
+                missing[sub] = (("no prompts in the release", True) if f"{category}/{sub}" in _NO_PROMPTS_RELEASED
+                                else ("not among the run's prompts", False))
+            elif all(r.context.get("excluded") for r in rs):
+                missing[sub] = ("left out by the preset (the authors' script evaluates 28 subcategories)", False)
+            elif all(r.context.get("unscorable") for r in rs):
+                missing[sub] = ("no questions in the release", True)
+            else:
+                missing[sub] = ("every image failed", False)
+        out[CATEGORY_TITLES.get(category, category)] = {"paper": list(subs), "scored": scored,
+                                                        "missing": {k: list(v) for k, v in missing.items()}}
+    return out
+
+
+def coverage_note(coverage: dict[str, dict[str, Any]]) -> str:
+    """Each category averaged over fewer subcategories than the paper's because the release or the preset leaves
+    some out, said in one sentence (``Commonsense over 3 of the paper's 7 subcategories (affordance...: left out
+    by the preset...)``)."""
+    said = []
+    for title, c in coverage.items():
+        # a category the run scored, where the release or the preset leaves out part of it (prompts only not
+        # among the run's, its configs or limit, are said by its count of images)
+        if not c["scored"] or all(why.startswith("not among") for why, _ in c["missing"].values()):
+            continue
+        why: dict[str, list[str]] = defaultdict(list)
+        for sub, (reason, _) in c["missing"].items():
+            why[reason].append(sub)
+        said.append(f"{title} over {len(c['scored'])} of the paper's {len(c['paper'])} subcategories ("
+                    + "; ".join(f"{len(subs)} {reason}" if reason.startswith("not among") else
+                                f"{', '.join(subs)}: {reason}" for reason, subs in why.items()) + ")")
+    if said:
+        said[-1] += (" (with the paper's rows, each category's table by subcategory gives the paper's figure over "
+                     "the same subcategories)")
+    return "; ".join(said)
+
+
 def paper_tables(aggregate: dict[str, Any], label: str) -> list[PaperTable]:
     """Table 3 (Overall, then the categories in the paper's order) with Table 14's 95% intervals,
-    then one table per category over its subcategories (appendix B.1)."""
+    then one table per category over its subcategories (appendix B.1). A category scored over fewer
+    subcategories than the paper averages (the official preset's Commonsense, the release's Mathematical)
+    is said in the note."""
     scale = aggregate.get("scale", 100.0)
     cells = {"Overall": aggregate["overall"],
              **{CATEGORY_TITLES.get(c, c): s for c, s in aggregate["categories"].items()}}
+    covered = coverage_note({t: c for t, c in (aggregate.get("coverage") or {}).items() if t in cells})
     tables = [PaperTable.one_row("R2I-Bench Table 3: R2I-Score", label, cells,
-                                 note=f"0-{scale:g}; overall is the micro average over instances")]
+                                 note=f"0-{scale:g}; overall is the micro average over instances"
+                                      + (f"; {label}: {covered}" if covered else ""))]
     dims = aggregate.get("dimensions") or {}
     if dims:
         inferred = aggregate.get("dimensions_inferred")
@@ -343,7 +408,8 @@ def paper_tables(aggregate: dict[str, Any], label: str) -> list[PaperTable]:
     for category in aggregate["categories"]:
         subs = {name.split("/", 1)[1]: s for name, s in aggregate["subcategories"].items()
                 if name.split("/", 1)[0] == category}
-        if subs:
+        if subs:  # the category's figure first, as the paper's Tables 16 to 20 print it
             tables.append(PaperTable.one_row(f"R2I-Bench: {CATEGORY_TITLES.get(category, category)} by subcategory",
-                                             label, subs, note=f"0-{scale:g}"))
+                                             label, {"Overall": aggregate["categories"][category], **subs},
+                                             note=f"0-{scale:g}"))
     return tables

@@ -198,6 +198,12 @@ class T2IReasonBench(Benchmark):
         then each dimension's group means (S_reason, S_detail, S_quality) behind it."""
         return scores.paper_tables(aggregate, label)
 
+    def change_tables(self, aggregate: dict[str, Any], baseline: dict[str, Any], label: str,
+                      baseline_label: str) -> list[PaperTable]:
+        """Table 3: a run of LLM-rewritten prompts, each dimension's score beside its change from the run of
+        the original prompts (``baseline``): :func:`.scores.rewrite_table`."""
+        return [scores.rewrite_table(aggregate, baseline, label, baseline_label)]
+
     # -- stage I: question-criterion generation -----------------------------------------------------
 
     def generate_criteria(self, records: Sequence[dict[str, Any]], dimension: str, judge: Any, *,
@@ -208,7 +214,8 @@ class T2IReasonBench(Benchmark):
 
         ``records`` carry ``id`` and ``prompt`` (and ``idiom``, ``idiom_meaning`` for idiom;
         ``explicit_meaning`` for entity and scientific; optionally ``tag``). A reply must hold every
-        group of the dimension, each with 1 to 5 pairs keyed ``q1``/``c1``... numbered from 1, and
+        group of the dimension, each with as many pairs as its figure asks (:func:`.criteria.pair_counts`: 3-5
+        reason and 1-3 quality pairs for idiom...) keyed ``q1``/``c1``... numbered from 1, and
         ``image_content``; otherwise it is re-asked (``max_reasks`` times) naming the problem.
         A record still failing gives a row with no groups and the failure (with every raw reply)
         in ``extra``, which :meth:`score` then reports as a failure; ``strict=True`` raises instead.

@@ -113,3 +113,21 @@ def test_criteria_failures_in_early_steps_and_bad_input():
         r2i.generate_criteria([{"prompt": "x"}], judge)
     with pytest.raises(ValueError, match="weights must be"):
         r2i.generate_criteria([NEW], judge, weights="ignore")
+
+
+def test_each_generated_criterion_keeps_the_levels_it_defines_as_the_paper_asks():
+    """Issue 40 item 8: the WEIGHT step asked every criterion as exactly 1 / 0.5 / 0, where the paper's
+    DESIGN_EVALUATION_QUESTIONS lets each define its levels on [0, 1] (a quarter of the release's do). The prompt
+    now asks for the levels as designed; a criterion of four levels is kept and scored on its own levels, and
+    one whose levels cannot be read is re-asked."""
+    four = dict(GOOD[0], evaluation_criteria="1: 12:15 exactly; 0.7: within five minutes; 0.3: the hour right; "
+                                             "0: another time")
+    vague = dict(GOOD[1], evaluation_criteria="Full marks for an analog clock, fewer otherwise")
+    judge = pipeline_judge([json.dumps([four, vague, GOOD[2]]), json.dumps([four, GOOD[1], GOOD[2]])])
+    [gen] = r2i.generate_criteria([NEW], judge)
+    weight_prompt = judge.requests[2].messages[-1].text
+    assert "of 1, of 0.5 and of 0" not in weight_prompt and "scale from 0 to 1" in weight_prompt
+    assert "item 2's evaluation_criteria defines no levels that can be read" in judge.requests[3].messages[-1].text
+    assert gen.ok and gen.row["questions"][0]["criterion"] == four["evaluation_criteria"]
+    [result] = BENCH.score([gen.row], images(1), ScriptedJudge([answer({"1": 0.7, "2": 1, "3": 1})]))
+    assert result.score == pytest.approx((9 * 0.7 + 5 + 2) / 16) and result.reasks == 0

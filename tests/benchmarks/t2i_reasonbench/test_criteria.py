@@ -68,6 +68,26 @@ def test_criteria_generation_reasks_invalid_replies(bad, complaint):
     assert json.loads(row["extra"])["criteria"]["reasks"] == 1
 
 
+def test_groups_with_fewer_or_more_pairs_than_their_figure_asks_are_reasked():
+    """Issue 40 item 8: Figures 9 to 12 ask 3-5 reason pairs and 1-3 quality pairs of an idiom (1-3 entity, 2-4
+    scientific pairs...); a group of 1 to 5 pairs was accepted whatever its figure asked. The counts are read from
+    the templates themselves; a group outside them is re-asked, naming it and the counts asked."""
+    from t2ireason.benchmarks.t2i_reasonbench.criteria import pair_counts
+
+    assert pair_counts("idiom") == {"reason_evaluation": (3, 5), "quality_evaluation": (1, 3)}
+    assert pair_counts("scientific")["scientific_evaluation"] == (2, 4)
+    assert pair_counts("entity")["entity_evaluation"] == (1, 3)
+    replies = [_criteria_reply({"reason_evaluation": 2, "quality_evaluation": 1}),
+               _criteria_reply({"reason_evaluation": 4, "quality_evaluation": 4}),
+               _criteria_reply({"reason_evaluation": 5, "quality_evaluation": 3})]
+    judge = ScriptedJudge(replies)
+    (row,) = BENCH.generate_criteria([IDIOM_RECORD], "idiom", judge)
+    assert "reason_evaluation: 2 pairs, where the template asks 3-5" in judge.requests[1].messages[-1].text
+    assert "quality_evaluation: 4 pairs, where the template asks 1-3" in judge.requests[2].messages[-1].text
+    assert [len(g["pairs"]) for g in row["evaluation"]] == [5, 3]
+    assert json.loads(row["extra"])["criteria"]["reasks"] == 2
+
+
 def test_criteria_generation_failure_is_kept_and_reported():
     record = {"id": 7, "prompt": "Two springs hanging in a row: one empty, one with a ball",
               "explicit_meaning": "One spring is stretched by a ball"}

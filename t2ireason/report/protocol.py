@@ -1,0 +1,126 @@
+"""How each run's row of a report was measured, and whether that is the protocol of the paper's rows it is
+placed among: the judge (the paper's model, whatever its spelling: :func:`~t2ireason.judges.spec.judge_is_model`),
+the preset and the options on top of it, the questions (the official release's, or the sample shipped with
+the package), the images scored of the benchmark's prompts (an image never made counts as not scored), and,
+where the paper's figure averages over parts (R2I-Bench's subcategories), the parts covered.
+
+A run is *comparable* when every one of those is the paper's, as far as the official release allows: what
+the release itself lacks (R2I-Bench's prompts of ``mathematical_function``) is said once, in the table's
+note, for every row alike. Otherwise its row says ``no: <what differs>`` and it is not ranked among the
+paper's rows (:attr:`~t2ireason.results.PaperTable.apart`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..judges.base import JudgeError
+from ..judges.spec import JudgeSpec, judge_is_model, judge_name
+from ..results import ImageResult, RowProtocol, coverage
+from .published import PublishedTable, published_tables
+
+__all__ = ["reference", "run_protocol", "judge_text", "questions_text"]
+
+#: options that change how a mean's interval is drawn, not what is measured
+_STATISTICS = {"confidence", "n_resamples", "seed", "scale"}
+
+
+def judge_text(judge: dict[str, Any]) -> str | None:
+    """A recorded judge (``scores.json``'s ``judge``) as ``backend:model`` (a local folder by its name)."""
+    model = judge_name(judge)
+    return f"{judge.get('backend')}:{model}" if model else judge.get("backend")
+
+
+def _same_judge(judge: dict[str, Any], pub: PublishedTable) -> bool:
+    """Whether the recorded judge is the paper's model: the preset's own model, recognised when it was
+    loaded (a local folder by its config.json), where that is the paper's; else by its name."""
+    wanted = pub.citation.get("judge_spec")
+    if not wanted or not judge:
+        return False
+    settings = judge.get("preset_settings") or {}
+    try:
+        if settings.get("same_model") and judge_is_model(JudgeSpec.of(settings["preset_judge"]), wanted)[0]:
+            return True
+        return judge_is_model(JudgeSpec.of(f"{judge.get('backend')}:{judge_name(judge)}"), wanted)[0]
+    except (JudgeError, ValueError, TypeError, KeyError):  # a judge object's record, with no spec to read
+        return False
+
+
+def reference(benchmark: str, title: str, judge: dict[str, Any], preset: str | None) -> PublishedTable | None:
+    """The published table a run's table of ``title`` stands beside: among the paper's tables of that layout
+    (its ``into``), the one whose judge and preset are the run's (PRISM-Bench's Table 4 for a run judged by
+    Qwen2.5-VL-72B), else the first; for a layout the paper does not print (a table of group means), the
+    benchmark's published table nearest the run's protocol, whose protocol it is measured against; None
+    for a benchmark without one."""
+    pubs = published_tables(benchmark)
+    same = [p for p in pubs if p.into == title] or [p for p in pubs if p.citation.get("scope", "all") == "all"] \
+        or list(pubs)
+    if not same:
+        return None
+    return max(same, key=lambda p: (_same_judge(judge, p), preset in p.presets))  # the first of equals
+
+
+def questions_text(run: Any) -> str:
+    """Where a run's rows, and so its questions, come from: the sample shipped with t2i-reason, a release
+    built into the run (its folder's name) or a dataset (its Hub id or folder)."""
+    manifest = run.manifest
+    built = manifest.get("built_from")
+    source = built or manifest.get("data")
+    if source is None or _is_sample(Path(str(source)), run.bench.name):
+        return "the sample shipped with t2i-reason"
+    if built:
+        return f"the release's (built from {Path(built).name})"
+    return f"the release's ({Path(source).name if Path(source).is_absolute() else source})"
+
+
+def _is_sample(path: Path, benchmark: str) -> bool:
+    """``path`` is the package's sample release of ``benchmark`` (of this checkout or any other)."""
+    return path.parts[-3:] == ("t2ireason", "samples", benchmark)
+
+
+def run_protocol(run: Any, scores: dict[str, Any], results: Sequence[ImageResult], pub: PublishedTable | None,
+                 *, scoped: bool = True) -> RowProtocol:
+    """How ``run``'s evaluation (its ``scores.json`` and results) was measured, for its row in a table whose
+    paper's protocol is ``pub``'s: its judge, preset, questions, the images scored of the benchmark's (of
+    ``pub``'s scope, when ``scoped``: the English prompts of PRISM-Bench's Table 1) and of its own, and what
+    differs from ``pub``'s protocol."""
+    judge = scores.get("judge") or {}
+    settings = scores.get("settings") or {}
+    preset = judge.get("preset") or settings.get("preset") or run.bench.default_preset
+    scope = [r for r in results if pub is None or not scoped or pub.in_scope(r)]
+    counted = coverage(scope)
+    per_prompt = int((run.manifest.get("generation") or {}).get("images_per_prompt") or 1)
+    total = pub.prompts * per_prompt if pub is not None and pub.prompts and scoped else counted["images"]
+    made = counted["images"] - counted["not_generated"] - counted["missing"] - counted["excluded"]
+    protocol = RowProtocol(judge=judge_text(judge), preset=preset, questions=questions_text(run),
+                           images=f"{counted['scored']:,} of {total:,}", coverage=counted["text"])
+    if pub is None:
+        return protocol
+    differs = []
+    if not _same_judge(judge, pub):
+        differs.append(f"judge {protocol.judge} (the paper's: {pub.judge})")
+    if pub.presets and preset not in pub.presets:
+        differs.append(f"preset {preset} (the paper's protocol: {' or '.join(pub.presets)})")
+    extra = sorted(set(settings.get("options") or {}) - _STATISTICS)
+    if extra:
+        differs.append(f"scoring options on top of the preset: {', '.join(extra)}")
+    if "sampling" in (settings.get("judge_kwargs") or {}):
+        differs.append("the judge's sampling set by hand")
+    match = pub.citation.get("questions_match", "yes")
+    if protocol.questions.startswith("the sample"):
+        differs.append(f"questions: {protocol.questions}, not the release's")
+    elif match.startswith("no"):
+        differs.append("questions: " + (match.removeprefix("no").lstrip(": ") or "not the paper's"))
+    if made < total:
+        differs.append(f"images of {made:,} of the benchmark's {total:,} prompts made and asked")
+    for title, c in run.bench.subsets_covered(scope).items():
+        # what the release lacks is the table's note, the same for every row; prompts the run has not are
+        # counted in its images above; the preset's exclusions and whole failed subcategories are said here
+        left_out = [sub for sub, (why, release) in c["missing"].items() if not release and not why.startswith("not among")]
+        if c["scored"] and left_out:
+            differs.append(f"{title} over {len(c['scored'])} of the paper's {len(c['paper'])} subcategories")
+    if differs:
+        protocol.comparable = "no: " + "; ".join(differs)
+    return protocol
