@@ -6,7 +6,9 @@
    P("Yes"), one structured-JSON judgement (the judge layer on its own) and VIEScore.
 3. Runs ``t2ireason run`` on each judged benchmark's sample release: build the Hub
    dataset from the release, generate the images, score them with the benchmark's
-   metric module, and report the paper's table, plots and an HTML gallery.
+   metric module, and report the paper's table, plots and an HTML gallery. The first
+   run is also scored with another metric, VIEScore (``t2ireason evaluate --metric``),
+   an evaluation of its own that the report shows beside the benchmark's.
 
 Nothing reaches a hub. The models are random, so their images are noise and their
 judgements meaningless: the demo shows every step working, not a result. The judge
@@ -120,6 +122,15 @@ def main(argv: list[str] | None = None) -> int:
         code = cli.main(argv)
         if code:
             return code
+        if n == 3:  # another metric as an evaluation of the same run, reported beside the benchmark's own
+            print("\n   t2ireason evaluate --metric viescore: the same images, scored with VIEScore")
+            code = cli.main(["evaluate", "--run", str(run_dir), "--metric", "viescore", "--judge", f"hf:{models['vlm']}",
+                             "--judge-kwargs", json.dumps(judge_kwargs), "--options",
+                             json.dumps({"structured_output": True}), "--cache", str(out / "judge_cache.sqlite"),
+                             "--name", "viescore-tiny-judge", "--no-progress"])
+            code = code or cli.main(["report", str(run_dir)])
+            if code:
+                return code
         reports[bench.pretty_name] = run_dir / "report" / "report.html"
 
     print(f"\n== done in {time.perf_counter() - start:.0f} s ({_cpu_seconds():.0f} CPU seconds, what a busy machine does "

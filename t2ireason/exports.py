@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .benchmarks import get_benchmark
 from .files import inside, json_text, jsonable, printable
 from .hub_ids import check_dataset_ref, check_license, check_repo_id, check_revision, is_commit
 from .runs import Run, RunError, finished_evaluations, slug
@@ -32,6 +31,7 @@ def _results_features():
         "image": datasets.Image(),
         "model": text,
         "evaluation": text,
+        "metric": text,
         "judge": text,
         "judge_revision": text,
         "id": text,
@@ -53,6 +53,8 @@ RESULTS_FIELD_DOCS = {
     "image": "the generated image",
     "model": "the run (the text-to-image model under evaluation)",
     "evaluation": "the evaluation of the run (a judge and its settings)",
+    "metric": "the metric that scored the image: the benchmark's own, or another (vqascore, clip_score, dsg, viescore, "
+              "tifa, a user's module) in a config of its own",
     "judge": "the judge, backend:model (a local model folder by its name)",
     "judge_revision": "the judge model's revision: a Hub commit, or sha256: of a local model folder's files",
     "id": "the benchmark row's id",
@@ -68,12 +70,12 @@ RESULTS_FIELD_DOCS = {
 }
 
 
-def _result_record(r: ImageResult, model: str, evaluation: str, judge: str, judge_revision: str | None
-                   ) -> dict[str, Any]:
+def _result_record(r: ImageResult, model: str, evaluation: str, judge: str, judge_revision: str | None,
+                   metric: str) -> dict[str, Any]:
     """One Parquet row; a lone surrogate in a judge's text (Arrow takes only UTF-8) becomes U+FFFD."""
     text = printable
     return {
-        "image": r.image, "model": model, "evaluation": evaluation, "judge": judge,
+        "image": r.image, "model": model, "evaluation": evaluation, "metric": metric, "judge": judge,
         "judge_revision": judge_revision, "id": str(r.id),
         "prompt": r.prompt, "config": r.config, "score": r.score,
         "subscores": [{"name": k, "value": v} for k, v in r.subscores.items()],
@@ -89,7 +91,9 @@ def export_results(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLi
                    evaluation: str | None = None, repo_id: str | None = None,
                    benchmark_datasets: dict[str, str] | None = None) -> Path:
     """Scored runs as a Hub dataset folder, new or empty (:func:`check_new_folder`): one config per benchmark (Parquet with the images
-    embedded, one file per evaluation) and a card, checked with ``huggingface_hub``'s parser;
+    embedded, one file per evaluation), and one per benchmark and other metric for the evaluations scored with
+    another metric than the benchmark's own (``<benchmark>-<metric>``: ``t2i-reasonbench-dsg``), and a card,
+    checked with ``huggingface_hub``'s parser;
     publish it with :func:`t2ireason.publish.publish` (``t2ireason push``).
 
     Beside them, ``eval_results/<model>/.eval_results/<benchmark>.yaml``: the entries a model
@@ -100,6 +104,7 @@ def export_results(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLi
     the folder says why)."""
     import datasets
 
+    from .evaluation_metrics import metric_of, table_scorer
     from .judges.spec import judge_name
 
     if not license:
@@ -114,27 +119,32 @@ def export_results(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLi
     planned: list[tuple[str, Path, list[dict[str, Any]]]] = []
     entries = finished_evaluations(runs, evaluation)[0]
     eval_files, skipped = _eval_result_files(entries, datasets_given, repo_id)
+    about: dict[str, dict[str, str]] = {}  # config -> its benchmark and metric, for the card
     for run, name, label in entries:  # every error before anything is written
-        judge = run.scores(name).get("judge") or {}
+        scores = run.scores(name)
+        judge = scores.get("judge") or {}
         # a local model folder's path means nothing elsewhere: its name, and its files' hash
         model_name = judge_name(judge)
         revision = judge.get("model_sha256") or judge.get("revision")
-        records = [_result_record(r, run.name, name, f"{judge.get('backend')}:{model_name}", revision)
+        metric = metric_of(scores, run.bench)
+        short = metric if metric == run.bench.metric else table_scorer(metric, run.bench).short_name
+        records = [_result_record(r, run.name, name, f"{judge.get('backend')}:{model_name}", revision, short)
                    for r in run.results(name)]
-        bench = run.bench.name
-        planned.append((bench, inside(out, "data", bench, f"{slug(label)}.parquet"), records))
+        config = run.bench.name if metric == run.bench.metric else f"{run.bench.name}-{slug(short, 'metric')}"
+        about[config] = {"pretty_name": run.bench.pretty_name, "metric": short}
+        planned.append((config, inside(out, "data", config, f"{slug(label)}.parquet"), records))
     created = not out.exists()
     configs: dict[str, list[str]] = {}
     counts: dict[str, int] = {}
     try:
-        for bench, file, records in planned:
+        for config, file, records in planned:
             file.parent.mkdir(parents=True, exist_ok=True)
             ds = datasets.Dataset.from_list(records, features=features)
             ds = datasets.Dataset(datasets.table.embed_table_storage(ds.data.table))  # the images travel with the rows
             ds.to_parquet(str(file))
-            configs.setdefault(bench, []).append(file.relative_to(out).as_posix())
-            counts[bench] = counts.get(bench, 0) + len(records)
-        _write_results_card(out, features, configs, counts, license=license, repo_id=repo_id)
+            configs.setdefault(config, []).append(file.relative_to(out).as_posix())
+            counts[config] = counts.get(config, 0) + len(records)
+        _write_results_card(out, features, configs, counts, license=license, repo_id=repo_id, about=about)
         for path, text in eval_files:
             file = inside(out, *path)
             file.parent.mkdir(parents=True, exist_ok=True)
@@ -160,7 +170,7 @@ def check_new_folder(out: str | os.PathLike) -> Path:
 
 
 def _write_results_card(out: Path, features: Any, configs: dict[str, list[str]], counts: dict[str, int], *,
-                        license: str, repo_id: str | None) -> None:
+                        license: str, repo_id: str | None, about: dict[str, dict[str, str]]) -> None:
     import datasets
     from huggingface_hub import DatasetCard, DatasetCardData
 
@@ -175,8 +185,7 @@ def _write_results_card(out: Path, features: Any, configs: dict[str, list[str]],
     datasets.info.DatasetInfosDict({b: datasets.DatasetInfo(features=features) for b in configs}
                                    ).to_dataset_card_data(data)
     text = render_template("results_card.md.j2", card_data=data.to_yaml(), repo_id=repo_id or "<namespace>/<name>",
-                           configs=[{"name": b, "rows": counts[b], "metric": get_benchmark(b).metric,
-                                     "pretty_name": get_benchmark(b).pretty_name} for b in configs],
+                           configs=[{"name": c, "rows": counts[c], **about[c]} for c in configs],
                            fields=describe_features(features, RESULTS_FIELD_DOCS), split=SPLIT)
     DatasetCard(text)  # the Hub's own parser must accept it
     (out / "README.md").write_text(text, encoding="utf-8")
@@ -219,8 +228,13 @@ def eval_result_entries(run: Run, evaluation: str, dataset_id: str, *, revision:
     check_repo_id(dataset_id, "dataset_id")
     if revision is not None:
         check_revision(revision, "revision", commit=True)
+    from .evaluation_metrics import metric_of
+
     bench = run.bench
     scores = run.scores(evaluation)
+    if metric_of(scores, bench) != bench.metric:
+        raise RunError(f"evaluation {evaluation!r} of {run.path} was scored with {metric_of(scores, bench)}, not "
+                       f"{bench.name}'s own metric: .eval_results hold the benchmark's tasks as its metric scores them")
     settings = scores.get("settings") or {}
     options = judge_setting(bench, settings.get("preset"), settings.get("judge"), settings.get("judge_kwargs"),
                             settings.get("options")).options
@@ -267,8 +281,15 @@ def _eval_result_files(entries: list[tuple[Run, str, str]], given: dict[str, tup
     per_run = {}
     for run, name, _ in entries:
         per_run.setdefault(run.path, []).append(name)
+    from .evaluation_metrics import metric_of
+
     for run, name, label in entries:
         bench = run.manifest["benchmark"]
+        metric = metric_of(run.scores(name), run.bench)
+        if metric != run.bench.metric:
+            skipped.append(f"{label} ({bench}): scored with {metric}, not the benchmark's own metric; a model's "
+                           ".eval_results hold the benchmark's tasks as its own metric scores them")
+            continue
         dataset_id, revision = _hub_dataset(run, given)
         if dataset_id is None:
             skipped.append(f"{label} ({bench}): the run's rows do not come from a Hub dataset; name the one that "

@@ -510,12 +510,15 @@ class BaselineMetric(JudgeMixin, ImageMetric):
                                    features=image_features(references=datasets.Value("string")),
                                    reference_urls=list(reference_urls))
 
-    def _compute(self, predictions, references, **options):
+    def _score_rows(self, predictions, references, **options):
         options = {**self.judge_setting.options, **options}
         check_files(predictions)
-        results = self.baseline.score(references, predictions, self.judge, progress=self.progress, **options)
-        aggregate = self.baseline.aggregate(results, **options)
-        return results_payload(results, aggregate, self.judge_info())
+        return self.baseline.score(references, predictions, self.judge, progress=self.progress, **options)
+
+    def _combine(self, records, **options):
+        options = {**self.judge_setting.options, **options}
+        results = [r if isinstance(r, ImageResult) else ImageResult.from_dict(r) for r in records]
+        return results_payload(results, self.baseline.aggregate(results, **options), self.judge_info())
 
     def aggregate_results(self, results: Sequence[ImageResult], **options: Any) -> dict[str, Any]:
         """The aggregate of per-image results gathered over several ``compute`` calls (``ImageResult`` objects

@@ -33,6 +33,7 @@ from .run_files import EvaluationFiles, RunError, not_generated, retryable
 from .version import __version__
 
 if TYPE_CHECKING:
+    from .evaluation_metrics import MetricScorer
     from .results import ImageResult
 
 __all__ = ["evaluate_run", "score_images", "write_scores", "scores_record"]
@@ -44,23 +45,29 @@ def _now() -> str:
 
 def evaluate_run(run: Any, name: str, setting: Any, settings: dict[str, Any], *, cache: str | bool, chunk_size: int,
                  progress: bool, retry_failed: bool, preflight: bool, lock_timeout: float,
-                 allow_missing: bool = False) -> dict[str, Any]:
+                 allow_missing: bool = False, scorer: MetricScorer | None = None) -> dict[str, Any]:
     """Score the images of ``run`` (a :class:`~t2ireason.runs.Run`) for the evaluation ``name`` with the judge
     ``setting`` (checked already; ``settings``: what ``run.json`` records), under the evaluation's lock, and
-    return the scores (see :meth:`t2ireason.runs.Run.evaluate`)."""
+    return the scores (see :meth:`t2ireason.runs.Run.evaluate`). ``scorer``: a metric other than the benchmark's
+    own (:mod:`t2ireason.evaluation_metrics`), which then scores, loads its model and aggregates."""
     procs = processes()
     who = "another process" if procs.count == 1 else "another process (not of this launch)"
     busy = (f"evaluation {name!r} of {run.path} is being scored by {who} (waited {lock_timeout:g} s); "
             "let it finish (the same command then has nothing left to do), or pass another --name to score "
             "beside it")
     with procs.main_holds(run.lock(f"evaluation-{name}", lock_timeout, busy)):
-        return _evaluate(run, procs, name, setting, settings, cache=cache, chunk_size=chunk_size, progress=progress,
-                         retry_failed=retry_failed, preflight=preflight, allow_missing=allow_missing)
+        try:
+            return _evaluate(run, procs, name, setting, settings, cache=cache, chunk_size=chunk_size,
+                             progress=progress, retry_failed=retry_failed, preflight=preflight,
+                             allow_missing=allow_missing, scorer=scorer)
+        finally:
+            if scorer is not None:
+                scorer.close()  # what it loaded besides the judge (a question LLM)
 
 
 def _evaluate(run: Any, procs: Processes, name: str, setting: Any, settings: dict[str, Any], *, cache: str | bool,
               chunk_size: int, progress: bool, retry_failed: bool, preflight: bool,
-              allow_missing: bool = False) -> dict[str, Any]:
+              allow_missing: bool = False, scorer: MetricScorer | None = None) -> dict[str, Any]:
     from .judges.journal import JournaledJudge, ReplyJournal
 
     recorded = run.reload()["evaluations"].get(name)  # as left by whichever process scored it last
@@ -96,11 +103,13 @@ def _evaluate(run: Any, procs: Processes, name: str, setting: Any, settings: dic
     share = {"rank": procs.rank, "images": len(mine)}
     try:
         if mine or (procs.is_main and (todo or not info)):
-            judge = _load(setting, cache, procs, preflight and any(key not in not_made for key, _, _ in mine))
+            judge = _load(setting, cache, procs, preflight and any(key not in not_made for key, _, _ in mine), scorer)
             if procs.is_main:
                 from .scoring import judge_record
 
-                info = _judge_info(judge_record(judge, setting.preset, setting.preset_settings), info)
+                record = scorer.record(judge, setting) if scorer is not None else \
+                    judge_record(judge, setting.preset, setting.preset_settings)
+                info = _judge_info(record, info)
         if procs.is_main:
             def start(m: dict[str, Any]) -> None:
                 entry = m["evaluations"].setdefault(name, {})
@@ -109,12 +118,13 @@ def _evaluate(run: Any, procs: Processes, name: str, setting: Any, settings: dic
             run.update(start)
         if mine:
             files.folder.mkdir(parents=True, exist_ok=True)
-            journaled = JournaledJudge(judge, journal)
+            # a judge's every reply journaled; a model that is no chat judge (CLIP, a user's module) asks nothing to keep
+            journaled = JournaledJudge(judge, journal) if scorer is None or scorer.journaled else judge
             started = time.perf_counter()
             _score(run, name, files, journaled, setting.options, mine, total=len(items), done=done,
                    chunk_size=chunk_size, progress=progress and procs.is_main, not_made=not_made,
-                   launch=procs.count > 1)
-            share.update(reused=journaled.reused, seconds=round(time.perf_counter() - started, 3))
+                   launch=procs.count > 1, scorer=scorer)
+            share.update(reused=getattr(journaled, "reused", 0), seconds=round(time.perf_counter() - started, 3))
         share.update(_cache_counts(judge))
         adapted = getattr(judge, "concurrency_record", lambda: None)()
         if adapted is not None:  # the server was overwhelmed: what the judge did about it
@@ -129,7 +139,8 @@ def _evaluate(run: Any, procs: Processes, name: str, setting: Any, settings: dic
     if procs.is_main:
         by_key = files.finish([key for key, _, _ in items])
         results = [by_key[key] for key, _, _ in items]
-        scores = write_scores(files, scores_record(run, name, results, setting, info, settings, shares, cache))
+        scores = write_scores(files, scores_record(run, name, results, setting, info, settings, shares, cache,
+                                                   scorer=scorer))
         files.delete_journals()  # every reply they held is in results.jsonl now
         run.update(lambda m: m["evaluations"][name].update(
             finished=_now(), judge=info, num_images=scores["num_images"], num_failed=scores["num_failed"],
@@ -144,14 +155,26 @@ def _read_json(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def _load(setting: Any, cache: str | bool, procs: Processes, probe: bool) -> Any:
+def _load(setting: Any, cache: str | bool, procs: Processes, probe: bool, scorer: MetricScorer | None = None) -> Any:
     """The judge of ``setting`` (behind the response cache), in a launch on this process's device; with
-    ``probe``, an HTTP judge asked one request first (:func:`~t2ireason.judges.preflight_spec`)."""
+    ``probe``, an HTTP judge asked one request first (:func:`~t2ireason.judges.preflight_spec`). Another metric's
+    scorer loads its own model and asks its own probe."""
     from .judges import load_judge, on_device, preflight_spec
     from .scoring import report_preset_settings
 
     if procs.is_main:
         report_preset_settings(setting)
+    if scorer is not None:
+        model = scorer.load(setting, cache, procs.device)
+        if probe:
+            try:
+                scorer.preflight(setting, model)
+            except BaseException:
+                close = getattr(model, "close", None)
+                if isinstance(setting.judge, str) and close is not None:
+                    close()
+                raise
+        return model
     kwargs = on_device(setting.loadable, setting.judge_kwargs, procs.device)
     judge = load_judge(setting.loadable, cache=cache, **kwargs)
     if probe:  # one probe (an image with a JSON schema), rather than every image's request failing
@@ -190,9 +213,10 @@ def _cache_counts(judge: Any) -> dict[str, Any]:
 
 def score_images(bench: Any, items: list, judge: Any, options: dict[str, Any],
                  not_made: dict[str, dict[str, Any]] | None = None) -> list[ImageResult]:
-    """``items`` (``(key, row, image path)``) scored by ``judge`` with the benchmark's ``score``. An image the
-    generation could not make (``not_made``) is the benchmark's failed image, as one it cannot read is (nothing
-    is asked about it), with the generation's reason: counted and shown as every failure is."""
+    """``items`` (``(key, row, image path)``) scored by ``judge`` with the benchmark's ``score`` (or another
+    metric's scorer's, :class:`~t2ireason.evaluation_metrics.MetricScorer`). An image the generation could not
+    make (``not_made``) is the benchmark's failed image, as one it cannot read is (nothing is asked about it),
+    with the generation's reason: counted and shown as every failure is."""
     results = bench.score([row for _, row, _ in items], [str(p) for _, _, p in items], judge, progress=False,
                           **options)
     for (key, _, _), result in zip(items, results):
@@ -206,7 +230,8 @@ def score_images(bench: Any, items: list, judge: Any, options: dict[str, Any],
 
 def _score(run: Any, name: str, files: EvaluationFiles, judge: Any, options: dict[str, Any], todo: list, *,
            total: int, done: dict[str, dict[str, Any]], chunk_size: int, progress: bool,
-           not_made: dict[str, dict[str, Any]] | None = None, launch: bool = False) -> None:
+           not_made: dict[str, dict[str, Any]] | None = None, launch: bool = False,
+           scorer: MetricScorer | None = None) -> None:
     """Score ``todo`` chunk by chunk, each chunk on disk (whole) as soon as it is scored; an HTTP judge's
     chunks in a rolling window (:mod:`t2ireason.window`), so that its concurrency stays full. In a ``launch``
     the progress bar counts this process's share."""
@@ -215,7 +240,7 @@ def _score(run: Any, name: str, files: EvaluationFiles, judge: Any, options: dic
     from .judges.cache import CacheError
     from .window import in_window, window_width
 
-    bench = run.bench
+    bench = scorer if scorer is not None else run.bench
     chunks = [todo[start: start + chunk_size] for start in range(0, len(todo), chunk_size)]
     desc = f"scoring ({name}{', this process' if launch else ''})"
     with progress_bar(len(todo) if launch else total, progress, desc=desc, unit="img") as bar:
@@ -234,16 +259,20 @@ def _score(run: Any, name: str, files: EvaluationFiles, judge: Any, options: dic
 
 
 def scores_record(run: Any, name: str, results: list[dict[str, Any]], setting: Any, info: dict[str, Any] | None,
-                  settings: dict[str, Any], shares: list[dict[str, Any]], cache: str | bool) -> dict[str, Any]:
-    """What ``scores.json`` holds: the paper's aggregate of ``results`` (in the run's order), the counts,
-    the judge, and how the replies were got: which process scored how many images, in how many seconds
-    (``processes``), how many replies the response cache gave (``response_cache``)."""
+                  settings: dict[str, Any], shares: list[dict[str, Any]], cache: str | bool,
+                  scorer: MetricScorer | None = None) -> dict[str, Any]:
+    """What ``scores.json`` holds: the metric (the benchmark's own, or ``scorer``'s) and its aggregate of
+    ``results`` (in the run's order), the counts, the judge, and how the replies were got: which process scored
+    how many images, in how many seconds (``processes``), how many replies the response cache gave
+    (``response_cache``)."""
     from .results import ImageResult, coverage
 
     bench = run.bench
-    aggregate = bench.aggregate([ImageResult.from_dict(r) for r in results], **setting.options)
+    metric = scorer if scorer is not None else bench
+    aggregate = metric.aggregate([ImageResult.from_dict(r) for r in results], **setting.options)
     scores = {
         "benchmark": bench.name,
+        "metric": metric.metric,
         "run": run.name,
         "evaluation": name,
         "aggregate": aggregate,

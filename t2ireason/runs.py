@@ -88,12 +88,16 @@ def _now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
-def evaluation_name(judge: Any, preset: str | None = None) -> str:
-    """A folder name for an evaluation: the judge's backend and model (a folder's last part), and the preset."""
+def evaluation_name(judge: Any, preset: str | None = None, metric: str | None = None) -> str:
+    """A folder name for an evaluation: the metric when it is not the benchmark's own (``dsg-...``), the judge's
+    backend and model (a folder's last part; a model named alone, as CLIPScore's, by its last part), and the
+    preset."""
     if isinstance(judge, str):
-        backend, _, model = judge.partition(":")
+        backend, sep, model = judge.partition(":")
+        if not sep or "/" in backend:  # a model alone: a Hub id or a folder (CLIPScore's CLIP checkpoint)
+            backend, model = "", judge
         model = model.split("@", 1)[0].rstrip("/")
-        text = f"{backend}-{model.rsplit('/', 1)[-1]}"
+        text = f"{backend}-{model.rsplit('/', 1)[-1]}" if backend else model.rsplit("/", 1)[-1]
     elif judge is not None and hasattr(judge, "identity"):
         ident = judge.identity()
         text = f"{ident.get('backend', 'judge')}-{str(ident.get('model', '')).rstrip('/').rsplit('/', 1)[-1]}"
@@ -101,6 +105,8 @@ def evaluation_name(judge: Any, preset: str | None = None) -> str:
         text = "judge"
     if preset:
         text += f"-{preset}"
+    if metric:  # a metric that needs no judge (a user's module) is named by itself
+        text = metric if judge is None and not preset else f"{metric}-{text}"
     return slug(text, "judge")
 
 
@@ -384,13 +390,18 @@ class Run:
             raise RunError(f"an evaluation name is a folder name, not empty and not starting with '.'; got {name!r}")
         return folder
 
-    def evaluate(self, judge: Any = None, *, preset: str | None = None, judge_kwargs: dict | None = None,
-                 options: dict[str, Any] | None = None, name: str | None = None, cache: str | bool = True,
-                 chunk_size: int = 32, progress: bool = True, retry_failed: bool = False,
+    def evaluate(self, judge: Any = None, *, metric: str | None = None, preset: str | None = None,
+                 judge_kwargs: dict | None = None, options: dict[str, Any] | None = None, name: str | None = None,
+                 cache: str | bool = True, chunk_size: int = 32, progress: bool = True, retry_failed: bool = False,
                  lock_timeout: float = LOCK_TIMEOUT, preflight: bool = True,
                  allow_missing: bool = False) -> dict[str, Any]:
-        """Score the run's images with the benchmark's judge and write ``scores.json``.
+        """Score the run's images with the benchmark's judge (or another ``metric``'s) and write ``scores.json``.
 
+        ``metric``: the benchmark's own by default; else ``vqascore``, ``clip_score``, ``dsg``, ``viescore``,
+        ``tifa`` or a user's evaluate module (a folder or Hub id), scoring each image against its row's prompt
+        (:mod:`t2ireason.evaluation_metrics`; ``judge``, ``preset``, ``judge_kwargs`` and ``options`` are then
+        that metric's), as an evaluation of its own (default name: the metric, then the judge), its
+        ``scores.json`` saying ``metric``.
         ``judge`` is a spec string or a judge object (default: the preset's); ``options`` reach the
         benchmark's ``score`` and ``aggregate`` (e.g. ``{"structured_output": True}``), over the
         preset's, exactly as the metric module's ``compute`` takes them. Everything is checked
@@ -416,24 +427,30 @@ class Run:
         scored again, and ``reused``: how many replies received before an interruption were
         taken from the journal rather than asked again.
         """
+        from .evaluation_metrics import metric_scorer
         from .judges.spec import judge_setting
         from .scoring import check_setting
 
         if chunk_size < 1:
             raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
         bench = self.bench
-        setting = judge_setting(bench, preset, judge, judge_kwargs, options)
-        check_setting(bench, setting)
-        name = name or evaluation_name(setting.judge, preset)
+        scorer = metric_scorer(metric, bench)  # None: the benchmark's own
+        setting = judge_setting(scorer or bench, preset, judge, judge_kwargs, options)
+        if scorer is None:
+            check_setting(bench, setting)
+        else:
+            scorer.check(setting)
+        name = name or evaluation_name(setting.judge, preset, scorer.short_name if scorer else None)
         self.evaluation_dir(name)  # a name that leaves the run is refused before anything is written
-        settings = redacted(jsonable({"metric": bench.metric, "judge": judge if isinstance(judge, str) or judge is None
+        settings = redacted(jsonable({"metric": (scorer or bench).metric,
+                                      "judge": judge if isinstance(judge, str) or judge is None
                                       else evaluation_name(judge), "preset": preset, "judge_kwargs": judge_kwargs or {},
                                       "options": dict(options or {})}))  # recorded: never an API key
         from .run_evaluation import evaluate_run
 
         return evaluate_run(self, name, setting, settings, cache=cache, chunk_size=chunk_size, progress=progress,
                             retry_failed=retry_failed, preflight=preflight, lock_timeout=lock_timeout,
-                            allow_missing=allow_missing)
+                            allow_missing=allow_missing, scorer=scorer)
 
     def scores(self, name: str) -> dict[str, Any]:
         file = self.evaluation_dir(name) / SCORES_FILE

@@ -444,7 +444,7 @@ def test_cli_options_have_paper_defaults_and_help(capsys):
     args = _parser().parse_args(["--model", "sd=stabilityai/sd-turbo", "--out", "x"])
     assert args.models == [("sd", "stabilityai/sd-turbo")] and args.judge == PAPER_JUDGE
     assert (args.mode, args.iterations, args.seeds, args.seed_prompts_per_seed, args.scoring) == \
-        ("iterative", 5, [0, 1, 2, 3, 4], 4, "vqascore")
+        ("iterative", 5, [0, 1, 2, 3, 4], 4, ["vqascore"])
     assert (args.temperature, args.difficulty, args.reference, args.aesthetic) == (0.3, "auto", None, False)
     assert all(a.help for a in _parser()._actions)
     for bad, message in ((["--model", "sd"], "expected name=<diffusers folder or hub id>"),
@@ -483,3 +483,107 @@ def test_cli_runs_tiny_sd_scored_by_the_tiny_vlm(tiny_models, tmp_path, capsys):
     assert Image.open(rows[0]["image"]).size == (64, 64)
     summary = json.loads((out / "summary.json").read_text())
     assert set(summary["table"]["compared"]) == {"tiny", "tiny2"} and summary["table"]["kendall_tau"] in (-1, 1)
+
+
+# -- the ranking metrics beside the agent's (seed 002, Tables 3 and 5) --------------------------------------------
+
+LEVELS = {"good": 230, "mid": 140, "bad": 50}
+VIE_SC, VIE_PQ = '{"score": [%d], "reasoning": "r"}', '{"score": [%d, 9], "reasoning": "r"}'
+
+
+def by_brightness(level: int):
+    return lambda prompts, seeds_: [Image.new("RGB", (8, 8), (level,) * 3) for _ in prompts]
+
+
+def agent_and_vie_judge() -> ScriptedJudge:
+    """Writes the prompts; answers VIEScore's requests by how bright the image is, VQAScore's too."""
+    def reply(request):
+        first = next(m.text for m in request.messages if m.role == "user")
+        if first.startswith("Existing prompt"):
+            return add_concept(request)
+        level = round(np.asarray(request.messages[-1].images[0].image).mean() / 255 * 10) if \
+            request.messages[-1].images else 5
+        return (VIE_PQ if "naturalness" in first else VIE_SC) % max(level, 1)
+
+    return ScriptedJudge(reply, probabilities=lambda q: float(np.asarray(q.image.image).mean() / 255))
+
+
+def test_ranking_metrics_score_the_same_images_and_each_ranking_meets_the_reference(tmp_path, tiny_models):
+    judge = agent_and_vie_judge()
+    models = {m: by_brightness(v) for m, v in LEVELS.items()}
+    common = dict(out_dir=tmp_path, seeds=[0, 1], iterations=2, seed_prompts_per_seed=2, progress=False,
+                  reference=["good", "mid", "bad"])
+    clip = {"scoring": ["vqascore", "viescore", "clip_score"], "scoring_judges": {"clip_score": str(tiny_models["clip"])}}
+    summary = run_mt2ie(models, judge, seeds("a dog", "a cat"), **clip, **common)
+    rows = BENCHMARK.read_release(tmp_path).configs["runs"]
+    assert all([s["metric"] for s in r["metric_scores"]] == ["viescore", "clip_score"] for r in rows)
+    good = next(r for r in rows if r["model"] == "good")
+    assert good["metric_scores"][0]["score"] == pytest.approx((9 * 9) ** 0.5 / 10)  # O = sqrt(min SC x min PQ)
+    assert list(summary["rankings"]) == ["VIEScore", "CLIPScore", "MT2IE (scripted)"]  # the paper's column order
+    assert summary["rankings"]["VIEScore"]["kendall_tau"] == pytest.approx(1.0)
+    assert summary["rankings"]["MT2IE (scripted)"] == summary["table"]
+    from t2ireason.benchmarks.mt2ie.rankings import kendall_table
+
+    table = kendall_table(summary["rankings"])
+    assert table.columns == ["VIEScore", "CLIPScore", "MT2IE (scripted)"]
+    assert table.rows["Kendall's τ"]["MT2IE (scripted)"].value == pytest.approx(1.0)
+
+    asked = len(judge.requests)
+    again = run_mt2ie(models, judge, seeds("a dog", "a cat"), **clip, **common)
+    assert len(judge.requests) == asked and again["rankings"]["VIEScore"] == summary["rankings"]["VIEScore"]
+    with pytest.raises(ValueError, match="ranking_metrics"):  # rows without DSG's scores are never mixed in
+        run_mt2ie(models, judge, seeds("a dog", "a cat"), scoring=["vqascore", "viescore", "dsg"], **common)
+
+
+def test_ranking_metrics_are_checked_before_anything_is_drawn(tmp_path):
+    judge = agent_and_vie_judge()
+    call = dict(out_dir=tmp_path, seeds=[0], iterations=1, progress=False)
+    for scoring, extra, message in (
+            (["vqascore", "clipscore"], {}, "ranking metric"),
+            (["vqascore", "viescore", "viescore"], {}, "viescore twice"),
+            (["clip_score", "vqascore"], {"mode": "adaptive"}, "adaptive mode bins the agent's score on 0-1"),
+            (["vqascore"], {"scoring_judges": {"viescore": "openai:gpt-4o"}}, "no ranking metric of this run"),
+            (["vqascore", "dsg"], {"scoring_options": {"dsg": {"dependancy": "none"}}}, "unknown dsg option")):
+        with pytest.raises(ValueError, match=message):
+            run_mt2ie({"m": drawer}, judge, seeds("a dog"), scoring=scoring, **call, **extra)
+    assert not judge.requests and not list(tmp_path.iterdir())
+
+
+def test_the_command_prints_table_3_and_the_report_of_two_folders_is_table_5(tmp_path, capsys, monkeypatch):
+    import base64
+    import io
+    import math
+
+    from t2ireason import cli
+    from t2ireason.testing_http import Answer, serve
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t2i_levels.py").write_text("from PIL import Image\n" + "".join(
+        f"def {m}(prompts, seeds):\n    return [Image.new('RGB', (8, 8), ({v}, {v}, {v})) for _ in prompts]\n"
+        for m, v in LEVELS.items()))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    pool = tmp_path / "seed_prompts.jsonl"
+    pool.write_text("".join(json.dumps(s) + "\n" for s in seeds("a dog", "a cat")))
+
+    def answer(request):
+        urls = request.image_urls
+        level = np.asarray(Image.open(io.BytesIO(base64.b64decode(urls[0].split(",", 1)[1])))).mean() / 255 if urls \
+            else 0.5
+        if request.body.get("logprobs"):
+            return Answer("Yes", top_logprobs=[{"Yes": math.log(level), "No": math.log(1 - level)}])
+        return Answer((VIE_PQ if "naturalness" in request.text else VIE_SC) % max(round(level * 10), 1))
+
+    with serve(answer) as server:
+        for out, model in (("big", "llava-34b"), ("small", "llava-7b")):
+            argv = ["mt2ie", *[a for m in LEVELS for a in ("--model", f"{m}=python:t2i_levels:{m}")],
+                    "--judge", f"openai:{model}@{server.base_url}", "--scoring", "vqascore", "viescore",
+                    "--reference", "good,mid,bad", "--iterations", "1", "--seeds", "0", "1", "--seed-prompts", str(pool),
+                    "--seed-prompts-per-seed", "2", "--no-cache", "--out", str(tmp_path / out), "--no-progress"]
+            assert cli.main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "### MT2IE Table 3: Kendall's τ between each metric's ranking and the reference" in printed
+    assert "| Model | VIEScore | MT2IE (llava-34b) |" in printed and "| Kendall's τ | 1.0000 | 1.0000 |" in printed
+    assert cli.main(["report", str(tmp_path / "big"), str(tmp_path / "small"), "--out", str(tmp_path / "rep")]) == 0
+    md = (tmp_path / "rep" / "tables.md").read_text()
+    assert "### MT2IE Table 5: Kendall's τ between each method's ranking and the reference" in md
+    assert "| Model | VIEScore [big] | MT2IE (llava-34b) | VIEScore [small] | MT2IE (llava-7b) |" in md

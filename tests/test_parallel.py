@@ -201,6 +201,35 @@ def test_mt2ie_chains_split_over_two_processes_make_what_one_process_makes(tmp_p
     assert not (two / ".processes").exists()  # merged into the folder's own files
 
 
+@pytest.mark.slow
+def test_another_metrics_evaluation_is_split_over_a_launch_as_the_benchmarks_own(tmp_path):
+    """``evaluate --metric viescore`` in a launch of two: each process judges its share of the images, and together
+    they write what one process writes."""
+    if not TORCHRUN.is_file():
+        pytest.fail("torchrun is not installed next to the interpreter")
+    one, two = _run_with_images(tmp_path / "one", 6).path, _run_with_images(tmp_path / "two", 6).path
+
+    def behaviour(request):
+        if "naturalness" in request.text:
+            return Answer('{"score": [7, 8], "reasoning": "pq"}')
+        image = request.image_urls[0] if request.image_urls else ""
+        return Answer(json.dumps({"score": [hashlib.sha256(image.encode()).digest()[0] % 11], "reasoning": "sc"}))
+
+    with serve(behaviour, models=["gpt-4o"]) as server:
+        argv = lambda run: ["evaluate", "--run", str(run), "--metric", "viescore", "--judge",  # noqa: E731
+                            f"openai:gpt-4o@{server.base_url}", "--judge-kwargs", '{"max_concurrency": 1}', "--name",
+                            "s", "--no-progress", "--chunk-size", "2", "--no-cache"]
+        assert cli.main(argv(one)) == 0
+        launch = _launch(argv(two))
+        out, err = launch.communicate(timeout=300)
+        assert launch.returncode == 0, err[-3000:]
+    scores = json.loads((two / "evaluations" / "s" / "scores.json").read_text())
+    reference = json.loads((one / "evaluations" / "s" / "scores.json").read_text())
+    assert scores["metric"] == "viescore" and scores["aggregate"] == reference["aggregate"]
+    assert _results(two) == _results(one)
+    assert [s["rank"] for s in scores["processes"]] == [0, 1] and all(s["images"] == 3 for s in scores["processes"])
+
+
 def test_a_local_judge_goes_to_its_processs_device_and_a_vllm_judge_is_refused_in_a_launch(tmp_path):
     from t2ireason.judges import JudgeError, on_device
 

@@ -308,6 +308,9 @@ def test_demo_runs_the_loop_offline(tmp_path, tiny_models, capsys):
     assert report.is_file() and str(report) in printed
     scores = Run.open(tmp_path / "runs" / "worldgenbench").scores("tiny-judge")
     assert scores["num_images"] == 4 and scores["num_failed"] == 0
+    vie = Run.open(tmp_path / "runs" / "worldgenbench").scores("viescore-tiny-judge")  # another metric, beside it
+    assert vie["metric"] == "viescore" and vie["num_images"] == 4
+    assert "### VIEScore (0-100)" in printed and "WorldGenBench prompts · VIEScore" in report.read_text()
 
 
 # -- hardening: paths, one writer, failures retried, nothing thrown away ------------------------------------

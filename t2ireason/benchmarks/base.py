@@ -307,6 +307,11 @@ class Benchmark(ABC):
         """The prompt a generator draws."""
         return row["prompt"]
 
+    def row_config(self, row: dict[str, Any]) -> str | None:
+        """The config (dimension, category, track) ``row`` belongs to, as its scored image's
+        ``ImageResult.config`` says it: for a metric other than the benchmark's own scoring the run's rows."""
+        return None
+
     def with_safe_names(self, row: dict[str, Any], renamed: dict[str, str]) -> dict[str, Any]:
         """``row`` with the values of :attr:`path_fields` in ``renamed`` replaced by safe names
         (a benchmark whose id is made of those fields rebuilds it here)."""

@@ -33,13 +33,25 @@ def _presets_help() -> str:
         bench = get_benchmark(name)
         said.append(f"{name}: " + ", ".join(p + (" (default)" if p == bench.default_preset else "")
                                            for p in bench.presets))
-    return "named judge setting of the benchmark's metric; " + "; ".join(said)
+    return "named judge setting of the metric; the benchmarks': " + "; ".join(said) + "; " + OTHER_PRESETS
+
+
+#: the presets of the other metrics (--metric), written out: reading them imports what --help must not (a test
+#: holds them to the metrics' own)
+OTHER_PRESETS = "dsg: paper (default), official; viescore, tifa, vqascore, clip_score: paper"
 
 
 def _add_scoring_args(p: argparse.ArgumentParser) -> None:
+    from ..evaluation_metrics import BUILT_IN
     from ..runs import LOCK_TIMEOUT
 
     add_judge_args(p, required=False)
+    p.add_argument("--metric", default=None,
+                   help=f"score the images with another metric than the benchmark's own, as an evaluation of its own "
+                        f"(default name: the metric and the judge): {', '.join(BUILT_IN)}, or a folder (or Hub id) "
+                        "of an evaluate module whose compute(predictions=<image paths>, references=<prompts>) "
+                        "returns 'scores', one per image; --judge, --preset, --judge-kwargs and --options are then "
+                        "that metric's (clip_score: --judge names the CLIP model, a Hub id or folder)")
     p.add_argument("--preset", default=None, help=_presets_help())
     p.add_argument("--options", type=json_dict, default={},
                    help='scoring options of the metric as JSON, e.g. \'{"structured_output": true, "max_reasks": 3}\'')
@@ -60,26 +72,42 @@ def _add_scoring_args(p: argparse.ArgumentParser) -> None:
 
 
 def _check_scoring(args: argparse.Namespace, benchmark: str, run: str):
-    """The judge, its options, the preset and the scoring options, checked before any folder is made; a
-    local judge's checkpoint too, unless the evaluation in the run folder ``run`` is finished (then no
-    judge is loaded)."""
+    """The metric, the judge, its options, the preset and the scoring options, checked before any folder is
+    made; a local judge's checkpoint too, unless the evaluation in the run folder ``run`` is finished (then no
+    judge is loaded). The metric's scorer (None: the benchmark's own) is kept in ``args.scorer``."""
     from ..benchmarks import get_benchmark
+    from ..evaluation_metrics import metric_scorer
     from ..judges.spec import judge_setting
     from ..scoring import check_loadable, check_setting
 
     bench = get_benchmark(benchmark)
-    setting = judge_setting(bench, args.preset, args.judge, args.judge_kwargs or None, args.options)
-    check_setting(bench, setting)
+    args.scorer = scorer = metric_scorer(args.metric, bench)
+    setting = judge_setting(scorer or bench, args.preset, args.judge, args.judge_kwargs or None, args.options)
+    if scorer is None:
+        check_setting(bench, setting)
+    else:
+        scorer.check(setting)
     if setting.preset_settings is not None and processes().is_main:  # which of the preset's backend settings the
         print(setting.preset_settings.line())  # judge gets, in one line, before it is contacted or anything made
     if not _finished(run, args, setting):
-        check_loadable(bench, setting)
+        if scorer is None:
+            check_loadable(bench, setting)
+        else:
+            scorer.check_loadable(setting)
     return setting
+
+
+def _name(args: argparse.Namespace, setting) -> str:
+    """The evaluation's name: given, or from the metric (another than the benchmark's own), the judge, the preset."""
+    from ..runs import evaluation_name
+
+    scorer = getattr(args, "scorer", None)
+    return args.name or evaluation_name(setting.judge, args.preset, scorer.short_name if scorer else None)
 
 
 def _finished(run: str, args: argparse.Namespace, setting) -> bool:
     """Whether the run folder ``run`` holds this evaluation, finished (a re-run loads and asks no judge)."""
-    from ..runs import RUN_FILE, evaluation_name
+    from ..runs import RUN_FILE
 
     manifest = Path(run) / RUN_FILE
     if not manifest.is_file():
@@ -88,31 +116,32 @@ def _finished(run: str, args: argparse.Namespace, setting) -> bool:
         evaluations = json.loads(manifest.read_text(encoding="utf-8")).get("evaluations") or {}
     except (OSError, ValueError, AttributeError):
         evaluations = {}
-    name = args.name or evaluation_name(setting.judge, args.preset)
-    return bool((evaluations.get(name) or {}).get("finished"))
+    return bool((evaluations.get(_name(args, setting)) or {}).get("finished"))
 
 
 def _preflight(args: argparse.Namespace, setting, folder: str) -> None:
     """Before any image is generated or scored and before the run folder is made, the judge is asked
     what scoring will ask (its key, its endpoint, an image with a JSON schema:
-    :func:`t2ireason.judges.preflight_spec`) and the response cache is opened, unless this run's
-    evaluation is already finished (a re-run contacts no server)."""
+    :func:`t2ireason.judges.preflight_spec`; another metric's judge what that metric asks) and the response cache
+    is opened, unless this run's evaluation is already finished (a re-run contacts no server)."""
     from ..judges import preflight_spec
-    from ..runs import Run, evaluation_name
+    from ..runs import Run
 
-    name = args.name or evaluation_name(setting.judge, args.preset)
-    Run(folder, {}).evaluation_dir(name)  # a name that leaves the run: said before the judge is contacted
+    Run(folder, {}).evaluation_dir(_name(args, setting))  # a name that leaves the run: said before the judge is asked
     if _finished(folder, args, setting):
         return
     if args.cache:
         from ..judges.cache import ResponseCache, default_cache_path
 
         ResponseCache(default_cache_path() if args.cache is True else args.cache).check()
-    preflight_spec(setting.loadable, setting.judge_kwargs, structured=True)
+    if args.scorer is not None:
+        args.scorer.preflight(setting)
+    else:
+        preflight_spec(setting.loadable, setting.judge_kwargs, structured=True)
 
 
 def _evaluate(run, args: argparse.Namespace) -> dict:
-    scores = run.evaluate(args.judge, preset=args.preset, judge_kwargs=args.judge_kwargs or None,
+    scores = run.evaluate(args.judge, metric=args.metric, preset=args.preset, judge_kwargs=args.judge_kwargs or None,
                           options=args.options, name=args.name, cache=args.cache, chunk_size=args.chunk_size,
                           progress=not args.no_progress, retry_failed=args.retry_failed,
                           lock_timeout=args.lock_timeout, preflight=False,  # asked before the run was made
@@ -140,8 +169,11 @@ def _evaluate(run, args: argparse.Namespace) -> dict:
     if len(shares) > 1:
         said += "; judged by " + ", ".join(f"process {s['rank']}: {s['images']}" for s in shares)
     if processes().is_main:  # a launch's processes return the same scores: said once
-        print(f"{scores['num_images']} images scored by {judge['backend']}:{judge.get('model_name') or judge['model']} "
-              f"({said}) -> {run.evaluation_dir(scores['evaluation']) / 'scores.json'}")
+        metric = scores.get("metric")
+        metric = f" with {Path(metric.rstrip('/')).name or metric}" if metric not in (None, run.bench.metric) else ""
+        print(f"{scores['num_images']} images scored{metric} by {judge['backend']}:"
+              f"{judge.get('model_name') or judge['model']} ({said}) -> "
+              f"{run.evaluation_dir(scores['evaluation']) / 'scores.json'}")
         if scores.get("coverage"):
             print(f"coverage: {scores['coverage']['text']}")
     return scores

@@ -104,9 +104,20 @@ def add_mt2ie_args(p: argparse.ArgumentParser) -> None:
                         "(default: the 16 shipped with the package)")
     p.add_argument("--seed-prompts-per-seed", type=positive_int, default=agent.PAPER_SEED_PROMPTS_PER_SEED,
                    help="seed prompts per random seed, one per category in turn (default: 4)")
-    p.add_argument("--scoring", choices=agent.SCORINGS, default="vqascore",
-                   help="vqascore: P(Yes) of the judge (needs answer probabilities); vqa_accuracy: the judge "
-                        "writes, validates and answers questions (appendix C) (default: vqascore)")
+    p.add_argument("--scoring", nargs="+", choices=list(dict.fromkeys((*agent.SCORINGS, *agent.RANKING_METRICS))),
+                   default=["vqascore"], metavar="NAME",
+                   help="the agent's score, then the ranking metrics scored beside it on the same images (the "
+                        "paper's Tables 3 and 5); vqascore: P(Yes) of the judge (needs answer probabilities); "
+                        "vqa_accuracy: the judge writes, validates and answers questions (appendix C); clip_score, "
+                        "dsg, viescore, tifa: those metrics (t2ireason evaluate --metric's). With --reference, the "
+                        "Kendall's tau of each one's ranking comes out in the paper's layout (default: vqascore)")
+    p.add_argument("--scoring-judge", action="append", default=[], type=_for_model(str), metavar="NAME=SPEC",
+                   help="the judge of a ranking metric of --scoring (default: the agent's --judge; clip_score's: "
+                        "its CLIP model, openai/clip-vit-base-patch32), e.g. viescore=openai:gpt-4o or "
+                        "clip_score=<CLIP folder>; repeat for several")
+    p.add_argument("--scoring-options", action="append", default=[], type=_for_model(json_dict), metavar="NAME=JSON",
+                   help='a ranking metric\'s scoring options as JSON, e.g. viescore=\'{"structured_output": true}\'; '
+                        "repeat for several")
     p.add_argument("--aesthetic", action="store_true", help="also score each image's aesthetics 0-10 (appendix A)")
     p.add_argument("--difficulty", choices=agent.DIFFICULTY_METHODS, default="auto",
                    help="prompt difficulty for weighted scores: auto = yngve with --parser, else word_count")
@@ -137,6 +148,14 @@ def add_mt2ie_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
+def _named(given: list[tuple[str | None, Any]], option: str) -> dict[str, Any]:
+    """``NAME=VALUE`` options as a dict; one without its name is refused."""
+    unnamed = [v for n, v in given if n is None]
+    if unnamed:
+        raise ValueError(f"{option} takes NAME=VALUE, a ranking metric of --scoring and its value; got {unnamed[0]!r}")
+    return {n: v for n, v in given}
+
+
 def _fmt(x: float, spec: str = ".3f") -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
 
@@ -158,13 +177,18 @@ def run_mt2ie_command(args: argparse.Namespace) -> int:
               for name, model in args.models}
     for name, config in models.items():  # each generator checked before the judge is asked anything
         preflight_generator(config, **options[name])
+    scoring_judges, scoring_options = _named(args.scoring_judge, "--scoring-judge"), \
+        _named(args.scoring_options, "--scoring-options")
     procs = processes()  # in a launch, each process runs its share of the chains with its own judge
     judge = load_judge(args.judge, cache=args.cache, **on_device(args.judge, args.judge_kwargs, procs.device))
-    # before any image is drawn: the judge answers about an image, and gives VQAScore's probabilities
-    preflight(judge, structured=False, probabilities=args.scoring == "vqascore")
+    # before any image is drawn: the judge answers about an image, and gives VQAScore's probabilities (the agent's,
+    # or a ranking metric's it judges); a ranking metric's own judge is asked by the agent before it draws
+    preflight(judge, structured=False, probabilities=args.scoring[0] == "vqascore" or (
+        "vqascore" in args.scoring and "vqascore" not in scoring_judges))
     summary = agent.run_mt2ie(models, judge, args.seed_prompts, out_dir=args.out, mode=args.mode,
                         iterations=args.iterations, seeds=args.seeds,
                         seed_prompts_per_seed=args.seed_prompts_per_seed, scoring=args.scoring,
+                        scoring_judges=scoring_judges, scoring_options=scoring_options, cache=args.cache,
                         aesthetic=args.aesthetic, difficulty=args.difficulty, parser=args.parser,
                         reference=args.reference, max_reasks=args.max_reasks,
                         prompt_temperature=args.temperature, generator_kwargs=options,
@@ -189,6 +213,14 @@ def run_mt2ie_command(args: argparse.Namespace) -> int:
         if "kendall_tau" in table:
             print(f"\nKendall's tau vs the reference: {_fmt(table['kendall_tau'])} "
                   f"(mean over seeds {_fmt(table['kendall_tau_seed_mean'])})")
+        if summary.get("rankings"):  # the paper's Tables 3 and 5: every method's ranking of the same images
+            from ..benchmarks.mt2ie.rankings import kendall_table, mean_rank_table
+            from ..report.tables import to_markdown
+
+            tables = [mean_rank_table(summary["rankings"])]
+            if "kendall_tau" in table:
+                tables.insert(0, kendall_table(summary["rankings"]))
+            print("\n" + to_markdown(tables, intervals=False).strip())
         from ..report.plots import mt2ie_iterations
 
         png, pdf = mt2ie_iterations(table["per_iteration"], out / "mt2ie_iterations", title=f"MT2IE {args.mode}")
@@ -196,5 +228,6 @@ def run_mt2ie_command(args: argparse.Namespace) -> int:
     for f in summary["failures"][:5]:
         print(f"failed: {f['id']}: {f['failure']}")
     print(f"rows: {out / 'runs'}/*.jsonl (images beside them); summary: {out / 'summary.json'}\n"
-          f"as a Hub dataset: python datasets_scripts/build.py mt2ie --source {out} --out <folder>")
+          f"as a Hub dataset: python datasets_scripts/build.py mt2ie --source {out} --out <folder>\n"
+          f"report (several output folders side by side make Table 5): t2ireason report {out} --out <folder>")
     return 1 if summary["failed"] else 0

@@ -120,9 +120,14 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
     runs = [r for r in runs if isinstance(r, Run) or Path(r) not in agents]
     entries, unfinished = finished_evaluations(runs, evaluation) if runs or not agents else ([], [])
     out.mkdir(parents=True, exist_ok=True)
+    from . import metric_sections
+    from .metric_sections import is_own, metric_parts
+
     by_bench: dict[str, list[tuple[Run, str, str]]] = {}
+    other_metrics = [e for e in entries if not is_own(e[0], e[1])]  # their own sections, never among the paper's rows
     for e in entries:
-        by_bench.setdefault(e[0].bench.name, []).append(e)
+        if e not in other_metrics:
+            by_bench.setdefault(e[0].bench.name, []).append(e)
 
     markdown, headlines, csv_parts, every_table, plots, sections, scored = [], [], [], [], [], [], {}
     for bench_name, group in by_bench.items():
@@ -164,6 +169,13 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
         sections.append(Section(bench.pretty_name, results, tables, [f for f in figures if f.suffix == ".png"],
                                 [_run_row(run, n, label) for run, n, label in group] + about,
                                 subscore_scale=bench.subscore_scale))
+    for part in metric_parts(other_metrics, out):  # VQAScore, CLIPScore, DSG, VIEScore... on a benchmark's prompts
+        markdown.append(f"## {part.heading}\n\n{to_markdown(part.tables)}")
+        headlines.append(to_markdown(part.tables[:1]))
+        csv_parts.append(to_csv(part.tables))
+        every_table += part.tables
+        plots += part.figures
+        sections.append(part.section)
     for folder in agents:  # MT2IE writes its own benchmark: its output is a ranking, not a run
         table = json.loads((folder / "summary.json").read_text(encoding="utf-8")).get("table")
         if not table:
@@ -178,6 +190,14 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
                                    title=f"MT2IE {table.get('mode', '')}")
         plots += figures
         sections.append(Section(f"MT2IE: {folder.name}", {}, tables, [f for f in figures if f.suffix == ".png"]))
+    summaries = {folder.name: json.loads((folder / "summary.json").read_text(encoding="utf-8")) for folder in agents}
+    methods = metric_sections.mt2ie_method_tables(summaries)  # the paper's Tables 3 and 5, when ranked by several
+    if methods:
+        markdown.append(f"## MT2IE: each method's ranking\n\n{to_markdown(methods)}")
+        headlines.append(to_markdown(methods[:1]))
+        csv_parts.append(to_csv(methods))
+        every_table += methods
+        sections.append(Section("MT2IE: each method's ranking", {}, methods))
     names = [s.title for s in sections]
     from ..study.agreement import agreement_sections
 

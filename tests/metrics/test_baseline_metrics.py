@@ -94,3 +94,38 @@ def test_viescore_and_tifa_modules_score_with_a_scripted_judge():
     tifa = load("tifa", judge=ScriptedJudge(tifa_reply), store=False, cache=False)
     out = tifa.compute(predictions=[Image.new("RGB", (8, 8))], references=["a red cube"])
     assert out["tifa"] == 100.0 and out["accuracy_by_type"] == {"object": 100.0}
+
+
+def test_distributed_mode_each_process_judges_its_own_rows_and_process_0_combines(tmp_path):
+    """As found: BaselineMetric overrode _compute, so in evaluate's distributed mode process 0 judged every row while
+    the others waited. Now each process judges the rows it was given (the shared _score_rows/_combine), and process
+    0 combines them in evaluate's order."""
+    import threading
+
+    def reply(request):
+        text = request.messages[-1].text
+        return '{"score": [6, 9], "reasoning": "q"}' if "naturalness" in text else '{"score": [9], "reasoning": "s"}'
+
+    judges = [ScriptedJudge(reply), ScriptedJudge(reply)]
+    common = {"num_process": 2, "experiment_id": "vie-run", "cache_dir": str(tmp_path / "cache"), "cache": False}
+    modules = [load("viescore", judge=judges[i], process_id=i, **common) for i in range(2)]
+    prompts = ["a red cube", "two cats", "a blue sky", "a green door"]
+    images = [Image.new("RGB", (8, 8), (60 * i, 0, 0)) for i in range(4)]
+    results, errors = [None, None], []
+
+    def run(i):
+        try:
+            results[i] = modules[i].compute(predictions=images[2 * i: 2 * i + 2], references=prompts[2 * i: 2 * i + 2])
+        except Exception as e:  # surfaced below, not lost in the thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors, errors
+    assert results[1] is None and [r["prompt"] for r in results[0]["per_image"]] == prompts
+    assert results[0]["scores"] == pytest.approx([(6 * 9) ** 0.5 / 10] * 4)
+    asked = [sorted({p for r in j.requests for p in prompts if p in r.messages[-1].text}) for j in judges]
+    assert asked == [sorted(prompts[:2]), sorted(prompts[2:])]  # each process judged its own rows alone

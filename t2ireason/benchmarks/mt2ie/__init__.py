@@ -83,7 +83,11 @@ class MT2IE(Benchmark):
                         "(halve, reduce, rephrase, increase, increase_more); empty otherwise",
         "image": "the image the model drew for this prompt (null when drawing failed)",
         "image_seed": "seed of the image's generator",
-        "score": "VQAScore of the image against the prompt, 0 to 1 (null when the judge failed)",
+        "score": "the agent's score of the image against the prompt (VQAScore by default), 0 to 1 (null when the "
+                 "judge failed)",
+        "metric_scores": "the ranking metrics scored beside the agent's own on the same image (VQAScore, CLIPScore, DSG, "
+                         "VIEScore, TIFA: the paper's Table 3 baselines), each with its score (null when it failed) "
+                         "and why",
         "difficulty": "prompt difficulty: Yngve depth, or the Flesch-Kincaid / word-count fallback",
         "difficulty_method": "how difficulty was computed (yngve, flesch_kincaid, word_count)",
         "weighted_score": "score x difficulty (adaptive mode's ranking score)",

@@ -25,6 +25,17 @@ appendix G calls N "prompt iterations").
   keeps those it validates with "yes" (Figure 12's validation prompt), then
   answers each about the image; the score is the share answered with the
   generated answer.
+- Ranking metrics beside the agent's (section 5, Tables 3 and 5): ``scoring`` may name, after the agent's own,
+  ``vqascore``, ``clip_score``, ``dsg``, ``viescore`` and ``tifa`` (:mod:`t2ireason.evaluation_metrics`), each
+  scoring the same images (a row's ``metric_scores``); each ranks the models as the agent's score does, and with a
+  ``reference`` the summary holds each one's Kendall's tau against it in the paper's layout
+  (:func:`.rankings.kendall_table`). The paper scored its baselines on GenAIBench_20 (20 prompts drawn from
+  GenAIBench evenly over its categories, 10 times) while MT2IE scored its own 20 prompts; here every metric scores
+  the agent's images. For the paper's comparison, run the baselines on drawn prompts: GenAIBench's as
+  ``seed_prompts`` with ``iterations=1`` and ``seed_prompts_per_seed=20`` (one per category in turn, a draw per
+  random seed). Each metric's judge is the agent's (one MLLM does everything), CLIPScore's its CLIP model, unless
+  ``scoring_judges`` names another. Any of them may be the agent's own score (``scoring="dsg"``); in adaptive mode
+  it must be on 0-1 (not CLIPScore), as the bins read it.
 - ``aesthetic=True`` (appendix A, Figure 8): each image also gets the MLLM's
   0-10 aesthetic score, in the ``aesthetic`` column; ``rank_models(...,
   metric="aesthetic")`` ranks by it.
@@ -96,6 +107,7 @@ from typing import Any
 
 from ...alignment import DEFAULT_VQASCORE_JUDGE
 from ...difficulty import METHODS, prompt_difficulty
+from ...evaluation_metrics import metric_scorer
 from ...files import atomic_write_json
 from ...generation import Drawer, GenerationConfig, GeneratorError, image_seed, save_image_atomic
 from ...judges import load_judge
@@ -107,11 +119,12 @@ from . import BENCHMARK
 from .protocol import PROMPT_TEMPERATURE, adaptive_bin, parse_prompt, prompt_request
 from .rankings import rank_models
 from .release import MODES
-from .scorer import Scorer, batch_or_each
+from .scorer import RankingMetric, Scorer, batch_or_each
 from .store import Store, describe, fold, run_row
 
 __all__ = ["run_mt2ie", "select_seed_prompts", "PAPER_JUDGE", "PAPER_SEEDS", "PAPER_ITERATIONS",
-           "PAPER_SEED_PROMPTS_PER_SEED", "SCORINGS", "DIFFICULTY_METHODS", "MODEL_NAME"]
+           "PAPER_SEED_PROMPTS_PER_SEED", "SCORINGS", "RANKING_METRICS", "DIFFICULTY_METHODS", "MODEL_NAME",
+           "method_labels"]
 
 #: the paper's evaluator: VQAScore with Llava-v1.6-34b (section 4.2, Table 2)
 PAPER_JUDGE = DEFAULT_VQASCORE_JUDGE
@@ -120,6 +133,8 @@ PAPER_SEEDS = (0, 1, 2, 3, 4)
 PAPER_ITERATIONS = 5
 PAPER_SEED_PROMPTS_PER_SEED = 4
 SCORINGS = ("vqascore", "vqa_accuracy")
+#: the metrics that rank the models beside the agent's own score (seed 002, Tables 3 and 5), or as it
+RANKING_METRICS = ("vqascore", "clip_score", "dsg", "viescore", "tifa")
 DIFFICULTY_METHODS = ("auto", *METHODS)
 #: a T2I model's name: it names files and folders
 MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -236,11 +251,11 @@ class _Agent:
                              seed_prompt_id=t.seed_prompt["id"], category=t.seed_prompt["category"], iteration=i,
                              prompt=p["prompt"], adaptive_bin=p["adaptive_bin"],
                              image_seed=image_seed("mt2ie", run_id, i), judge_replies=list(p["replies"]),
-                             failure=p["failure"], difficulty_method=self.difficulty_method))
+                             failure=p["failure"], difficulty_method=self.difficulty_method, metric_scores=[]))
         images = self._draw(drawer, [r for r in rows if r["failure"] is None])
         scored = self.scorer([im for _, im in images], [r["prompt"] for r, _ in images]) if images else []
         for (row, _), s in zip(images, scored):
-            row.update(score=s.score, aesthetic=s.aesthetic, failure=s.failure,
+            row.update(score=s.score, aesthetic=s.aesthetic, failure=s.failure, metric_scores=s.metric_scores,
                        judge_replies=row["judge_replies"] + list(s.replies))
         for row in filter(lambda r: r["prompt"], rows):
             try:
@@ -311,9 +326,68 @@ def _judge_name(judge: Any) -> str:
     return f"{ident.get('backend', 'custom')}:{ident.get('model', 'unknown')}"
 
 
+def _scorings(scoring: str | Sequence[str], mode: str, judges: Mapping[str, Any], options: Mapping[str, Any]
+              ) -> list[str]:
+    """The agent's own scoring first, then the ranking metrics beside it, checked."""
+    scorings = [scoring] if isinstance(scoring, str) else list(scoring)
+    if not scorings:
+        raise ValueError("no scoring: name the agent's (vqascore, vqa_accuracy, or a ranking metric)")
+    one_of("scoring", scorings[0], (*SCORINGS, *RANKING_METRICS))
+    for name in scorings[1:]:
+        one_of("ranking metric", name, RANKING_METRICS)
+    twice = sorted({n for n in scorings if scorings.count(n) > 1})
+    if twice:
+        raise ValueError(f"scoring names {', '.join(twice)} twice")
+    if mode == "adaptive" and scorings[0] == "clip_score":
+        raise ValueError("adaptive mode bins the agent's score on 0-1 (appendix F): clip_score is no score on 0-1; "
+                         "give it after the agent's own (scoring=['vqascore', 'clip_score'])")
+    own = {n for n in scorings if n in SCORINGS and n == scorings[0]}  # scored by the agent's judge as it always was
+    for what, given in (("scoring_judges", judges), ("scoring_options", options)):
+        unknown = sorted(set(given) - (set(scorings) - own))
+        if unknown:
+            raise ValueError(f"{what} names {', '.join(unknown)}, which is no ranking metric of this run "
+                             f"({', '.join(sorted(set(scorings) - own)) or 'none'})")
+    return scorings
+
+
+def _ranking_metric(name: str, judge: Any, given: Any, options: dict[str, Any] | None, cache: str | bool,
+                    device: str | None) -> tuple[RankingMetric, Any]:
+    """The metric ``name`` scoring with ``given`` (a spec) or, by default, the agent's ``judge`` (CLIPScore: its
+    CLIP model), checked, loaded and asked its pre-flight probe; and how settings.json describes its judge."""
+    from ...judges.spec import judge_setting
+    from ...redaction import redacted
+
+    scorer = metric_scorer(name)
+    chosen = given if given is not None else None if name == "clip_score" else judge
+    setting = judge_setting(scorer, None, chosen, None, options)
+    scorer.check(setting)
+    if isinstance(setting.judge, str):
+        scorer.check_loadable(setting)
+        model = scorer.load(setting, cache, device)
+        scorer.preflight(setting, model)
+        described = redacted(setting.judge)
+    else:  # the agent's own judge: loaded already, behind its own cache
+        model = scorer.load(setting, False, device)
+        described = "the agent's judge"
+    return RankingMetric(scorer, model, dict(setting.options)), {"judge": described, "options": redacted(options or {})}
+
+
+def method_labels(scorings: Sequence[str], evaluator: str) -> dict[str, str | None]:
+    """Each evaluation method's label in the ranking tables -> what ranks by it (:func:`.rankings.rank_models`'
+    ``metric``; None: the agent's own, by mode), the baselines first and MT2IE last, as the paper's Tables 3 and 5."""
+    model = evaluator.partition(":")[2].split("@", 1)[0].rstrip("/").rsplit("/", 1)[-1] or evaluator
+    pretty = {"vqa_accuracy": "VQA accuracy", **{n: metric_scorer(n).pretty_name for n in RANKING_METRICS}}
+    labels: dict[str, str | None] = {pretty[n]: n for n in scorings[1:]}
+    own = scorings[0]
+    labels[f"MT2IE ({model})" if own == "vqascore" else f"MT2IE ({pretty[own]}, {model})"] = None
+    return labels
+
+
 def run_mt2ie(models: Mapping[str, Any], judge: Any, seed_prompts: Any = None, *, out_dir: str | os.PathLike,
               mode: str = "iterative", iterations: int = PAPER_ITERATIONS, seeds: Sequence[int] = PAPER_SEEDS,
-              seed_prompts_per_seed: int = PAPER_SEED_PROMPTS_PER_SEED, scoring: str = "vqascore",
+              seed_prompts_per_seed: int = PAPER_SEED_PROMPTS_PER_SEED, scoring: str | Sequence[str] = "vqascore",
+              scoring_judges: Mapping[str, Any] | None = None, scoring_options: Mapping[str, dict] | None = None,
+              cache: str | bool = False,
               aesthetic: bool = False, difficulty: str = "auto", parser: Callable[[str], Any] | None = None,
               reference: Sequence[str] | Mapping[str, float] | None = None, max_reasks: int = 2,
               prompt_temperature: float = PROMPT_TEMPERATURE,
@@ -330,12 +404,16 @@ def run_mt2ie(models: Mapping[str, Any], judge: Any, seed_prompts: Any = None, *
     the images (default in the CLI: :data:`PAPER_JUDGE`). ``seed_prompts``: a ``seed_prompts.jsonl``
     file or its folder, or a list of ``{"id", "category", "prompt"}`` (default: the shipped ones).
     Defaults are the paper's setup: iterative mode, 5 prompts per run, 5 random seeds, 4 seed prompts
-    per seed, VQAScore. Everything is saved in ``out_dir`` as it finishes (see the module docstring);
+    per seed, VQAScore. ``scoring`` may list, after the agent's own, the ranking metrics scored beside it
+    (:data:`RANKING_METRICS`; module docstring), each with the agent's judge unless ``scoring_judges[name]`` names
+    another (a spec; CLIPScore's: its CLIP model), with ``scoring_options[name]`` (its preset's under them), behind
+    the response cache ``cache``. Everything is saved in ``out_dir`` as it finishes (see the module docstring);
     calling again with the same arguments resumes, and more ``seeds``, ``iterations`` or ``models``
     extend the saved runs.
     """
     one_of("mode", mode, MODES)
-    one_of("scoring", scoring, SCORINGS)
+    scoring_judges, scoring_options = dict(scoring_judges or {}), dict(scoring_options or {})
+    scorings = _scorings(scoring, mode, scoring_judges, scoring_options)
     if iterations < 1 or seed_prompts_per_seed < 1 or max_reasks < 0:
         raise ValueError("iterations and seed_prompts_per_seed must be >= 1, max_reasks >= 0")
     if not models:
@@ -362,34 +440,33 @@ def run_mt2ie(models: Mapping[str, Any], judge: Any, seed_prompts: Any = None, *
         fold(Path(out_dir), order)  # what a stopped launch's processes made, into the folder's own files
     procs.barrier()
     store = Store(Path(out_dir), rank=procs.rank if procs.count > 1 else None, main=procs.is_main)
-    store.check_settings({
-        "evaluator": judge.identity(), "scoring": scoring, "aesthetic": aesthetic, "difficulty_method": method,
-        "parser": describe(parser) if parser else None, "prompt_temperature": prompt_temperature,
-        "models": {name: describe(spec) for name, spec in models.items()},
-    })
-    store.add_seed_prompts(pool)
-    mine = procs.share(tracks)
-    scorer = Scorer(judge, scoring, aesthetic, max_reasks)
-    total = len(models) * len(mine) * iterations
-    with progress_bar(total, progress and procs.is_main, desc=f"MT2IE {mode}", unit="img") as bar:
-        agent = _Agent(store, judge, scorer, mode=mode, evaluator=evaluator, tracks=mine,
-                       difficulty=difficulty_of, difficulty_method=method, max_reasks=max_reasks,
-                       temperature=prompt_temperature, bar=bar)
-        for name, spec in models.items():
-            if not mine:
-                break
-            if callable(spec):
-                drawer = spec
-            else:  # a local model on this process's device in a launch
-                config = spec if isinstance(spec, GenerationConfig) else GenerationConfig(model=str(spec))
-                drawer = Drawer(config, device=procs.device if config.spec.backend != "openai" else None, name=name,
-                                failures="return", **(generator_kwargs or {}).get(name, {}))
-            try:
-                agent.run_model(name, drawer, iterations)
-            finally:
-                if isinstance(drawer, Drawer):
-                    drawer.close()  # a model we loaded is freed before the next model's
-            del drawer
+    metrics: list[RankingMetric] = []
+    described: dict[str, Any] = {}
+    try:
+        for name in scorings:
+            if name in SCORINGS and name == scorings[0]:
+                continue  # the agent's own, by its judge
+            metric, described[name] = _ranking_metric(name, judge, scoring_judges.get(name),
+                                                       scoring_options.get(name), cache, procs.device)
+            metrics.append(metric)
+        store.check_settings({
+            "evaluator": judge.identity(), "scoring": scorings[0], "ranking_metrics": described, "aesthetic": aesthetic,
+            "difficulty_method": method, "parser": describe(parser) if parser else None,
+            "prompt_temperature": prompt_temperature, "models": {name: describe(spec) for name, spec in models.items()},
+        })
+        store.add_seed_prompts(pool)
+        mine = procs.share(tracks)
+        own = scorings[0] if scorings[0] in SCORINGS else metrics[0]  # the agent's score, or a ranking metric's
+        scorer = Scorer(judge, own, aesthetic, max_reasks, metrics[0 if isinstance(own, str) else 1:])
+        agent = _run_models(store, judge, scorer, models, mine, mode=mode, evaluator=evaluator, iterations=iterations,
+                            difficulty=difficulty_of, difficulty_method=method, max_reasks=max_reasks,
+                            temperature=prompt_temperature, generator_kwargs=generator_kwargs,
+                            progress=progress and procs.is_main, device=procs.device)
+    finally:  # what the ranking metrics loaded (a question LLM, a judge or CLIP model of their own)
+        for metric in metrics:
+            metric.scorer.close()
+            if metric.model is not judge and callable(getattr(metric.model, "close", None)):
+                metric.model.close()
 
     shares = procs.gather({"rank": procs.rank, "runs": len(models) * len(mine), "new": agent.new})
     summary = None
@@ -397,9 +474,37 @@ def run_mt2ie(models: Mapping[str, Any], judge: Any, seed_prompts: Any = None, *
         if procs.count > 1:
             fold(store.out, order)
             store = Store(store.out)
-        summary = _summary(store, models, tracks, seeds, mode=mode, iterations=iterations, scoring=scoring,
+        summary = _summary(store, models, tracks, seeds, mode=mode, iterations=iterations, scorings=scorings,
                            evaluator=evaluator, reference=reference, shares=shares)
     return procs.broadcast(summary)
+
+
+def _run_models(store: Store, judge: Any, scorer: Scorer, models: Mapping[str, Any], mine: list[_Track], *, mode: str,
+                evaluator: str, iterations: int, difficulty: Callable[[str], float | None], difficulty_method: str,
+                max_reasks: int, temperature: float, generator_kwargs: Mapping[str, Mapping[str, Any]] | None,
+                progress: bool | str, device: str | None) -> _Agent:
+    """Every model's runs of this process's tracks, model by model (a model loaded here freed before the next)."""
+    total = len(models) * len(mine) * iterations
+    with progress_bar(total, progress, desc=f"MT2IE {mode}", unit="img") as bar:
+        agent = _Agent(store, judge, scorer, mode=mode, evaluator=evaluator, tracks=mine,
+                       difficulty=difficulty, difficulty_method=difficulty_method, max_reasks=max_reasks,
+                       temperature=temperature, bar=bar)
+        for name, spec in models.items():
+            if not mine:
+                break
+            if callable(spec):
+                drawer = spec
+            else:  # a local model on this process's device in a launch
+                config = spec if isinstance(spec, GenerationConfig) else GenerationConfig(model=str(spec))
+                drawer = Drawer(config, device=device if config.spec.backend != "openai" else None, name=name,
+                                failures="return", **(generator_kwargs or {}).get(name, {}))
+            try:
+                agent.run_model(name, drawer, iterations)
+            finally:
+                if isinstance(drawer, Drawer):
+                    drawer.close()  # a model we loaded is freed before the next model's
+            del drawer
+    return agent
 
 
 def _order(tracks: list[_Track], models: Mapping[str, Any], mode: str) -> Callable[[dict[str, Any]], tuple]:
@@ -420,13 +525,15 @@ def _order(tracks: list[_Track], models: Mapping[str, Any], mode: str) -> Callab
 
 
 def _summary(store: Store, models: Mapping[str, Any], tracks: list[_Track], seeds: list[int], *, mode: str,
-             iterations: int, scoring: str, evaluator: str, reference: Any, shares: list[dict[str, Any]]
+             iterations: int, scorings: list[str], evaluator: str, reference: Any, shares: list[dict[str, Any]]
              ) -> dict[str, Any]:
-    """``summary.json``: the counts, the failures and the ranking table, written whole."""
+    """``summary.json``: the counts, the failures and the ranking table, written whole; with ranking metrics
+    beside the agent's, each method's ranking (``rankings``, by its label in the paper's tables)."""
     planned = [(t.run_id(m, mode), i) for m in models for t in tracks for i in range(iterations)]
     rows = [store.done[key] for key in planned if key in store.done]
     summary = {
-        "out_dir": str(store.out), "mode": mode, "scoring": scoring, "evaluator": evaluator,
+        "out_dir": str(store.out), "mode": mode, "scoring": scorings[0], "ranking_metrics": scorings[1:],
+        "evaluator": evaluator,
         "models": list(models), "seeds": seeds, "iterations": iterations, "runs": len(models) * len(tracks),
         "planned": len(planned), "rows": len(rows), "new": sum(s["new"] for s in shares),
         "failed": sum(r["failure"] is not None and not refused(r) for r in rows),
@@ -436,6 +543,10 @@ def _summary(store: Store, models: Mapping[str, Any], tracks: list[_Track], seed
         "refusals": [{"id": r["id"], "failure": r["failure"]} for r in rows if refused(r)][:20],
         "table": rank_models(rows, reference, mode=mode) if rows else None,
     }
+    if rows and len(scorings) > 1:  # seed 002 Tables 3 and 5: every method's ranking of the same images
+        summary["rankings"] = {label: summary["table"] if metric is None else rank_models(rows, reference, mode=mode,
+                                                                                          metric=metric)
+                               for label, metric in method_labels(scorings, evaluator).items()}
     if len(shares) > 1:  # which process ran how many of the runs (a model and a chain each)
         summary["processes"] = [{"rank": s["rank"], "runs": s["runs"]} for s in shares]
     atomic_write_json(store.out / "summary.json", summary)

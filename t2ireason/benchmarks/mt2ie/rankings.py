@@ -17,9 +17,17 @@ from ... import stats
 from ...results import Cell, PaperTable
 from ..base import one_of
 
-__all__ = ["METRICS", "rank_models", "paper_tables"]
+__all__ = ["METRICS", "rank_models", "paper_tables", "metric_value", "kendall_table", "mean_rank_table"]
 
 METRICS = ("score", "weighted_score", "aesthetic")
+
+
+def metric_value(row: Mapping[str, Any], metric: str) -> float | None:
+    """``row``'s value of ``metric``: a column (:data:`METRICS`), or a ranking metric scored beside the agent's own
+    (``metric_scores``: VQAScore, CLIPScore, DSG, VIEScore, TIFA)."""
+    if metric in METRICS:
+        return row.get(metric)
+    return next((s.get("score") for s in row.get("metric_scores") or () if s.get("metric") == metric), None)
 
 
 def _mean(values: Iterable[float | None]) -> float:
@@ -46,7 +54,8 @@ def rank_models(runs: Iterable[Mapping[str, Any]], reference: Sequence[str] | Ma
     ``mean`` and ``std`` of the per-seed scores, ``mean_rank`` and ``rank_variance`` over seeds
     (Figure 7; population figures). ``metric`` defaults to ``score`` in iterative mode and
     ``weighted_score`` (score x difficulty, section 6) in adaptive mode; ``aesthetic`` ranks by
-    appendix A's score. ``iterations`` keeps the first N prompts of each run (appendix G's ablation).
+    appendix A's score; a ranking metric scored beside the agent's (``metric_scores``: ``clip_score``, ``dsg``...)
+    ranks by that metric's scores. ``iterations`` keeps the first N prompts of each run (appendix G's ablation).
     ``reference`` (model names best first, or name -> score, higher better; e.g. GenAIBench's order)
     adds Kendall's tau-b between the mean-rank order and it, and the mean of the per-seed taus (Table 6).
     ``per_iteration`` (model -> iteration -> mean score, difficulty, weighted score) feeds
@@ -61,7 +70,8 @@ def rank_models(runs: Iterable[Mapping[str, Any]], reference: Sequence[str] | Ma
         raise ValueError(f"rows of several modes ({', '.join(sorted(modes))}): pass mode=")
     mode = modes.pop()
     metric = metric or ("weighted_score" if mode == "adaptive" else "score")
-    one_of("metric", metric, METRICS)
+    scored_beside = {s.get("metric") for r in rows for s in r.get("metric_scores") or ()}
+    one_of("metric", metric, (*METRICS, *sorted(scored_beside)))
     if metric == "weighted_score" and any((r.get("difficulty") or 1) <= 0 for r in rows):
         warnings.warn("some prompt difficulties are <= 0: weighting by them erases or flips those scores "
                       "(Flesch-Kincaid grades of short prompts are negative); prefer yngve or word_count",
@@ -70,7 +80,7 @@ def rank_models(runs: Iterable[Mapping[str, Any]], reference: Sequence[str] | Ma
     values: dict[tuple[str, int], list] = defaultdict(list)
     by_iteration: dict[str, dict[int, list]] = defaultdict(lambda: defaultdict(list))
     for r in rows:
-        values[(r["model"], int(r["seed"]))].append(r.get(metric))
+        values[(r["model"], int(r["seed"]))].append(metric_value(r, metric))
         by_iteration[r["model"]][int(r["iteration"])].append(r)
     models = sorted({m for m, _ in values})
     seeds = sorted({s for _, s in values})
@@ -136,3 +146,32 @@ def paper_tables(aggregate: dict[str, Any], label: str) -> list[PaperTable]:
                      + (f" (mean over seeds {seed_mean:.3f})" if seed_mean is not None else ""))
     table.note = "; ".join(notes)
     return [table]
+
+
+def kendall_table(rankings: Mapping[str, Mapping[str, Any]], title: str = "") -> PaperTable:
+    """Seed 002's Tables 3 and 5: Kendall's tau between each evaluation method's ranking of the models and the
+    reference ranking (GenAIBench's in the paper), a column per method (``rankings``: label -> :func:`rank_models`'
+    table, made with a reference), as the paper lays it out; and the mean of the per-seed taus (Figure 7's
+    per-seed behaviour). A method whose table has no tau (no reference) is left out."""
+    with_tau = {label: t for label, t in rankings.items() if t.get("kendall_tau") is not None}
+    table = PaperTable(title or "MT2IE Table 3: Kendall's τ between each metric's ranking and the reference",
+                       list(with_tau), decimals=4)
+    table.rows["Kendall's τ"] = {label: Cell.of(t["kendall_tau"]) for label, t in with_tau.items()}
+    table.rows["mean τ over seeds"] = {label: Cell.of(t.get("kendall_tau_seed_mean")) for label, t in with_tau.items()}
+    compared = sorted({len(t.get("compared") or ()) for t in with_tau.values()})
+    table.note = (f"tau-b between the mean-rank order of {', '.join(map(str, compared))} models and the reference "
+                  "ranking; each method scores the same images")
+    return table
+
+
+def mean_rank_table(rankings: Mapping[str, Mapping[str, Any]]) -> PaperTable:
+    """Each model's mean rank over seeds by each evaluation method (seed 002, Figure 4: the rankings each method
+    gives), models in the order of the first method's ranking."""
+    first = next(iter(rankings.values()))
+    models = list(first["ranking"]) + sorted({m for t in rankings.values() for m in t["models"]} - set(first["ranking"]))
+    table = PaperTable("MT2IE: each model's mean rank by each metric (1 = best)", list(rankings), decimals=2)
+    for model in models:
+        table.rows[model] = {label: Cell.of((t["models"].get(model) or {}).get("mean_rank"))
+                             for label, t in rankings.items()}
+    table.note = "mean over seeds of the model's rank among the models in each seed's ranking; ties share their rank"
+    return table

@@ -53,6 +53,9 @@ RUN_FEATURES = datasets.Features({
     "difficulty_method": datasets.Value("string"),
     "weighted_score": datasets.Value("float64"),
     "aesthetic": datasets.Value("float64"),
+    # the ranking metrics scored beside the agent's own (VQAScore, CLIPScore, DSG, VIEScore, TIFA; seed 002 Table 3)
+    "metric_scores": datasets.List({"metric": datasets.Value("string"), "score": datasets.Value("float64"),
+                                    "failure": datasets.Value("string")}),
     "judge_replies": datasets.List(datasets.Value("string")),
     "failure": datasets.Value("string"),
 })

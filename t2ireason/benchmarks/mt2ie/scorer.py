@@ -1,24 +1,28 @@
 """The MT2IE agent's scorer (section 4, appendices A and C): VQAScore, or VQA accuracy over questions the
-judge writes and validates, and optionally each image's aesthetic score; one failure never sinks a batch.
+judge writes and validates, or another ranking metric (CLIPScore, DSG, VIEScore, TIFA), and optionally each image's
+aesthetic score; beside the agent's own, the ranking metrics the paper compares it with (Tables 3 and 5: VQAScore,
+CLIPScore, VIEScore; DSG and TIFA too) scored on the same images (:class:`RankingMetric`); one failure never sinks
+a batch.
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 from ...alignment import vqascore
+from ...evaluation_metrics import MetricScorer
 from ...images import as_images
-from ...judges import ChatRequest
+from ...judges import ChatRequest, JudgeUnavailable
 from ...parsing import ask_structured
 from ...prompts import render
 from .protocol import TEMPLATES, parse_aesthetic, parse_choice, parse_questions, parse_yes_no
 
-__all__ = ["Scorer", "Scored", "batch_or_each"]
+__all__ = ["Scorer", "Scored", "RankingMetric", "batch_or_each"]
 
 
 def batch_or_each(fn: Callable[[list], list], items: list, *,
@@ -58,18 +62,60 @@ class Scored:
     aesthetic: float | None = None
     replies: tuple[str, ...] = ()
     failure: str | None = None
+    #: the ranking metrics scored beside the agent's: ``{"metric", "score", "failure"}`` each
+    metric_scores: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class RankingMetric:
+    """A metric of :mod:`t2ireason.evaluation_metrics` scoring the agent's images: its scorer, its model (loaded)
+    and its options. Called on a batch, it gives each image's :class:`~t2ireason.results.ImageResult` or the
+    error that kept it from one (a judge that cannot answer at all stops the run: nothing recorded as scored)."""
+
+    scorer: MetricScorer
+    model: Any
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.scorer.name
+
+    def __call__(self, images: list, prompts: list[str]) -> list[tuple[Any, str | None]]:
+        rows = [{"id": str(k), "prompt": p} for k, p in enumerate(prompts)]
+        return batch_or_each(lambda pairs: self.scorer.score([r for r, _ in pairs], [i for _, i in pairs], self.model,
+                                                             **self.options),
+                             list(zip(rows, images)), fatal=(JudgeUnavailable,))
+
+
+def _outcome(result: Any, error: str | None) -> tuple[float | None, str | None]:
+    """A metric's score of one image and, where it has none, why."""
+    if error is not None:
+        return None, error
+    return result.score, None if result.score is not None else (result.failure or "no score")
 
 
 class Scorer:
-    """Scores a batch of (image, prompt) pairs with one judge; questions are written once per prompt."""
+    """Scores a batch of (image, prompt) pairs with one judge; questions are written once per prompt. ``scoring``:
+    ``"vqascore"``, ``"vqa_accuracy"``, or a :class:`RankingMetric` the agent scores with; ``metrics``: the ranking
+    metrics scored beside it, on the same images."""
 
-    def __init__(self, judge: Any, scoring: str, aesthetic: bool, max_reasks: int):
+    def __init__(self, judge: Any, scoring: str | RankingMetric, aesthetic: bool, max_reasks: int,
+                 metrics: Sequence[RankingMetric] = ()):
         self.judge, self.scoring, self.aesthetic, self.max_reasks = judge, scoring, aesthetic, max_reasks
+        self.metrics = list(metrics)
         self._questions: dict[str, tuple[list[dict] | None, list[str], str | None]] = {}
 
     def __call__(self, images: list, prompts: list[str]) -> list[Scored]:
         images = as_images(images)  # one JudgeImage per image, shared by all its requests
-        out = self._vqascore(images, prompts) if self.scoring == "vqascore" else self._vqa_accuracy(images, prompts)
+        if isinstance(self.scoring, RankingMetric):
+            out = self._metric(images, prompts)
+        else:
+            out = self._vqascore(images, prompts) if self.scoring == "vqascore" else self._vqa_accuracy(images, prompts)
+        for metric in self.metrics:
+            for s, (result, error) in zip(out, metric(images, prompts)):
+                score, failure = _outcome(result, error)
+                s.metric_scores.append({"metric": metric.name, "score": score, "failure": failure})
+                s.replies += tuple(result.replies) if result is not None else ()
         if self.aesthetic:
             requests = [ChatRequest.simple(render(TEMPLATES, "aesthetic_user"), image,
                                            system_prompt=render(TEMPLATES, "aesthetic_system")) for image in images]
@@ -81,6 +127,15 @@ class Scorer:
 
     def _ask(self, requests: list[ChatRequest], parse: Any) -> list:
         return ask_structured(self.judge, requests, parse, max_reasks=self.max_reasks) if requests else []
+
+    def _metric(self, images: list, prompts: list[str]) -> list[Scored]:
+        out = []
+        for result, error in self.scoring(images, prompts):
+            score, failure = _outcome(result, error)
+            replies = tuple(result.replies) if result is not None else ()
+            out.append(Scored(score=score, replies=replies,
+                              failure=None if failure is None else f"{self.scoring.scorer.pretty_name} failed: {failure}"))
+        return out
 
     def _vqascore(self, images: list, prompts: list[str]) -> list[Scored]:
         out = []

@@ -70,6 +70,8 @@ class Store:
         """Refuse to mix results of another judge, scorer or model under the same names."""
         path = self.out / "settings.json"
         old = json.loads(path.read_text()) if path.is_file() else {}
+        if old and "ranking_metrics" not in old:  # a folder made before them: its rows have none
+            old["ranking_metrics"] = {}
         for key, value in settings.items():
             if key != "models" and key in old and old[key] != value:
                 raise ValueError(f"{self.out} holds results made with {key}={old[key]!r}, not {value!r}; "

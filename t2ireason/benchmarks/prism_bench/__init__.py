@@ -107,6 +107,9 @@ class PrismBench(Benchmark):
         return datasets.Features({"id": s, "prompt": s, "track": s, "language": s,
                                   "index": datasets.Value("int32"), "subset": s, "extra": s})
 
+    def row_config(self, row: dict[str, Any]) -> str | None:
+        return release.config_name(row["track"], row["language"]) if row.get("track") and row.get("language") else None
+
     def image_stem(self, row: dict[str, Any]) -> str:
         """``<language>/<track>/<index>``: each language folder is laid out as the official
         ``images/`` folder (``images/<track>/{0..99}.png``), so point the official code at ``<out>/en``."""

@@ -141,6 +141,9 @@ class R2IBench(Benchmark):
         row["id"] = f"{row['category']}/{row['subcategory']}/{row['source_id']}"
         return row
 
+    def row_config(self, row: dict[str, Any]) -> str | None:
+        return row.get("category")
+
     def image_stem(self, row: dict[str, Any]) -> str:
         """``<category>/<subcategory>/<source_id>``: the folders of the release, one image per prompt id."""
         return f"{row['category']}/{row['subcategory']}/{row['source_id']}"

@@ -108,6 +108,9 @@ class T2IReasonBench(Benchmark):
         forms = [self.row_id(row), f"{row['dimension']}/{stem}.png", f"{row['dimension']}/{stem}", stem]
         return tuple(forms + ([str(row["id"])] if row.get("id") is not None else []))
 
+    def row_config(self, row: dict[str, Any]) -> str | None:
+        return row.get("dimension")
+
     def image_stem(self, row: dict[str, Any]) -> str:
         """The official layout: ``<dimension>/0001`` (``0001.png``, ``0001_<sample>.png``).
         Raises :class:`~t2ireason.files.UnsafePath` for a row whose name would leave its folder."""

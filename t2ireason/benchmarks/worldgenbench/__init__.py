@@ -91,6 +91,9 @@ class WorldGenBench(Benchmark):
     def image_stem(self, row: dict[str, Any]) -> str:
         return f"{row['domain']}/{row['id']}"
 
+    def row_config(self, row: dict[str, Any]) -> str | None:
+        return row.get("domain")
+
     def unscorable(self, row: dict[str, Any]) -> str | None:
         return None if normalize_checklist(row.get("checklist"), problems=[]) else "the row has no checklist items"
 
