@@ -379,7 +379,53 @@ def check_files(predictions: Sequence[Any]) -> None:
                                 + (f" and {len(missing) - 3} more" if len(missing) > 3 else ""))
 
 
-class JudgedMetric(JudgeMixin, ImageMetric):
+class PresetMetric(JudgeMixin, ImageMetric):
+    """What a metric judged under a preset shares (:class:`JudgedMetric`, a benchmark's; :class:`BaselineMetric`,
+    a baseline's): the judge setting resolved once (:func:`~t2ireason.judges.spec.judge_setting`), the judge loaded
+    on first use with a line saying what became of the preset's backend settings, and the work done by the
+    scorer's ``score`` and ``aggregate`` with the preset's options under the caller's."""
+
+    #: the benchmark or baseline whose ``score`` and ``aggregate`` do the work; set by the subclass
+    scorer: Any = None
+
+    def _use_setting(self, setting: Any, cache: str | bool, progress: bool) -> None:
+        self.judge_setting = setting
+        self.preset_name = setting.preset
+        self._set_judge(setting.judge, setting.judge_kwargs, cache, setting.spec)
+        self.progress = progress
+
+    def predictions_are_images(self, options: dict[str, Any]) -> bool:
+        """Whether ``predictions`` are images with these compute options (a shell whose metric also
+        scores texts says when)."""
+        return True
+
+    def _score_rows(self, predictions, references, **options):
+        options = {**self.judge_setting.options, **options}
+        if self.predictions_are_images(options):
+            check_files(predictions)
+        return self.scorer.score(references, predictions, self.judge, progress=self.progress, **options)
+
+    def _combine(self, records, **options):
+        results = [r if isinstance(r, ImageResult) else ImageResult.from_dict(r) for r in records]
+        return results_payload(results, self.aggregate_results(results, **options), self.judge_info())
+
+    def aggregate_results(self, results: Sequence[ImageResult], **options: Any) -> dict[str, Any]:
+        """The paper's table (a baseline's aggregate) from per-image results gathered over several ``compute``
+        calls (``ImageResult`` objects or their dicts, as ``per_image`` gives them), with the preset's options."""
+        results = [r if isinstance(r, ImageResult) else ImageResult.from_dict(r) for r in results]
+        return self.scorer.aggregate(results, **{**self.judge_setting.options, **options})
+
+    @property
+    def judge(self):
+        if self._judge is None and self.judge_spec is not None:
+            report_preset_settings(self.judge_setting)  # once, as the judge is loaded
+        return super().judge
+
+    def judge_info(self) -> dict[str, Any]:
+        return judge_record(self.judge, self.preset_name, self.judge_setting.preset_settings)
+
+
+class JudgedMetric(PresetMetric):
     """An evaluate module scoring images against benchmark rows with a judge.
 
     Init keyword arguments (through ``evaluate.load(path, **kwargs)``):
@@ -401,14 +447,11 @@ class JudgedMetric(JudgeMixin, ImageMetric):
     def __init__(self, judge: Any = None, preset: str | None = None, judge_kwargs: dict | None = None,
                  cache: str | bool = True, progress: bool = True, **kwargs: Any):
         # evaluate's __init__ calls _info(), so everything _info needs is set first.
-        self.bench = get_benchmark(self.benchmark_name)
+        self.bench = self.scorer = get_benchmark(self.benchmark_name)
         self.scored_fields = self.bench.scored_fields
         setting = judge_setting(self.bench, preset, judge, judge_kwargs)  # shared with `t2ireason evaluate`
-        self.preset_name = setting.preset
-        self.preset = dict(getattr(self.bench, "presets", {}).get(self.preset_name, {}))
-        self.judge_setting = setting
-        self._set_judge(setting.judge, setting.judge_kwargs, cache, setting.spec)
-        self.progress = progress
+        self.preset = dict(getattr(self.bench, "presets", {}).get(setting.preset, {}))
+        self._use_setting(setting, cache, progress)
         config = kwargs.get("config_name")
         self.row_features = (self.bench.config_features(config) if config in self.bench.configs
                              else self.bench.features)
@@ -439,43 +482,11 @@ class JudgedMetric(JudgeMixin, ImageMetric):
             return None
         return super()._enforce_nested_string_type(schema, obj)
 
-    def predictions_are_images(self, options: dict[str, Any]) -> bool:
-        """Whether ``predictions`` are images with these compute options (a shell whose metric also
-        scores texts says when)."""
-        return True
-
-    def _score_rows(self, predictions, references, **options):
-        options = {**self.preset.get("options", {}), **options}
-        if self.predictions_are_images(options):
-            check_files(predictions)
-        return self.bench.score(references, predictions, self.judge, progress=self.progress, **options)
-
-    def _combine(self, records, **options):
-        options = {**self.preset.get("options", {}), **options}
-        results = [r if isinstance(r, ImageResult) else ImageResult.from_dict(r) for r in records]
-        aggregate = self.bench.aggregate(results, **options)
-        return results_payload(results, aggregate, self.judge_info())
-
-    def aggregate_results(self, results: Sequence[ImageResult], **options: Any) -> dict[str, Any]:
-        """The paper's table from per-image results gathered over several ``compute`` calls
-        (``ImageResult`` objects or their dicts, as ``per_image`` gives them), with the preset's options."""
-        results = [r if isinstance(r, ImageResult) else ImageResult.from_dict(r) for r in results]
-        return self.bench.aggregate(results, **{**self.preset.get("options", {}), **options})
-
     def _missing_judge_message(self) -> str:
         return f"no judge given and the {self.preset_name!r} preset of {self.bench.name} names none"
 
-    @property
-    def judge(self):
-        if self._judge is None and self.judge_spec is not None:
-            report_preset_settings(self.judge_setting)  # once, as the judge is loaded
-        return super().judge
 
-    def judge_info(self) -> dict[str, Any]:
-        return judge_record(self.judge, self.preset_name, self.judge_setting.preset_settings)
-
-
-class BaselineMetric(JudgeMixin, ImageMetric):
+class BaselineMetric(PresetMetric):
     """An evaluate module scoring images against their prompts with a baseline metric
     (:mod:`t2ireason.baselines`: DSG, VIEScore, TIFA) and a judge.
 
@@ -496,12 +507,9 @@ class BaselineMetric(JudgeMixin, ImageMetric):
         keeps = {"store": store, "cache": cache} if hasattr(probe, "questions") else {}
         if not keeps and store is not True:
             raise ValueError(f"{self.baseline_name} keeps no questions: it takes no store")
-        self.baseline = load_baseline(self.baseline_name, preset=setting.preset, judge=judge, llm=llm,
-                                      llm_kwargs=llm_kwargs, **keeps)
-        self.judge_setting = setting
-        self.preset_name = setting.preset
-        self._set_judge(setting.judge, setting.judge_kwargs, cache, setting.spec)
-        self.progress = progress
+        self.baseline = self.scorer = load_baseline(self.baseline_name, preset=setting.preset, judge=judge, llm=llm,
+                                                    llm_kwargs=llm_kwargs, **keeps)
+        self._use_setting(setting, cache, progress)
         super().__init__(**kwargs)
 
     def _baseline_info(self, *, description: str, citation: str, inputs_description: str,
@@ -510,34 +518,12 @@ class BaselineMetric(JudgeMixin, ImageMetric):
                                    features=image_features(references=datasets.Value("string")),
                                    reference_urls=list(reference_urls))
 
-    def _score_rows(self, predictions, references, **options):
-        options = {**self.judge_setting.options, **options}
-        check_files(predictions)
-        return self.baseline.score(references, predictions, self.judge, progress=self.progress, **options)
-
-    def _combine(self, records, **options):
-        options = {**self.judge_setting.options, **options}
-        results = [r if isinstance(r, ImageResult) else ImageResult.from_dict(r) for r in records]
-        return results_payload(results, self.baseline.aggregate(results, **options), self.judge_info())
-
-    def aggregate_results(self, results: Sequence[ImageResult], **options: Any) -> dict[str, Any]:
-        """The aggregate of per-image results gathered over several ``compute`` calls (``ImageResult`` objects
-        or their dicts, as ``per_image`` gives them)."""
-        results = [r if isinstance(r, ImageResult) else ImageResult.from_dict(r) for r in results]
-        return self.baseline.aggregate(results, **{**self.judge_setting.options, **options})
-
     def _missing_judge_message(self) -> str:
         return (f"no judge given and the {self.preset_name!r} preset of {self.baseline_name} names none: pass "
                 "judge='backend:model' (or a judge object) to evaluate.load")
 
-    @property
-    def judge(self):
-        if self._judge is None and self.judge_spec is not None:
-            report_preset_settings(self.judge_setting)  # once, as the judge is loaded
-        return super().judge
-
     def judge_info(self) -> dict[str, Any]:
-        info = judge_record(self.judge, self.preset_name, self.judge_setting.preset_settings)
+        info = super().judge_info()
         questions = getattr(self.baseline, "questions", None)
         if questions is not None:  # the model that wrote the questions (the judge itself when none is named)
             info["questions_by"] = questions.llm_identity(self.judge)
