@@ -15,7 +15,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["Terminated", "sigterm_as_interrupt", "stdout_reader_may_leave", "Parser", "user_error_text"]
+__all__ = ["Terminated", "sigterm_as_interrupt", "stdout_reader_may_leave", "Parser", "user_error_text", "TICK",
+           "result_of", "next_from"]
 
 
 class Terminated(KeyboardInterrupt):
@@ -38,6 +39,34 @@ def sigterm_as_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, before)
+
+
+#: seconds a thread waits at a time for another's work: a signal (Ctrl-C, SIGTERM) the kernel delivered to another
+#: of the process's threads does not wake the main thread blocked on a lock, and Python raises it there only at its
+#: next wake-up; waits that may last are made of such ticks, so an interruption is raised within one
+TICK = 0.5
+
+
+def result_of(future: Any) -> Any:
+    """``future.result()`` (a ``concurrent.futures.Future``), waited for a :data:`TICK` at a time."""
+    import concurrent.futures
+
+    while True:
+        try:
+            return future.result(timeout=TICK)
+        except concurrent.futures.TimeoutError:
+            continue
+
+
+def next_from(items: Any) -> Any:
+    """``items.get()`` (a ``queue.Queue``), waited for a :data:`TICK` at a time."""
+    import queue
+
+    while True:
+        try:
+            return items.get(timeout=TICK)
+        except queue.Empty:
+            continue
 
 
 class _StdoutReaderMayLeave:

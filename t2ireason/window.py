@@ -14,6 +14,8 @@ import concurrent.futures
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
+from .console import TICK
+
 __all__ = ["window_width", "in_window"]
 
 C = TypeVar("C")
@@ -54,7 +56,10 @@ def in_window(work: Callable[[C], R], chunks: Iterable[C], width: int) -> Iterat
                 pending[pool.submit(work, chunk)] = chunk
             if not pending:
                 break
-            finished, _ = concurrent.futures.wait(pending, return_when=concurrent.futures.FIRST_COMPLETED)
+            finished = set()
+            while not finished:  # in ticks: a Ctrl-C the kernel gave another thread is raised here within one
+                finished, _ = concurrent.futures.wait(pending, timeout=TICK,
+                                                      return_when=concurrent.futures.FIRST_COMPLETED)
             for future in finished:
                 chunk = pending.pop(future)
                 if future.exception() is not None:

@@ -73,3 +73,28 @@ def test_a_closed_transport_says_so():
         transport.close()
         with pytest.raises(RuntimeError, match=r"ImagesClient\(test\) is closed"):
             transport.post_json("/images/generations", {})
+
+
+@pytest.mark.timeout(60)
+def test_a_ctrl_c_the_kernel_gave_another_thread_still_stops_a_request_waited_for():
+    """A request waited for on the transport's loop: Ctrl-C delivered to another of the process's threads used to be
+    lost until the request ended (a hung server: never); the wait is made of short ticks, so it is raised here."""
+    import asyncio
+    import signal
+    import threading
+    import time
+
+    transport = Transport("http://127.0.0.1:9/v1", name="Transport(test)")
+
+    def send_from_another_thread():
+        time.sleep(0.3)
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+
+    sender = threading.Thread(target=send_from_another_thread)
+    sender.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            transport.run(asyncio.sleep(600))  # a reply that never comes
+    finally:
+        sender.join()
+        transport.close()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -180,3 +181,25 @@ def test_chunks_in_a_window_journal_every_reply_so_a_resume_after_a_refused_key_
     assert scores["num_images"] == 30 and scores["num_failed"] == 30 - scorable
     assert scores["reused"] == first - saved  # every journaled reply of an unsaved chunk, counted
     assert not journal.exists()
+
+
+@pytest.mark.timeout(60)
+def test_a_ctrl_c_the_kernel_gave_another_thread_still_stops_the_window():
+    """As found in CI: Ctrl-C delivered to one of the process's other threads (a server thread sent it here) never
+    woke the main thread blocked waiting for a chunk; the evaluation hung. The waits are made of short ticks."""
+    import signal
+
+    release = threading.Event()
+
+    def send_from_another_thread():
+        time.sleep(0.3)
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)  # to this thread, not the main one
+
+    sender = threading.Thread(target=send_from_another_thread)
+    sender.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            list(in_window(lambda chunk: release.wait(600), [1, 2, 3], 2))  # never, unless the interrupt is lost
+    finally:
+        release.set()
+        sender.join()

@@ -19,6 +19,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
+from ..console import next_from, result_of
 from ..progress import progress_bar
 from .concurrency import BUSY_STATUSES, AdaptiveLimit
 from .failures import (
@@ -230,7 +231,7 @@ class Transport:
         except RuntimeError:
             coro.close()  # never to run: closed
             raise
-        return loop.submit(coro).result()
+        return result_of(loop.submit(coro))
 
     def run_batch(self, items: Sequence[Any], ask: Callable[[Any], Awaitable[T]], *,
                   before: Callable[[], Awaitable[Any]] | None = None,
@@ -286,11 +287,11 @@ class Transport:
         try:
             if stream:
                 with progress_bar(len(items), progress, desc=desc) as bar:
-                    while (i := done.get()) is not None:
+                    while (i := next_from(done)) is not None:
                         if on_result is not None:
                             on_result(i, results[i])
                         bar.update(1)
-            future.result()
+            result_of(future)
         except BaseException:
             future.cancel()
             raise
