@@ -43,3 +43,17 @@ def browser():
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
         yield b
         b.close()
+
+
+@pytest.fixture
+def sigint_raises():
+    """Ctrl-C raises KeyboardInterrupt in this test however the suite was started: a process launched in the
+    background by a shell without job control (`cmd &` in a script, as CI runners may) starts with SIGINT ignored,
+    and a test that sends it would then wait for ever."""
+    import signal
+
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)

@@ -76,7 +76,7 @@ def test_a_closed_transport_says_so():
 
 
 @pytest.mark.timeout(60)
-def test_a_ctrl_c_the_kernel_gave_another_thread_still_stops_a_request_waited_for():
+def test_a_ctrl_c_the_kernel_gave_another_thread_still_stops_a_request_waited_for(sigint_raises):
     """A request waited for on the transport's loop: Ctrl-C delivered to another of the process's threads used to be
     lost until the request ended (a hung server: never); the wait is made of short ticks, so it is raised here."""
     import asyncio

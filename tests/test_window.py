@@ -111,7 +111,7 @@ def test_window_width_follows_the_judges_concurrency():
     assert window_width(ScriptedJudge(["x"]), 32) == 1  # a judge answering a batch at a time: in order
 
 
-def test_an_interrupted_window_stops_at_once_and_its_chunks_end_with_the_judge(tmp_path):
+def test_an_interrupted_window_stops_at_once_and_its_chunks_end_with_the_judge(tmp_path, sigint_raises):
     """Ctrl-C while three chunks wait for a server that does not answer: the evaluation stops at once,
     and closing the judge ends the chunks' threads (none is left waiting for replies that never come)."""
     import os
@@ -184,7 +184,7 @@ def test_chunks_in_a_window_journal_every_reply_so_a_resume_after_a_refused_key_
 
 
 @pytest.mark.timeout(60)
-def test_a_ctrl_c_the_kernel_gave_another_thread_still_stops_the_window():
+def test_a_ctrl_c_the_kernel_gave_another_thread_still_stops_the_window(sigint_raises):
     """As found in CI: Ctrl-C delivered to one of the process's other threads (a server thread sent it here) never
     woke the main thread blocked waiting for a chunk; the evaluation hung. The waits are made of short ticks."""
     import signal
