@@ -81,16 +81,16 @@ def _images_scored(table: Any) -> str:
 def _run_row(run: Run, evaluation: str, label: str) -> dict[str, Any]:
     """What made one model's results, as plain values for the report (local paths reduced to names)."""
     from ..judges.spec import judge_name, portable_model
+    from .protocol import questions_text
 
     scores = run.scores(evaluation)
     judge = scores.get("judge") or {}
     judge_model = judge_name(judge)
     generator = (run.manifest.get("generation") or {}).get("model")
-    data = run.manifest.get("data")
     return {"model": label, "evaluation": evaluation,
             "judge": f"{judge.get('backend')}:{judge_model}" if judge_model else judge.get("backend"),
             "preset": judge.get("preset"),
-            "questions": f"the release's ({portable_model(data)[0] if data else 'the sample shipped with t2i-reason'})",
+            "questions": questions_text(run),  # the words of the rows' protocol lines
             "generator": portable_model(str(generator))[0] if generator else None,
             "images": scores["num_images"], "scored": (scores.get("coverage") or {}).get("text"),
             "failed": scores["num_failed"],

@@ -106,6 +106,10 @@ def test_what_measured_each_row_is_where_the_reader_looks_at_1400_px(browser, tm
     assert "judged by Gemini-2.5-pro" in said and "800 prompts" in said
     assert "not ranked among the paper's rows: tiny-model: judge scripted:scripted" in said
     assert "questions: the sample shipped with t2i-reason" in said
+    # the runs' summary above the tables says the same words (it said "the release's (...)" of the sample)
+    summary = page.locator("table.runs").first
+    column = summary.locator("thead th").all_inner_texts().index("questions")
+    assert summary.locator("tbody tr td").nth(column).inner_text() == "the sample shipped with t2i-reason"
     row = page.locator("#table-1 tr.apart")
     assert row.count() == 1 and row.locator("td").first.inner_text().startswith("tiny-model")
     assert row.locator("b").count() == 0 and "not ranked" in row.inner_text()
