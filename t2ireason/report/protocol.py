@@ -124,3 +124,44 @@ def run_protocol(run: Any, scores: dict[str, Any], results: Sequence[ImageResult
     if differs:
         protocol.comparable = "no: " + "; ".join(differs)
     return protocol
+
+
+def table_protocol(run: Any, evaluation: str, results: Sequence[ImageResult], title: str) -> tuple[str, RowProtocol]:
+    """The title of a run's table of ``title`` as the paper numbers its layout under the run's judge (PRISM-Bench's
+    Table 4 for Qwen2.5-VL-72B), and how the run's row was measured against the paper's table
+    (:func:`run_protocol`); in a table of rewritten prompts (T2I-ReasonBench's Table 3), whether its images were
+    drawn from the paper's rewrites too."""
+    scores = run.scores(evaluation)
+    judge = scores.get("judge") or {}
+    preset = judge.get("preset") or (scores.get("settings") or {}).get("preset") or run.bench.default_preset
+    pub = reference(run.bench.name, title, judge, preset)
+    protocol = run_protocol(run, scores, results, pub)
+    if pub is None or pub.into != title:
+        return title, protocol
+    rewritten = bool((run.manifest.get("generation") or {}).get("rewritten_prompts"))
+    if pub.citation.get("rewrites"):  # the paper's models drew the release's rewrites (its Table 3)
+        other = _other_rewrites(run) if rewritten else "prompts: the benchmark's own, not the release's rewrites"
+    else:
+        other = "prompts: rewritten, where the paper's models drew the benchmark's own" if rewritten else None
+    if other:
+        protocol.comparable = "no: " + "; ".join(filter(None, [protocol.differs, other]))
+    return pub.title, protocol
+
+
+def _other_rewrites(run: Any) -> str | None:
+    """What differs in the rewritten prompts a run's images were drawn from, against the benchmark's release (the
+    paper's rewrites: T2I-ReasonBench's ``pipeline_prompts``, GPT-4o's), read from the images' manifest; None when
+    each image's prompt is its row's rewrite there."""
+    release = getattr(run.bench, "pipeline_prompts", None)
+    manifest = run.images_dir / "metadata.parquet"
+    if release is None or not manifest.is_file():
+        return "rewritten prompts not checked against the release's (no images/metadata.parquet)" if release else None
+    import pyarrow.parquet as pq
+
+    wanted = {str(k): v for k, v in release(run.rows()).items()}
+    drawn = pq.read_table(manifest, columns=["prompt_id", "prompt"]).to_pylist()
+    other = sum(wanted.get(str(r["prompt_id"])) != r["prompt"] for r in drawn)
+    if not other:
+        return None
+    return f"prompts: {other:,} of {len(drawn):,} images drawn from other rewrites than the release's (the paper's)"
+

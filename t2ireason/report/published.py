@@ -6,7 +6,8 @@ and the question set the paper used, the names the seed's text misreads and how 
 table's scale) and saying its protocol in a form a run is checked against (``judge_spec``: the paper's judge
 as a spec; ``presets``: this package's presets that follow it; ``questions_match``: whether a run of the
 official release asks the paper's questions; ``prompts``: how many prompts the table averages over;
-``scope``: which of a run's images it covers, ``language=en``, ``config=humanities`` or ``all``; ``into``:
+``scope``: which of a run's images it covers, ``language=en``, ``config=humanities`` or ``all``; ``rewrites``:
+where the paper's models drew rewritten prompts, the release's field holding them; ``into``:
 the title of the run's table it joins, and ``title`` where the paper numbers the same layout otherwise, as
 PRISM-Bench's Tables 4 and 5 under the Qwen2.5-VL-72B judge), then one row per model as printed
 (``model``, ``group`` and, for R2I-Bench, ``size``; then the table's columns, named as this package's
@@ -33,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ..results import Cell, PaperTable, RowProtocol
+from .cells import is_change
 
 __all__ = ["PublishedTable", "published_tables", "place", "standing_column", "standing_bars", "standing_figure",
            "MARK", "RANKED_RUNS", "APART_RUNS"]
@@ -244,10 +246,11 @@ def _decimals(pub: PublishedTable) -> int:
 
 def standing_column(table: PaperTable) -> str | None:
     """The column a table's standing is drawn on: its last summary column (Overall, Avg., Overall Avg.) that
-    the paper's rows have (never one only the runs have, as PRISM-Bench's Pooled Avg.)."""
+    the paper's rows have (never one only the runs have, as PRISM-Bench's Pooled Avg., nor a change: T2I-ReasonBench
+    Table 3 ranks on ``Overall score``, not on ``Overall change``)."""
     from .plots import _SUMMARY
 
-    summary = [c for c in table.columns if any(_SUMMARY.match(w) for w in c.split())]
+    summary = [c for c in table.columns if any(_SUMMARY.match(w) for w in c.split()) and not is_change(c)]
     paper = [label for label, p in table.protocols.items() if p.paper and label in table.rows]
     printed = [c for c in summary if any(c in table.rows[label] for label in paper)]
     return (printed or summary or [None])[-1]

@@ -37,17 +37,11 @@ def _run_tables(run: Run, evaluation: str, label: str, results: list) -> list:
     """The run's tables of the paper, each numbered as the paper numbers its layout under the run's judge
     (PRISM-Bench's Table 4 for Qwen2.5-VL-72B), the run's row with how it was measured and whether that is
     the protocol of the paper's table (:func:`~t2ireason.report.protocol.run_protocol`)."""
-    from .protocol import reference, run_protocol
+    from .protocol import table_protocol
 
-    scores = run.scores(evaluation)
-    judge = scores.get("judge") or {}
-    preset = judge.get("preset") or (scores.get("settings") or {}).get("preset") or run.bench.default_preset
-    tables = run.bench.paper_tables(scores["aggregate"], label)
+    tables = run.bench.paper_tables(run.scores(evaluation)["aggregate"], label)
     for t in tables:
-        pub = reference(run.bench.name, t.title, judge, preset)
-        if pub is not None and pub.into == t.title:
-            t.title = pub.title
-        t.protocols[label] = run_protocol(run, scores, results, pub)
+        t.title, t.protocols[label] = table_protocol(run, evaluation, results, t.title)
     return tables
 
 
@@ -60,14 +54,18 @@ def _change_tables(bench: Any, group: Sequence[tuple[Run, str, str]]) -> list:
         return ((run.manifest.get("generation") or {}).get("model"), judge.get("backend"), judge.get("model"),
                 judge.get("preset"))
 
+    from .protocol import table_protocol
+
     originals = {key(run, n): (run, n, label) for run, n, label in group
                  if not (run.manifest.get("generation") or {}).get("rewritten_prompts")}
     tables = []
     for run, n, label in group:
         if (run.manifest.get("generation") or {}).get("rewritten_prompts") and key(run, n) in originals:
             base, base_n, base_label = originals[key(run, n)]
-            tables += bench.change_tables(run.scores(n)["aggregate"], base.scores(base_n)["aggregate"], label,
-                                          base_label)
+            for t in bench.change_tables(run.scores(n)["aggregate"], base.scores(base_n)["aggregate"], label,
+                                         base_label):
+                t.title, t.protocols[label] = table_protocol(run, n, run.results(n), t.title)
+                tables.append(t)
     return tables
 
 

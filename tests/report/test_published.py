@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt
 import pytest
 
 from t2ireason.report import plots
-from t2ireason.report.cells import best_rows
+from t2ireason.report.cells import best_rows, is_change
 from t2ireason.report.published import (
     APART_RUNS,
     MARK,
@@ -31,7 +31,7 @@ if not SEEDS.is_dir():
 
 #: benchmark -> (seed file prefix, per table: the line its header starts with, lines between header and rows)
 TABLES = {
-    "t2i-reasonbench": ("000", [("Model\tIdiom\tTextual\tEntity\tScientific\tOverall", 0)]),
+    "t2i-reasonbench": ("000", [("Model\tIdiom\tTextual\tEntity\tScientific\tOverall", 0)] * 2),  # Tables 2 and 3
     "r2i-bench": ("003", [("Model\tSize\tOverall\tCommonsense", 0)]),
     "worldgenbench": ("001", [("Continent Models\tAF", 0), ("Fields\tASTR", 0)]),
     "prism-bench": ("004", [("Model\tImagination", 1)] * 4),  # Tables 1 and 2 (GPT-4.1), 4 and 5 (Qwen2.5-VL-72B)
@@ -52,6 +52,8 @@ def _seed_rows(text: str, header: str, skip: int, occurrence: int) -> list[tuple
         name = re.sub(r"<sup>.*?</sup>|<[^>]+>|\[[\d, ]+\]|\*|\([^()]*\d{4}[a-z]?\)", "", cells[0])
         name = re.sub(r"\s*_\{(.*?)\}", r" (\1)", name)
         values = [re.sub(r"<[^>]+>|\s*_\{±[^}]*\}", "", c).strip() for c in cells[1:]]
+        # T2I-ReasonBench Table 3's "76.7 ↑34.9": a value and its change's magnitude (the sign: below)
+        values = [part.lstrip("↑↓") for v in values for part in v.split()]
         rows.append((" ".join(name.split()), [v for v in values if v]))
     return rows
 
@@ -76,7 +78,8 @@ def test_every_shipped_number_is_the_papers(benchmark):
                 name = name.replace(wrong, right)
             assert row["model"] == name
             shipped = [row["size"]] if "size" in row else []
-            assert shipped + [row[c] for c in pub.columns] == values, (pub.citation["table"], name)
+            as_printed = [row[c].removeprefix("-") if is_change(c) else row[c] for c in pub.columns]
+            assert shipped + as_printed == values, (pub.citation["table"], name)
         for key in ("paper", "seed", "table", "page", "judge", "questions", "into", "scale"):
             assert pub.citation[key], key
 
@@ -103,7 +106,8 @@ def test_a_papers_rows_join_the_runs_table_marked_and_on_its_scale():
     # a table no run has (the official scripts' accuracy has another title) is shown on its own
     official = PaperTable("T2I-ReasonBench: accuracy (official scripts)", ["Idiom"], {"m": {"Idiom": Cell(40.0)}})
     tables, _ = place([official], "t2i-reasonbench")
-    assert [t.title for t in tables] == [official.title, "T2I-ReasonBench Table 2: T2I-ReasonScore"]
+    assert [t.title for t in tables] == [official.title, "T2I-ReasonBench Table 2: T2I-ReasonScore",
+                                         "T2I-ReasonBench Table 3: with LLM-rewritten prompts"]
     assert len(tables[1].rows) == 16 and tables[1].decimals == 1
     with pytest.raises(ValueError, match="a run is labelled 'GPT-Image-1 \\[paper\\]'"):
         place([PaperTable(run.title, ["Overall"], {"GPT-Image-1 [paper]": {"Overall": Cell(1.0)}})], "r2i-bench")
@@ -254,7 +258,7 @@ def test_a_run_measured_as_the_papers_rows_is_ranked_among_them_and_one_measured
                                                         "15 of 15 images scored"),
                                  "real-model": RowProtocol("openai:gemini-2.5-pro", "paper", "the release's",
                                                            "800 of 800", "yes", "800 of 800 images scored")})
-    [table], _ = place([runs], "t2i-reasonbench")
+    table, *_ = place([runs], "t2i-reasonbench")[0]
     assert table.apart == {"tiny-sd": "judge hf:vlm (the paper's: Gemini-2.5-pro)"}
     assert list(table.rows)[0] == "real-model" and list(table.rows)[-1] == "tiny-sd"
     assert table.groups["SD-3-Medium [paper]"] == "Diffusion Models" and table.groups["tiny-sd"] == APART_RUNS
@@ -366,3 +370,98 @@ def test_the_papers_figure_over_the_subcategories_a_run_scored():
 
 SUBCATEGORY_COLUMNS = ["affordance", "attribute", "color", "emotion_intention_commonsense",
                        "social_cultural_knowledge_object", "social_cultural_knowledge_scene", "temporal_understanding"]
+
+
+def _rows(pub) -> dict[str, dict[str, str]]:
+    return {row["model"]: row for row in pub.rows}
+
+
+def test_t2i_reasonbench_table3_changes_carry_the_sign_of_the_two_printed_tables():
+    """Issue 40: the paper's Table 3 ships with its changes. The seed text prints every change with an up arrow, also
+    the losses the caption marks with a down arrow; each shipped sign is the sign of the model's Table 3 value less
+    its Table 2 value, and each magnitude is the printed one, within the paper's rounding but for the one cell the
+    file's note names."""
+    table2, table3 = published_tables("t2i-reasonbench")
+    assert table3.citation["table"].startswith("Table 3") and table3.into == "T2I-ReasonBench Table 3: with " \
+                                                                           "LLM-rewritten prompts"
+    before, losses, off = _rows(table2), [], []
+    for model, row in _rows(table3).items():
+        base = before.get(model) or before["Bagel w/ Thinking"]  # Table 3's Bagel w/o Thinking: the note says so
+        for dimension in ("Idiom", "Textual", "Entity", "Scientific", "Overall"):
+            difference = float(row[f"{dimension} score"]) - float(base[dimension])
+            change = float(row[f"{dimension} change"])
+            assert change * difference > 0, (model, dimension)  # the same sign
+            if change < 0:
+                losses.append(f"{model}'s {dimension}")
+            if abs(change - difference) > 0.15:
+                off.append((model, dimension, change, round(difference, 1)))
+    assert losses == ["GPT-Image-1's Textual", "Nano-Banana's Idiom", "Nano-Banana's Textual", "Nano-Banana's Overall"]
+    assert all(loss.split("'s ")[1] in table3.citation["signs"] for loss in losses)
+    assert off == [("FLUX.1-schnell", "Entity", 26.5, 25.9)] and "FLUX.1-schnell's Entity" in table3.citation["note"]
+
+
+def test_a_rewrite_runs_table3_stands_among_the_papers_on_its_score_never_its_change():
+    """A run of rewritten prompts (its Table 3 from the benchmark: a score and a change a dimension) joins the paper's
+    Table 3; the changes print signed and are never ranked, and where it stands is drawn on Overall score."""
+    from t2ireason.benchmarks.t2i_reasonbench.scores import rewrite_table
+    from t2ireason.report.tables import to_markdown
+
+    def aggregate(value):
+        return {"dimensions": {"idiom": {"score": {"mean": value}}}, "overall_summary": {"mean": value}}
+
+    run = rewrite_table(aggregate(90.0), aggregate(30.0), "my-model · rewritten", "my-model")
+    run.protocols["my-model · rewritten"] = RowProtocol("openai:gemini-2.5-pro", "paper", "the release's", "800 of 800",
+                                                        "yes", "800 of 800 images scored")
+    tables, about = place([run], "t2i-reasonbench")
+    table = next(t for t in tables if t.title == run.title)
+    assert list(table.rows)[:2] == ["my-model · rewritten", "SD-3-Medium [paper]"] and len(table.rows) == 17
+    assert table.rows["Nano-Banana [paper]"]["Overall change"].value == pytest.approx(-0.3)
+    assert standing_column(table) == "Overall score"
+    best = best_rows(table)
+    assert not any(is_change(c) for c in best) and best["Overall score"] == {"my-model · rewritten"}
+    markdown = to_markdown([table])
+    assert "| my-model · rewritten | 90.0 | +60.0 |" in markdown
+    assert "| Nano-Banana [paper] | 87.7 | -2.2 |" in markdown
+    assert any("Table 3" in a["model"] for a in about)
+    fig = standing_bars(table, ["my-model · rewritten"])
+    try:
+        assert plots.label_problems(fig) == []
+        assert "Overall score" in " ".join(t.get_text() for ax in fig.axes for t in [ax.xaxis.label, ax.title])
+    finally:
+        plt.close(fig)
+
+
+def test_a_rewrite_run_stands_as_the_papers_table3_only_when_drawn_from_the_releases_rewrites(tmp_path):
+    """The paper's Table 3 models drew GPT-4o's rewrites, which the release ships (``pipeline_prompts``): a run of
+    rewritten prompts is said to differ when its images (their manifest's prompts) came from other rewrites, or when
+    the manifest that would tell is missing."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from study.runs import scored_run
+
+    from t2ireason.report.protocol import table_protocol
+
+    title = "T2I-ReasonBench Table 3: with LLM-rewritten prompts"
+    run = scored_run(tmp_path, "t2i-reasonbench", "sd3-rewritten")
+    run.update(lambda m: m.update(generation={"model": "stabilityai/sd3", "rewritten_prompts": True}))
+    results = run.results("scripted")
+    said, protocol = table_protocol(run, "scripted", results, title)
+    assert said == title and "rewritten prompts not checked against the release's" in protocol.differs
+    rewrites = run.bench.pipeline_prompts(run.rows())
+    assert len(rewrites) == len(run.rows())
+
+    def drawn(prompts):
+        pq.write_table(pa.table({"prompt_id": list(prompts), "prompt": list(prompts.values())}),
+                       run.images_dir / "metadata.parquet")
+        return table_protocol(run, "scripted", results, title)[1].differs
+
+    assert "rewrite" not in drawn(rewrites)  # the release's: nothing to say of the prompts
+    first = next(iter(rewrites))
+    assert f"prompts: 1 of {len(rewrites)} images drawn from other rewrites than the release's (the paper's)" in \
+        drawn({**rewrites, first: "a prompt rewritten by another model"})
+    # in Table 2, whose models drew the benchmark's own prompts, a run of rewritten prompts differs, the others not
+    table2 = "T2I-ReasonBench Table 2: T2I-ReasonScore"
+    assert "prompts: rewritten, where the paper's models drew the benchmark's own" in \
+        table_protocol(run, "scripted", results, table2)[1].differs
+    run.update(lambda m: m.update(generation={"model": "stabilityai/sd3", "rewritten_prompts": False}))
+    assert "rewrite" not in table_protocol(run, "scripted", results, table2)[1].differs

@@ -168,6 +168,16 @@ def test_t2i_reasonbench_table_3_draws_the_rewritten_prompts_change_from_the_ori
     assert f"{change:+.1f}" in section and "change" in section and "\\textbf{" not in section.split("change")[-1]
     changes = PaperTable("t", ["Idiom change"], {"a": {"Idiom change": Cell(-3.0)}, "b": {"Idiom change": Cell(2.0)}})
     assert best_rows(changes) == {} and "| a | -3.0 |" in to_markdown([changes])
+    # with the paper's rows (--published): the paper's Table 3 joins the run's, the run set apart (a scripted judge),
+    # its standing drawn on Overall score, and the LaTeX compiles and fits the page
+    published = write_report([original, rewritten], tmp_path / "published", published=True)
+    table = published["markdown"].split("### T2I-ReasonBench Table 3: with LLM-rewritten prompts")[1].split("###")[0]
+    assert "| Nano-Banana [paper] | 87.7 | -2.2 | 92.2 | -2.6 |" in table and "| SD-3-Medium [paper] | 76.7 | +34.9 |" in table
+    assert table.index("Nano-Banana [paper]") < table.index("| sd3-rewritten |")  # below the paper's: not ranked
+    assert (tmp_path / "published" / "plots" / "t2i-reasonbench_table3_standing.png").is_file()
+    if PDFLATEX is not None:
+        log = _compiled(tmp_path / "published", published["tables_tex"].read_text())
+        assert "Overfull \\hbox" not in log and "Float too large" not in log
 
 
 def test_greek_letters_are_latex_math_and_a_table_too_tall_with_its_intervals_drops_them():
