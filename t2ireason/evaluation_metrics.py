@@ -192,14 +192,16 @@ class BaselineScorer(MetricScorer):
         self._baseline: Any = None
         self.name, self.pretty_name = probe.name, probe.pretty_name
         self.presets, self.default_preset = probe.presets, probe.default_preset
-        self.score_options = probe.score_options | (LLM_OPTIONS if self.asks_llm else frozenset())
+        # what it is loaded with (the question LLM, TIFA's question_filter) is taken then, not by each step
+        self.load_options = (LLM_OPTIONS if self.asks_llm else frozenset()) | probe.load_options
+        self.score_options = probe.score_options | self.load_options
 
     def score_prompts(self, rows, images, judge, *, progress, **options):
-        options = {k: v for k, v in options.items() if k not in LLM_OPTIONS}  # taken when it was loaded
+        options = {k: v for k, v in options.items() if k not in self.load_options}
         return (self._baseline or self._probe).score(rows, images, judge, progress=progress, **options)
 
     def aggregate(self, results, **options):
-        return self._probe.aggregate(results, **{k: v for k, v in options.items() if k not in LLM_OPTIONS})
+        return self._probe.aggregate(results, **{k: v for k, v in options.items() if k not in self.load_options})
 
     def paper_tables(self, aggregate, label):
         return self._probe.paper_tables(aggregate, label)
@@ -221,6 +223,9 @@ class BaselineScorer(MetricScorer):
 
     def check(self, setting):
         super().check(setting)
+        own = {k: setting.options[k] for k in self._probe.load_options if k in setting.options}
+        if own:  # a value of the wrong kind is said before anything is made
+            get_baseline(self.name, store=False, **own)
         if self.asks_llm:
             from .judges import validate_judge
 
@@ -244,7 +249,9 @@ class BaselineScorer(MetricScorer):
         if isinstance(llm, str) and llm != PRESET_LLM:
             llm_kwargs = on_device(llm, llm_kwargs or {}, device)
         named = None if setting.is_preset_judge else setting.judge
-        return load_baseline(self.name, preset=setting.preset, judge=named, llm=llm, llm_kwargs=llm_kwargs, **keeps)
+        own = {k: setting.options[k] for k in self._probe.load_options if k in setting.options}
+        return load_baseline(self.name, preset=setting.preset, judge=named, llm=llm, llm_kwargs=llm_kwargs, **keeps,
+                             **own)
 
     def load(self, setting, cache, device=None):
         judge = super().load(setting, cache, device)

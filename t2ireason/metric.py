@@ -493,8 +493,8 @@ class BaselineMetric(PresetMetric):
     Init keyword arguments: ``judge``, ``preset``, ``judge_kwargs``, ``cache``, ``progress`` as
     :class:`JudgedMetric`'s; for a metric whose questions an LLM writes, ``llm`` (a spec or a judge object; by
     default the preset's when no judge is named, else the judge itself: one model named does everything),
-    ``llm_kwargs`` and ``store`` (where the questions are kept: True for ``criteria.sqlite``, a path, False).
-    ``references`` are the prompts."""
+    ``llm_kwargs`` and ``store`` (where the questions are kept: True for ``criteria.sqlite``, a path, False); the
+    baseline's own ``load_options`` (TIFA's ``question_filter``). ``references`` are the prompts."""
 
     #: the baseline's name (t2ireason.baselines.BASELINES); set by the shell
     baseline_name: str = ""
@@ -507,8 +507,9 @@ class BaselineMetric(PresetMetric):
         keeps = {"store": store, "cache": cache} if hasattr(probe, "questions") else {}
         if not keeps and store is not True:
             raise ValueError(f"{self.baseline_name} keeps no questions: it takes no store")
+        own = {k: kwargs.pop(k) for k in probe.load_options if k in kwargs}
         self.baseline = self.scorer = load_baseline(self.baseline_name, preset=setting.preset, judge=judge, llm=llm,
-                                                    llm_kwargs=llm_kwargs, **keeps)
+                                                    llm_kwargs=llm_kwargs, **keeps, **own)
         self._use_setting(setting, cache, progress)
         super().__init__(**kwargs)
 

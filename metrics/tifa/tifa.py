@@ -13,8 +13,8 @@ prompt (kept), the prompt's elements and one or two multiple-choice questions wi
 each, with the authors' published few-shot prompt (github.com/Yushi-Hu/tifa, tifascore/question_gen.py); a
 VLM judge answers each question about the image with one of its choices (the authors' multiple-choice
 prompt); the image's score is the share answered right (0-1), the corpus score the mean x 100. The authors'
-UnifiedQA question filter is not run (see the card). The logic lives in t2ireason.baselines.tifa; this
-module is its shell.
+UnifiedQA question filter runs with question_filter="unifiedqa" (off by default: see the card). The logic
+lives in t2ireason.baselines.tifa; this module is its shell.
 """
 
 _CITATION = """\
@@ -39,6 +39,8 @@ Init keyword arguments (evaluate.load(..., judge=...)):
         no chat judges): pass one.
     llm: the LLM that writes the questions; default: the preset's (gpt-3.5-turbo) when no judge is named, else
         the judge itself. llm_kwargs: its backend options. store: where the questions are kept.
+    question_filter: the authors' UnifiedQA check of the questions made: "unifiedqa" (their model), a text QA
+        model's Hub id or folder, or None (default: not run).
     judge_kwargs, cache, progress: see t2ireason.metric.BaselineMetric.
 Returns:
     tifa: the mean TIFA score x 100 over the scored images; summary: its statistics and interval;

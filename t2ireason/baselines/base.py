@@ -60,6 +60,9 @@ class Baseline:
     default_preset: str = "paper"
     #: the options ``score`` takes
     score_options: frozenset[str] = frozenset()
+    #: the options the metric is made with (its constructor's), which ``t2ireason evaluate --options`` and the
+    #: metric module's ``evaluate.load`` keywords pass through: TIFA's ``question_filter``
+    load_options: frozenset[str] = frozenset()
     citation: str = ""
 
     @property

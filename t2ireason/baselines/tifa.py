@@ -7,10 +7,12 @@ Record -> request -> reply -> score, for one image:
    "Entities"), read as their parse_resp reads it: ``About <element> (<type>):`` blocks of ``Q:``, ``Choices:``
    (", "-separated) and ``A:`` lines, the reply ending at its first blank line (the stop sequence their
    openai_completion sends), types outside the paper's 12 left out, animal and human merged;
-2. the question filter keeps what needs no second model: a question asked twice is kept once, and a question
-   whose answer is none of its choices is left out (no answer could be right; the authors' UnifiedQA check
-   would drop it); their UnifiedQA answer check is not run (a text QA model, not a judge); a reply with no
-   question left is re-asked, then the prompt's failure;
+2. the question filter: a question asked twice is kept once, and a question whose answer is none of its choices
+   is left out (no answer could be right; the authors' UnifiedQA check would drop it); a reply with no question
+   left is re-asked, then the prompt's failure. With ``question_filter`` (``"unifiedqa"``: the authors' model),
+   their UnifiedQA check runs too (:mod:`.qa_filter`): a text QA model answers each question from the prompt
+   alone and the question is kept when it agrees with the LLM; a prompt none of whose questions pass fails.
+   Without it (the default: it needs a second model, a T5-large), the questions are the LLM's;
 3. a VLM judge answers each question with one of its choices (:mod:`.answering`): the image, then the authors'
    multiple-choice prompt (``templates/tifa/vqa_multiple_choice.txt``, their BLIP-2 prompt), the reply required
    to be one of the choices (case and a final period aside; else re-asked, then the question's failure, where
@@ -37,6 +39,7 @@ from ..prompts import verbatim
 from ..results import ImageResult, QuestionResult
 from .answering import answer_choices
 from .base import failed_image, image_source
+from .qa_filter import question_filter as question_filter_of
 from .questions import LLM_UNAVAILABLE, Made, QuestionBaseline, QuestionMethod, made_failure
 
 __all__ = ["TIFA", "PRESETS", "ELEMENT_TYPES", "QUESTION_SAMPLING", "parse_questions", "read_tifa_questions",
@@ -102,10 +105,19 @@ def parse_questions(text: str) -> tuple[list[dict[str, Any]], list[str]]:
 
 
 class TIFAMethod(QuestionMethod):
-    """A prompt's TIFA questions, made with the authors' prompt."""
+    """A prompt's TIFA questions, made with the authors' prompt (and checked by ``qa_filter``, a
+    :class:`~.qa_filter.QuestionFilter`, when given)."""
 
     metric = "tifa"
     templates = ("tifa/question_generation.txt",)
+
+    def __init__(self, sampling: Sampling, max_reasks: int = 2, qa_filter: Any = None):
+        super().__init__(sampling, max_reasks)
+        self.qa_filter = qa_filter
+
+    def method(self) -> dict[str, Any]:
+        method = super().method()
+        return {**method, "question_filter": self.qa_filter.identity()} if self.qa_filter is not None else method
 
     @property
     def features(self) -> Any:
@@ -123,9 +135,16 @@ class TIFAMethod(QuestionMethod):
         for i, ident, p in zip(inputs, idents, parsed):
             questions, notes = p.value if p.ok else ([], [])
             info = {"model": model, "reasks": p.reasks, "outputs": p.texts, "left_out": notes}
+            failure = None if p.ok else made_failure("TIFA questions", p)
+            if p.ok and self.qa_filter is not None:
+                questions, dropped = self.qa_filter.keep(questions, i["prompt"])
+                info.update(filtered_by=self.qa_filter.identity()["model"], left_out=notes + dropped)
+                if not questions:
+                    failure = (f"TIFA questions: none of the {len(p.value[0])} passed the question filter "
+                               f"({self.qa_filter.identity()['model']}): {'; '.join(dropped[:2])}")
             row = {"id": str(ident), "prompt": i["prompt"], "questions": questions,
                    "extra": json_text({"questions_by": info})}
-            out.append(Made(row, None if p.ok else made_failure("TIFA questions", p)))
+            out.append(Made(row, failure))
         return out
 
 
@@ -151,13 +170,20 @@ def read_tifa_questions(path: str | Path) -> list[dict[str, Any]]:
 class TIFA(QuestionBaseline):
     """The TIFA score of each image against its prompt (see the module docstring). ``llm``, ``llm_kwargs``,
     ``store``, ``cache``, ``question_sampling``, ``question_max_reasks``: as :class:`QuestionBaseline`'s (default
-    sampling: the authors' temperature 0 and 700 tokens)."""
+    sampling: the authors' temperature 0 and 700 tokens). ``question_filter``: the authors' UnifiedQA check of
+    the questions made (``"unifiedqa"`` or True: their model; a Hub id or folder: another text QA model; a
+    :class:`~.qa_filter.QuestionFilter`); none by default. Questions made with and without it are kept apart."""
+
+    def __init__(self, llm: Any = None, *, question_filter: Any = None, **kwargs: Any):
+        super().__init__(llm, **kwargs)
+        self.questions.method.qa_filter = question_filter_of(question_filter)
 
     name = "tifa"
     pretty_name = "TIFA"
     presets = PRESETS
     default_preset = "paper"
     score_options = _SCORE_OPTIONS
+    load_options = frozenset({"question_filter"})
     method = TIFAMethod
     question_sampling = QUESTION_SAMPLING
     given_field = "tifa_questions"
