@@ -19,11 +19,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..images import load_images
+from ..images import ImageError, load_images
 from ..judges.base import Sampling
+from ..results import ImageResult
 from ..rewards.criteria import Criteria, Made, Method
 from .answering import ANSWERS
-from .base import Baseline, prompt_rows
+from .base import Baseline, failed_image, image_source, prompt_rows
 
 __all__ = ["QuestionMethod", "Questions", "QuestionBaseline", "Made", "LLM_UNAVAILABLE", "made_failure"]
 
@@ -176,6 +177,25 @@ class QuestionBaseline(Baseline):
         loaded = load_images(images)
         made, failures = self.questions.rows(rows, judge)
         return made, failures, loaded, answers, sampling
+
+    def to_ask(self, images: Sequence[Any], made: Sequence[dict[str, Any]], failures: Sequence[str | None],
+               loaded: Sequence[Any]) -> tuple[list[ImageResult], list[tuple[ImageResult, dict[str, Any], Any]]]:
+        """One result per image, in order, and the ``(result, row, image)`` of those whose questions are to be
+        asked: an image whose prompt has no questions (and why: retryable when the LLM could not answer) or that
+        could not be opened fails here, unasked."""
+        results: list[ImageResult] = []
+        asked: list[tuple[ImageResult, dict[str, Any], Any]] = []
+        for given, row, image, why in zip(images, made, loaded, failures):
+            source = image_source(given, image)
+            if why is not None or not row.get("questions"):
+                results.append(failed_image(row, source, why or f"the prompt has no {self.pretty_name} questions"))
+                results[-1].retryable = bool(why and why.endswith(LLM_UNAVAILABLE))
+            elif isinstance(image, ImageError):
+                results.append(failed_image(row, source, f"image: {image}"))
+            else:
+                results.append(ImageResult(id=row["id"], prompt=row["prompt"], score=None, image=source))
+                asked.append((results[-1], row, image))
+        return results, asked
 
     def close(self) -> None:
         self.questions.close()

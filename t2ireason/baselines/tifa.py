@@ -32,15 +32,13 @@ from pathlib import Path
 from typing import Any
 
 from ..files import json_text
-from ..images import ImageError, JudgeImage
 from ..judges.base import ChatRequest, Sampling
 from ..parsing import ReplyParseError, ask_structured
 from ..prompts import verbatim
 from ..results import ImageResult, QuestionResult
 from .answering import answer_choices
-from .base import failed_image, image_source
 from .qa_filter import question_filter as question_filter_of
-from .questions import LLM_UNAVAILABLE, Made, QuestionBaseline, QuestionMethod, made_failure
+from .questions import Made, QuestionBaseline, QuestionMethod, made_failure
 
 __all__ = ["TIFA", "PRESETS", "ELEMENT_TYPES", "QUESTION_SAMPLING", "parse_questions", "read_tifa_questions",
            "question_request"]
@@ -205,18 +203,7 @@ class TIFA(QuestionBaseline):
         made, failures, loaded, answers, sampling = self.asked(rows, images, judge, opts)
         if not made:
             return []
-        results: list[ImageResult] = []
-        asked: list[tuple[ImageResult, dict[str, Any], JudgeImage]] = []
-        for given, row, image, why in zip(images, made, loaded, failures):
-            source = image_source(given, image)
-            if why is not None or not row.get("questions"):
-                results.append(failed_image(row, source, why or "the prompt has no TIFA questions"))
-                results[-1].retryable = bool(why and why.endswith(LLM_UNAVAILABLE))
-            elif isinstance(image, ImageError):
-                results.append(failed_image(row, source, f"image: {image}"))
-            else:
-                results.append(ImageResult(id=row["id"], prompt=row["prompt"], score=None, image=source))
-                asked.append((results[-1], row, image))
+        results, asked = self.to_ask(images, made, failures, loaded)
         template = verbatim("tifa", "vqa_multiple_choice")
         items = [(image, template.format(question=q["question"], choices=", ".join(q["choices"])), q["choices"])
                  for _, row, image in asked for q in row["questions"]]
