@@ -27,7 +27,7 @@ __all__ = ["QuestionFilter", "UNIFIEDQA", "question_filter", "word_f1"]
 UNIFIEDQA = "allenai/unifiedqa-v2-t5-large-1363200"
 #: the free-form answer's word F1 a question must pass (tifascore/question_filter.py's FREE_FORM_THRESHOLD)
 FREE_FORM_THRESHOLD = 0.6
-_HEADINGS = ("(A)", "(B)", "(C)", "(D)")
+_HEADINGS = ("(A)", "(B)", "(C)", "(D)")  # the first four choices, as theirs
 
 
 def word_f1(gold: Sequence[str], predicted: Sequence[str]) -> float:
@@ -47,7 +47,11 @@ def _plain(answer: str) -> str:
 
 
 def _as_number(answer: str) -> str:
-    from word2number import w2n
+    try:
+        from word2number import w2n
+    except ImportError as e:
+        raise ImportError("TIFA's question filter reads number words with word2number: pip install "
+                          "'t2i-reason[text]' (or word2number)") from e
 
     try:
         return str(w2n.word_to_num(answer))
@@ -104,24 +108,35 @@ class QuestionFilter:
     def keep(self, questions: Sequence[dict[str, Any]], caption: str) -> tuple[list[dict[str, Any]], list[str]]:
         """``(kept, notes)``: the questions (``question``, ``choices``, ``answer``) about ``caption`` that pass,
         and why each other one did not."""
-        choice_text = ["".join(f"{h} {c} " for h, c in zip(_HEADINGS, q["choices"])) for q in questions]
-        chosen = self.answers([f"{q['question']} \n {caption} \n {c}" for q, c in zip(questions, choice_text)])
-        free = [i for i, q in enumerate(questions) if q["answer"] not in ("yes", "no")]
-        said = dict(zip(free, self.answers([f"{questions[i]['question']} \n {caption}" for i in free])))
-        kept, notes = [], []
-        for i, (q, answer) in enumerate(zip(questions, chosen)):
+        return self.keep_many([(questions, caption)])[0]
+
+    def keep_many(self, groups: Sequence[tuple[Sequence[dict[str, Any]], str]]
+                  ) -> list[tuple[list[dict[str, Any]], list[str]]]:
+        """:meth:`keep` of each ``(questions, caption)``, the QA model asked in two batched passes over all of
+        them: the multiple-choice inputs, then the free-form ones of the questions that passed (as the authors
+        ask them: after the choice, for an answer other than yes or no)."""
+        flat = [(g, q, caption) for g, (questions, caption) in enumerate(groups) for q in questions]
+        chosen = self.answers([f"{q['question']} \n {caption} \n " + "".join(f"{h} {c} " for h, c in
+                                                                             zip(_HEADINGS, q["choices"]))
+                               for _, q, caption in flat])
+        free = [k for k, ((_, q, _), answer) in enumerate(zip(flat, chosen))
+                if answer == q["answer"] and q["answer"] not in ("yes", "no")]
+        said = dict(zip(free, self.answers([f"{flat[k][1]['question']} \n {flat[k][2]}" for k in free])))
+        out: list[tuple[list[dict[str, Any]], list[str]]] = [([], []) for _ in groups]
+        for k, ((g, q, _), answer) in enumerate(zip(flat, chosen)):
+            kept, notes = out[g]
             if answer != q["answer"]:
                 notes.append(f"{q['question']!r}: the QA model chose {answer!r}, not {q['answer']!r}")
                 continue
-            if i in said:
-                text = _plain(said[i])
+            if k in said:
+                text = _plain(said[k])
                 if q["answer"].isnumeric():
                     text = _as_number(text)
                 if word_f1(q["answer"].split(), text.split()) <= FREE_FORM_THRESHOLD:
                     notes.append(f"{q['question']!r}: the QA model's own answer {text!r} is not {q['answer']!r}")
                     continue
             kept.append(q)
-        return kept, notes
+        return out
 
 
 def question_filter(value: Any) -> QuestionFilter | None:

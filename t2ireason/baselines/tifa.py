@@ -130,12 +130,16 @@ class TIFAMethod(QuestionMethod):
                                 max_reasks=self.max_reasks)
         model = llm.identity().get("model")
         out = []
-        for i, ident, p in zip(inputs, idents, parsed):
+        # the filter's QA model asked once for every prompt's questions (two batched passes), not prompt by prompt
+        ok = [k for k, p in enumerate(parsed) if p.ok] if self.qa_filter is not None else []
+        filtered = dict(zip(ok, self.qa_filter.keep_many([(parsed[k].value[0], inputs[k]["prompt"]) for k in ok])
+                            if ok else []))
+        for k, (i, ident, p) in enumerate(zip(inputs, idents, parsed)):
             questions, notes = p.value if p.ok else ([], [])
             info = {"model": model, "reasks": p.reasks, "outputs": p.texts, "left_out": notes}
             failure = None if p.ok else made_failure("TIFA questions", p)
-            if p.ok and self.qa_filter is not None:
-                questions, dropped = self.qa_filter.keep(questions, i["prompt"])
+            if k in filtered:
+                questions, dropped = filtered[k]
                 info.update(filtered_by=self.qa_filter.identity()["model"], left_out=notes + dropped)
                 if not questions:
                     failure = (f"TIFA questions: none of the {len(p.value[0])} passed the question filter "

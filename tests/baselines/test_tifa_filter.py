@@ -61,8 +61,29 @@ def test_the_authors_inputs_and_rules():
     assert notes == ["'what animal is this?': the QA model chose 'dog', not 'cat'",
                      "'where is the cat?': the QA model's own answer 'a red bed' is not 'sofa'"]
     assert "(E)" not in "".join(qa.asked) and "(D) gray " in qa.asked[1]  # the first four choices, as theirs
-    # a yes/no question is checked by its choice alone; the others' free-form answers are asked after the choices
-    assert len(qa.asked) == 5 + 4 and f"is there a cat? \n {CAPTION}" not in qa.asked
+    # a yes/no question is checked by its choice alone; the others' free-form answers are asked after the choices,
+    # only where the choice passed (as the authors' loop goes on to the next question)
+    assert len(qa.asked) == 5 + 3 and f"is there a cat? \n {CAPTION}" not in qa.asked
+    assert f"what animal is this? \n {CAPTION}" not in qa.asked
+
+
+def test_many_prompts_ask_the_qa_model_in_two_batched_passes():
+    class Counting(ScriptedQA):
+        calls = 0
+
+        def answers(self, inputs):
+            Counting.calls += 1
+            return super().answers(inputs)
+
+    qa = Counting({"what color? \n a red cube \n (A) red (B) blue ": "red", "what color? \n a red cube": "red",
+                   "is there a cube? \n a red cube \n (A) yes (B) no ": "yes",
+                   "is there a cat? \n a dog \n (A) yes (B) no ": "yes"})
+    groups = [([q("what color?", ["red", "blue"], "red"), q("is there a cube?", ["yes", "no"], "yes")], "a red cube"),
+              ([q("is there a cat?", ["yes", "no"], "no")], "a dog")]
+    out = qa.keep_many(groups)
+    assert Counting.calls == 2 and [len(kept) for kept, _ in out] == [2, 0]
+    assert out[1][1] == ["'is there a cat?': the QA model chose 'yes', not 'no'"]
+    assert out[0] == qa.keep(*groups[0])  # the same as one prompt at a time
 
 
 def test_the_filter_a_user_names():
