@@ -126,12 +126,12 @@ def run_protocol(run: Any, scores: dict[str, Any], results: Sequence[ImageResult
     return protocol
 
 
-def table_protocol(run: Any, evaluation: str, results: Sequence[ImageResult], title: str) -> tuple[str, RowProtocol]:
+def table_protocol(run: Any, scores: dict[str, Any], results: Sequence[ImageResult], title: str
+                   ) -> tuple[str, RowProtocol]:
     """The title of a run's table of ``title`` as the paper numbers its layout under the run's judge (PRISM-Bench's
     Table 4 for Qwen2.5-VL-72B), and how the run's row was measured against the paper's table
     (:func:`run_protocol`); in a table of rewritten prompts (T2I-ReasonBench's Table 3), whether its images were
-    drawn from the paper's rewrites too."""
-    scores = run.scores(evaluation)
+    drawn from the paper's rewrites too. ``scores`` and ``results``: the evaluation's, read once by the caller."""
     judge = scores.get("judge") or {}
     preset = judge.get("preset") or (scores.get("settings") or {}).get("preset") or run.bench.default_preset
     pub = reference(run.bench.name, title, judge, preset)

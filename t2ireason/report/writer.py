@@ -39,13 +39,14 @@ def _run_tables(run: Run, evaluation: str, label: str, results: list) -> list:
     the protocol of the paper's table (:func:`~t2ireason.report.protocol.run_protocol`)."""
     from .protocol import table_protocol
 
-    tables = run.bench.paper_tables(run.scores(evaluation)["aggregate"], label)
+    scores = run.scores(evaluation)
+    tables = run.bench.paper_tables(scores["aggregate"], label)
     for t in tables:
-        t.title, t.protocols[label] = table_protocol(run, evaluation, results, t.title)
+        t.title, t.protocols[label] = table_protocol(run, scores, results, t.title)
     return tables
 
 
-def _change_tables(bench: Any, group: Sequence[tuple[Run, str, str]]) -> list:
+def _change_tables(bench: Any, group: Sequence[tuple[Run, str, str]], results: dict[str, list]) -> list:
     """The tables of a run's changes against another's, where the benchmark's paper has one (T2I-ReasonBench's
     Table 3: a run of LLM-rewritten prompts against the run of the original prompts with the same generator,
     judge and preset: :meth:`~t2ireason.benchmarks.Benchmark.change_tables`)."""
@@ -62,9 +63,9 @@ def _change_tables(bench: Any, group: Sequence[tuple[Run, str, str]]) -> list:
     for run, n, label in group:
         if (run.manifest.get("generation") or {}).get("rewritten_prompts") and key(run, n) in originals:
             base, base_n, base_label = originals[key(run, n)]
-            for t in bench.change_tables(run.scores(n)["aggregate"], base.scores(base_n)["aggregate"], label,
-                                         base_label):
-                t.title, t.protocols[label] = table_protocol(run, n, run.results(n), t.title)
+            scores = run.scores(n)
+            for t in bench.change_tables(scores["aggregate"], base.scores(base_n)["aggregate"], label, base_label):
+                t.title, t.protocols[label] = table_protocol(run, scores, results[label], t.title)
                 tables.append(t)
     return tables
 
@@ -132,7 +133,7 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
         bench = get_benchmark(bench_name)
         results = {label: run.results(n) for run, n, label in group}
         per_run = [_run_tables(run, n, label, results[label]) for run, n, label in group]
-        runs_tables = side_by_side(per_run + [_change_tables(bench, group)])
+        runs_tables = side_by_side(per_run + [_change_tables(bench, group, results)])
         aggregates = [run.scores(n)["aggregate"] for run, n, _ in group]
         for _, _, label in group:
             scored[f"{label} ({bench.pretty_name})"] = coverage(results[label])["text"]

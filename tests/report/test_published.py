@@ -445,7 +445,7 @@ def test_a_rewrite_run_stands_as_the_papers_table3_only_when_drawn_from_the_rele
     run = scored_run(tmp_path, "t2i-reasonbench", "sd3-rewritten")
     run.update(lambda m: m.update(generation={"model": "stabilityai/sd3", "rewritten_prompts": True}))
     results = run.results("scripted")
-    said, protocol = table_protocol(run, "scripted", results, title)
+    said, protocol = table_protocol(run, run.scores("scripted"), results, title)
     assert said == title and "rewritten prompts not checked against the release's" in protocol.differs
     rewrites = run.bench.pipeline_prompts(run.rows())
     assert len(rewrites) == len(run.rows())
@@ -453,7 +453,7 @@ def test_a_rewrite_run_stands_as_the_papers_table3_only_when_drawn_from_the_rele
     def drawn(prompts):
         pq.write_table(pa.table({"prompt_id": list(prompts), "prompt": list(prompts.values())}),
                        run.images_dir / "metadata.parquet")
-        return table_protocol(run, "scripted", results, title)[1].differs
+        return table_protocol(run, run.scores("scripted"), results, title)[1].differs
 
     assert "rewrite" not in drawn(rewrites)  # the release's: nothing to say of the prompts
     first = next(iter(rewrites))
@@ -462,6 +462,6 @@ def test_a_rewrite_run_stands_as_the_papers_table3_only_when_drawn_from_the_rele
     # in Table 2, whose models drew the benchmark's own prompts, a run of rewritten prompts differs, the others not
     table2 = "T2I-ReasonBench Table 2: T2I-ReasonScore"
     assert "prompts: rewritten, where the paper's models drew the benchmark's own" in \
-        table_protocol(run, "scripted", results, table2)[1].differs
+        table_protocol(run, run.scores("scripted"), results, table2)[1].differs
     run.update(lambda m: m.update(generation={"model": "stabilityai/sd3", "rewritten_prompts": False}))
-    assert "rewrite" not in table_protocol(run, "scripted", results, table2)[1].differs
+    assert "rewrite" not in table_protocol(run, run.scores("scripted"), results, table2)[1].differs
