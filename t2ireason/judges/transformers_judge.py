@@ -19,9 +19,10 @@ Answer probabilities (VQAScore's P("Yes")) are read in context: the answer is
 written the way the chat template writes an assistant turn after its generation
 prompt (``ASSISTANT: Yes`` -> ``▁Yes``, ``<|im_start|>assistant\\nYes`` -> ``Yes``,
 ``Assistant: Yes`` -> ``ĠYes``), tokenised together with the end of the prompt,
-and teacher-forced through ``generate`` itself (the answer's tokens forced one by
-one, the model's raw logits read), so positions, masks and token types are those
-of generation for every family. A template that opens a thinking block in its
+and read with the positions, masks and token types of generation for every family
+(:mod:`.local_answers`: a one-token answer from one forward with ``generate``'s
+inputs, each batch launched before the one before it is read; a longer answer
+teacher-forced through ``generate`` itself). A template that opens a thinking block in its
 generation prompt (Qwen3-VL Thinking) gets it closed the way the template writes
 an answer with empty reasoning, so the answer is read after the thought, never
 inside it; a structured (JSON) request is decoded after the same closed block.
@@ -41,18 +42,15 @@ import importlib.util
 import json
 import re
 import threading
-from collections.abc import Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
-from typing import Any, NamedTuple
+from typing import Any
 
-from ..images import ImageError, JudgeImage, load_images, missing_files
+from ..images import JudgeImage
 from .base import (
-    AnswerQuery,
     ChatRequest,
     Judge,
     JudgeError,
-    JudgeUnavailable,
     Message,
     Reply,
     Sampling,
@@ -60,7 +58,8 @@ from .base import (
 )
 from .checkpoints import torchvision_fix, torchvision_problem
 from .constrained import schema_constraint
-from .decoding import forced_tokens, row_sampler
+from .decoding import row_sampler
+from .local_answers import AnswerProbabilities, is_out_of_memory
 from .prefetch import prefetched
 from .static_cache import StaticDecoding, check_setting
 from .vision_attention import fitting_attention, use_varlen_sdpa
@@ -70,13 +69,6 @@ __all__ = ["TransformersJudge", "GENERATION_CONFIGS", "torchvision_problem"]
 #: ``generation_config`` choices: the project's explicit ``sampling`` (default), or the checkpoint's own
 #: ``generation_config.json`` (its temperature, top-p, top-k, repetition penalty...), as official scripts run.
 GENERATION_CONFIGS = ("sampling", "model")
-
-
-def _is_out_of_memory(error: BaseException) -> bool:
-    import torch
-
-    return isinstance(error, torch.OutOfMemoryError) or (
-        isinstance(error, RuntimeError) and "out of memory" in str(error).lower())
 
 
 def _jsonable(value: Any) -> Any:
@@ -95,15 +87,7 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-class _Undecoded(NamedTuple):
-    """A :meth:`TransformersJudge.yes_probability` pair whose image is decoded when its batch is prepared."""
-
-    image: Any
-    question: str
-    answer: str = "Yes"
-
-
-class TransformersJudge(Judge):
+class TransformersJudge(AnswerProbabilities, Judge):
     """A vision-language model run locally with transformers.
 
     ``model`` is a Hub id or a local folder. ``revision``, ``dtype``, ``device_map``,
@@ -329,7 +313,7 @@ class TransformersJudge(Judge):
         except JudgeError:
             raise
         except Exception as e:
-            if _is_out_of_memory(e):
+            if is_out_of_memory(e):
                 raise
             raise JudgeError(f"judge {self.model} [{self.family}]: {what} failed: {type(e).__name__}: {e}") from e
 
@@ -401,32 +385,6 @@ class TransformersJudge(Judge):
         self.answer_context()  # read once here, before two threads could ask for it
         return prefetched(chunks, prepare, depth=self.prefetch, name="hf-judge-prefetch")
 
-    def answer_context(self) -> tuple[str, str]:
-        """``(closing, lead)``: what the template writes between its generation prompt and an answer.
-
-        Read once from the template itself: a one-turn conversation rendered with the generation
-        prompt, and again with an assistant answer (``continue_final_message``). ``closing`` is what
-        comes after the generation prompt before the answer (``"\\n</think>\\n\\n"`` for a template that
-        opens a thinking block: scoring and structured replies start after it); ``lead`` is the space
-        the answer's first token carries (``" "`` after ``ASSISTANT:``, ``[/INST]`` or ``Assistant:``).
-        """
-        if self._answer_context is None:
-            probe = [{"role": "user", "content": [{"type": "text", "text": "Is it?"}]}]
-            answer = [{"role": "assistant", "content": [{"type": "text", "text": "Yes"}]}]
-            context = ("", "")
-            try:
-                [prompt] = self._render([probe])
-                [written] = self._render([probe + answer], add_generation_prompt=False, continue_final_message=True)
-            except JudgeError:
-                written = prompt = None  # the template cannot write an assistant turn: answer right after the prompt
-            if written and written.endswith("Yes"):
-                before = written[: -len("Yes")]
-                stripped = before.rstrip(" ")
-                if stripped.startswith(prompt):
-                    context = (stripped[len(prompt):], before[len(stripped):])
-            self._answer_context = context
-        return self._answer_context
-
     # -- chat --------------------------------------------------------------
 
     def _chat_batches(self, chunks: list[list[ChatRequest]]):
@@ -439,7 +397,7 @@ class TransformersJudge(Judge):
         except JudgeError:
             raise
         except Exception as e:
-            if not _is_out_of_memory(e):
+            if not is_out_of_memory(e):
                 raise JudgeError(f"judge {self.model} [{self.family}]: generation failed: {type(e).__name__}: {e}") from e
             self._free_memory()
             if len(requests) > 1:  # a smaller batch may fit
@@ -565,118 +523,3 @@ class TransformersJudge(Judge):
                 top.setdefault(self.tokenizer.decode([j]), v)  # distinct ids can decode alike: keep the likelier
             out.append(TokenLogprob(self.tokenizer.decode([token]), lp, top))
         return out
-
-    # -- answer probabilities -------------------------------------------------
-
-    def yes_probability(self, images: Sequence[Any], questions: Sequence[str], *,
-                        progress: bool | str = False) -> list[float]:
-        """P("Yes") for each (image, question) pair. Images not decoded yet (paths, bytes, dicts) are decoded
-        batch by batch where the batch is prepared, by :func:`~t2ireason.images.load_images`' threads, while
-        the model answers the batch before (a missing file is still told before any work)."""
-        images = list(images)
-        if self.prefetch == 0 or len(images) != len(questions) or all(isinstance(x, JudgeImage) for x in images):
-            return super().yes_probability(images, questions, progress=progress)
-        missing = missing_files(images)
-        if missing:
-            raise ImageError(f"image file not found: {missing[0][1]}")
-        return self.answer_probability([_Undecoded(x, q) for x, q in zip(images, questions)], progress=progress)
-
-    def _answer_batches(self, chunks: list[list[AnswerQuery]]):
-        for queries, prepared in self._prefetched(chunks, self._prepare_answers):
-            yield self._answer_logprobs(queries, prepared)
-
-    def _answer_logprobs(self, queries: list[AnswerQuery], prepared: Future | None = None) -> list[float]:
-        try:
-            return self._teacher_forced(prepared.result() if prepared is not None else self._prepare_answers(queries))
-        except (JudgeError, ImageError):
-            raise
-        except Exception as e:
-            if not _is_out_of_memory(e):
-                raise JudgeError(f"judge {self.model} [{self.family}]: scoring answers failed: "
-                                 f"{type(e).__name__}: {e}") from e
-            self._free_memory()
-            if len(queries) > 1:
-                half = len(queries) // 2
-                return self._answer_logprobs(queries[:half]) + self._answer_logprobs(queries[half:])
-            raise JudgeUnavailable(f"judge {self.model} [{self.family}] ran out of memory scoring one answer: "
-                                   f"{type(e).__name__}: {e}") from e
-
-    def answer_ids(self, prompt_ids: list[int], answer: str) -> list[int]:
-        """The token ids of ``answer`` as they follow ``prompt_ids`` (one unpadded, encoded prompt).
-
-        The end of the prompt from its last control token on (``<|im_start|>assistant\\n``,
-        ``<image>\\n... ASSISTANT:``, ``<bos>...\\n``) is decoded and tokenised again with and without
-        the answer, written with the template's ``lead``; the answer's ids are what the answer adds.
-        """
-        start = max((k for k, t in enumerate(prompt_ids) if t in self._special_ids), default=0)
-        key = (tuple(prompt_ids[start:]), answer)
-        if key not in self._answer_ids_cache:
-            _, lead = self.answer_context()
-            tail = self.tokenizer.decode(prompt_ids[start:], skip_special_tokens=False,
-                                         clean_up_tokenization_spaces=False)
-            base = self.tokenizer(tail, add_special_tokens=False).input_ids
-            full = self.tokenizer(tail + lead + answer, add_special_tokens=False).input_ids
-            if full[: len(base)] != base:
-                raise JudgeError(f"judge {self.model} [{self.family}]: the answer {answer!r} merges with the end of "
-                                 f"the prompt {tail[-40:]!r} under this tokenizer; it cannot be scored in context")
-            if len(full) == len(base):
-                raise JudgeError(f"answer {answer!r} has no tokens")
-            self._answer_ids_cache[key] = full[len(base):]
-        return self._answer_ids_cache[key]
-
-    def _prepare_answers(self, queries: list[AnswerQuery]) -> dict[str, Any]:
-        """What :meth:`_teacher_forced` needs, made on the CPU: the prompts rendered and encoded with
-        their images, each answer's token ids in context, the generation config."""
-        for q in queries:
-            if not q.answer:
-                raise JudgeError(f"answer {q.answer!r} has no tokens")
-        if not all(isinstance(q.image, JudgeImage) for q in queries):  # yes_probability's: decoded here, at once
-            images = load_images([q.image for q in queries])
-            for image in images:
-                if isinstance(image, ImageError):
-                    raise image
-            queries = [AnswerQuery(image, q.question, q.answer) for image, q in zip(images, queries)]
-        with self._preparing:
-            conversations = [[{"role": "user", "content": [{"type": "image", "image": self._image(q.image)},
-                                                            {"type": "text", "text": self._plain(q.question)}]}]
-                             for q in queries]
-            closing, _ = self.answer_context()
-            enc = self._encode([t + closing for t in self._render(conversations)], conversations)
-            rows = [ids[mask.bool()].tolist() for ids, mask in zip(enc["input_ids"], enc["attention_mask"])]
-            answers = [self.answer_ids(row, q.answer) for row, q in zip(rows, queries)]
-        config = copy.deepcopy(self.hf_model.generation_config)
-        longest = max(map(len, answers))  # one-token answers (Yes): one forward, no KV cache to keep
-        config.update(do_sample=False, temperature=None, top_p=None, top_k=None, min_new_tokens=None,
-                      max_new_tokens=longest, use_cache=longest > 1, output_logits=True, return_dict_in_generate=True)
-        if config.pad_token_id is None:
-            config.pad_token_id = self.tokenizer.pad_token_id
-        return {"queries": queries, "enc": enc, "answers": answers, "config": config}
-
-    def _teacher_forced(self, prepared: dict[str, Any]) -> list[float]:
-        """log P(answer tokens | image, question) for each prepared query, summed over the answer's
-        tokens, in context.
-
-        The prompt is the rendered generation prompt (with a thinking block closed, see
-        :meth:`answer_context`); ``generate`` runs with each row's answer forced token by token
-        (greedy, the other rows' answers ending with end-of-sequence), and the answer tokens'
-        log-probabilities are read from its raw logits: the same forward passes, positions,
-        attention masks and token types as generation, for every family.
-        """
-        import torch
-
-        queries, answers, config = prepared["queries"], prepared["answers"], prepared["config"]
-        enc = self._on_device(prepared["enc"])
-        eos = config.eos_token_id
-        filler = (eos[0] if isinstance(eos, list) else eos) if eos is not None else config.pad_token_id
-        with self._failing_as("scoring answers"), torch.inference_mode():
-            out = self.hf_model.generate(**enc, generation_config=config,
-                                         logits_processor=[forced_tokens(answers, filler)])
-            logits = torch.stack(out.logits, 1).float().log_softmax(-1)
-        for i, ids in enumerate(answers):
-            if len(ids) > logits.shape[1]:  # the row ended early: its answer holds an end-of-sequence token
-                raise JudgeError(f"answer {queries[i].answer!r} contains the end-of-sequence token of {self.model}")
-        # each answer token's log-probability gathered on the device and copied once; summed in order, in float32
-        steps = logits.shape[1]
-        table = torch.tensor([ids + [0] * (steps - len(ids)) for ids in answers], device=logits.device)
-        picked = logits.gather(2, table.unsqueeze(-1)).squeeze(-1).cpu()
-        return [float(sum(picked[i, j] for j in range(len(ids)))) for i, ids in enumerate(answers)]

@@ -22,7 +22,7 @@ import torch
 
 from t2ireason import testing
 from t2ireason.images import as_image
-from t2ireason.judges import ChatRequest, JudgeError, Sampling, load_judge
+from t2ireason.judges import AnswerQuery, ChatRequest, JudgeError, Sampling, load_judge
 from t2ireason.testing_families import FAMILIES, TEMPLATE_SHA256, TEMPLATES, build_family
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -137,6 +137,23 @@ def test_yes_probability_reads_the_answer_token_in_context(name, root):
     expected = [_reference_yes(judge, family, i, q) for i, q in zip(images, questions)]
     assert batched == pytest.approx(expected, rel=1e-4)  # left padding changes nothing
     assert all(0 < p < 1 for p in batched)
+
+
+@pytest.mark.parametrize("name", _params())
+def test_one_forward_reads_what_generate_reads(name, root):
+    """A one-token answer is read from one forward with generate's first-step inputs (position ids, masks,
+    token types: left padding and multimodal positions included), not through generate: both give the same
+    log-probabilities for every family."""
+    from t2ireason.judges.local_answers import reads_one_forward
+
+    judge = family_judge(name, root)
+    queries = [AnswerQuery(_image(4, (40, 30)), "Red?"), AnswerQuery(_image(5, (24, 56)), "Is there a tall blue "
+                                                                      "house next to a small green tree here?"),
+               AnswerQuery(_image(6, (64, 64)), "Dog?")]
+    prepared = judge._prepare_answers(queries)
+    assert reads_one_forward(judge.hf_model, prepared["answers"])
+    assert len(set(map(int, prepared["enc"]["attention_mask"].sum(1)))) > 1  # rows of several lengths: left padded
+    assert judge._launch_answers(queries)() == pytest.approx(judge._teacher_forced(prepared), abs=1e-6)
 
 
 @pytest.mark.parametrize("name", _params())

@@ -5,6 +5,8 @@ masks filled together, attention chosen per family, the opt-in compiled decoding
 Every change must leave scores and replies identical: each test compares with the path it replaces.
 """
 
+import functools
+import math
 import threading
 
 import numpy as np
@@ -20,6 +22,7 @@ from t2ireason.judges import (
     constrained,
     decoding,
     load_judge,
+    local_answers,
     vision_attention,
 )
 from t2ireason.judges import transformers_judge as tj
@@ -423,18 +426,17 @@ def test_yes_probability_of_files_decodes_each_batch_where_it_is_prepared(judge,
         _image(i, (24 + 6 * i, 30)).image.save(paths[-1])
     questions = [f"Is there a cat number {i}?" for i in range(7)]
     expected = judge.yes_probability([as_image(p) for p in paths], questions)
-    decoded_in, real_load = [], tj.load_images
+    decoded_in, real_load = [], local_answers.load_images
 
     def load(images, **kwargs):
         decoded_in.append((threading.current_thread().name, len(images)))
         return real_load(images, **kwargs)
 
-    monkeypatch.setattr(tj, "load_images", load)
+    monkeypatch.setattr(local_answers, "load_images", load)
     assert judge.yes_probability([str(p) for p in paths], questions) == expected
     assert [n for _, n in decoded_in] == [3, 3, 1] and all(t.startswith("hf-judge-prefetch") for t, _ in decoded_in)
 
-    generated = []
-    monkeypatch.setattr(judge.hf_model, "generate", lambda *a, **k: generated.append(1) or pytest.fail("generated"))
+    monkeypatch.setattr(judge.hf_model, "forward", lambda *a, **k: pytest.fail("ran the model"))
     with pytest.raises(ImageError, match=r"image file not found: .*gone\.png"):
         judge.yes_probability([str(p) for p in paths] + [str(tmp_path / "gone.png")], questions + ["?"])
     monkeypatch.undo()
@@ -446,19 +448,27 @@ def test_yes_probability_of_files_decodes_each_batch_where_it_is_prepared(judge,
 
 
 def test_one_token_answers_keep_no_kv_cache(judge, monkeypatch):
-    """P("Yes") is one forward: no KV cache is kept for it (12 GB for 32 LLaVA-7B prompts); a longer answer,
-    teacher-forced over several steps, keeps its cache. The scores are those with a cache."""
-    used, real_generate = [], judge.hf_model.generate
+    """P("Yes") is one forward outside generate, keeping no KV cache (12 GB for 32 LLaVA-7B prompts); a longer
+    answer, teacher-forced through generate over several steps, keeps its cache. The scores are those of
+    generate with a cache."""
+    used, real_generate, real_forward = [], judge.hf_model.generate, type(judge.hf_model).forward
 
     def generate(*args, **kwargs):
-        used.append(kwargs["generation_config"].use_cache)
+        used.append(("generate", kwargs["generation_config"].use_cache))
         return real_generate(*args, **kwargs)
 
+    @functools.wraps(real_forward)
+    def forward(self, *args, **kwargs):
+        used.append(("forward", kwargs.get("use_cache")))
+        return real_forward(self, *args, **kwargs)
+
     monkeypatch.setattr(judge.hf_model, "generate", generate)
+    monkeypatch.setattr(type(judge.hf_model), "forward", forward)
     queries = [AnswerQuery(_image(i), f"Is there a cat number {i}?", "Yes") for i in range(3)]
     without = judge.answer_probability(queries)
+    assert used == [("forward", False)]
     longer = judge.answer_probability([AnswerQuery(q.image, q.question, "Yes, it is") for q in queries])
-    assert used == [False, True] and 0 < min(longer) and max(longer) < 1
-    monkeypatch.setattr(judge, "_prepare_answers", lambda qs, real=judge._prepare_answers: (
-        lambda p: (setattr(p["config"], "use_cache", True), p)[1])(real(qs)))
-    assert judge.answer_probability(queries) == pytest.approx(without, rel=1e-5, abs=1e-7)
+    assert used[1:3] == [("generate", True), ("forward", True)] and 0 < min(longer) and max(longer) < 1
+    prepared = judge._prepare_answers(queries)
+    prepared["config"].use_cache = True
+    assert judge._teacher_forced(prepared) == pytest.approx([math.log(p) for p in without], abs=1e-6)

@@ -4,6 +4,7 @@ Expected values are computed here independently, with the processor and the
 model called directly, never through the judge's own helpers.
 """
 
+import functools
 import json
 import math
 import re
@@ -297,10 +298,79 @@ def test_out_of_memory_is_transient_and_splits_the_batch(judge, monkeypatch):
     monkeypatch.setattr(type(judge.hf_model), "generate", never_fits)
     replies = judge.chat(requests[:2])
     assert all(not r.ok and r.transient and "out of memory" in r.error for r in replies)
+
+
+def test_out_of_memory_scoring_one_token_answers_splits_the_batch(judge, monkeypatch):
+    """P("Yes") is read from one forward a batch (no generate): a batch that does not fit is split there too,
+    and one pair that does not fit makes the judge unavailable."""
     from t2ireason.judges import JudgeUnavailable
 
+    images, questions = [_image(i) for i in range(4)], QUESTIONS[:4]
+    expected = judge.yes_probability(images, questions)
+    real_forward = type(judge.hf_model).forward
+    calls = []
+
+    @functools.wraps(real_forward)
+    def small_batches_only(self, *args, **kwargs):
+        calls.append(kwargs["input_ids"].shape[0])
+        if kwargs["input_ids"].shape[0] > 1:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return real_forward(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(judge.hf_model), "forward", small_batches_only)
+    assert judge.yes_probability(images, questions) == pytest.approx(expected, rel=1e-5)
+    assert calls == [4, 2, 1, 1, 2, 1, 1]
+
+    def never_fits(self, *args, **kwargs):
+        raise torch.OutOfMemoryError("CUDA out of memory")
+
+    monkeypatch.setattr(type(judge.hf_model), "forward", never_fits)
     with pytest.raises(JudgeUnavailable, match="out of memory"):
         judge.yes_probability([_image(1)], ["Red?"])
+
+
+def test_each_batch_is_launched_before_the_one_before_is_read(judge, monkeypatch):
+    """One-token answers: batch k+1's forward is launched before batch k's log-probabilities are read
+    (the accelerator has the next batch queued meanwhile); the values equal generate's teacher forcing, and
+    a batch that fails to launch is told only after the batches before it have been delivered."""
+    from t2ireason.judges import local_answers
+
+    images, questions = [_image(i, (30 + 4 * i, 28)) for i in range(10)], (QUESTIONS * 2)[:10]
+    queries = [AnswerQuery(i, q) for i, q in zip(images, questions)]
+    by_generate = [judge._teacher_forced(judge._prepare_answers(queries[k : k + 4])) for k in range(0, 10, 4)]
+    events, real_launch, real_result = [], local_answers.launch_one_token, local_answers.LaunchedAnswers.result
+
+    def launch(model, inputs, answers):
+        events.append(f"launch {sum(e.startswith('launch') for e in events)}")
+        launched = real_launch(model, inputs, answers)
+        launched.batch = events[-1].split()[1]
+        return launched
+
+    def result(self):
+        events.append(f"read {self.batch}")
+        return real_result(self)
+
+    monkeypatch.setattr(local_answers, "launch_one_token", launch)
+    monkeypatch.setattr(local_answers.LaunchedAnswers, "result", result)
+    delivered = []
+    out = judge.answer_probability(queries, on_batch=lambda start, ps: delivered.append((start, len(ps))))
+    assert events == ["launch 0", "launch 1", "read 0", "launch 2", "read 1", "read 2"]
+    assert delivered == [(0, 4), (4, 4), (8, 2)]
+    assert [math.log(p) for p in out] == pytest.approx([v for batch in by_generate for v in batch], abs=1e-6)
+
+    def third_fails(model, inputs, answers):
+        if events.count("failing") == 2:
+            raise RuntimeError("device-side assert triggered")
+        events.append("failing")
+        return real_launch(model, inputs, answers)
+
+    events.clear()
+    delivered.clear()
+    monkeypatch.setattr(local_answers, "launch_one_token", third_fails)
+    monkeypatch.setattr(local_answers.LaunchedAnswers, "result", real_result)
+    with pytest.raises(JudgeError, match="scoring answers failed: RuntimeError: device-side assert"):
+        judge.answer_probability(queries, on_batch=lambda start, ps: delivered.append((start, len(ps))))
+    assert delivered == [(0, 4), (4, 4)]  # both batches before the failure, in order
 
 
 def test_a_broken_torchvision_is_refused_at_load_naming_the_fix(vlm, tmp_path, monkeypatch):
