@@ -6,7 +6,8 @@ loads them (``hf:<folder>``, ``DiffusionPipeline.from_pretrained``); speed does 
 values, and the scores they give mean nothing (../shared/gpu.md has the method). Sections:
 
 - ``vqascore_llava``: P("Yes") ms a pair, LLaVA-1.5-7B shape, 512 px PNG files: the project
-  (``judge.yes_probability`` on the files) at batch 32 (256 pairs) and 1 (32 pairs), the model's forward
+  (``judge.yes_probability`` on the files) at batch 32 (256 pairs) and 1 (32 pairs), beside it the design
+  before (each batch through ``generate``, read before the next is launched), the model's forward
   alone on ready inputs, the roofline (2 x parameters x tokens, vision and language apart, at the measured
   matmul rate), then the bare loops of ../shared/gpu.md (per pair, batched, next batch in a thread).
 - ``json``: JSON judgements, LLaVA-7B shape with a 32,000-piece vocabulary, schema enforced, 64 new tokens:
@@ -45,6 +46,7 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from unittest import mock
 
 # Like the tests: never reach a hub, keep caches out of the user's home.
 _HOME = tempfile.mkdtemp(prefix="t2ireason-perf-gpu-")
@@ -192,6 +194,12 @@ def vqa_loops(setup: Setup, judge, sec: str, paths: list[Path], peak: float, vis
     seconds = timed(setup, lambda: judge.yes_probability([str(p) for p in paths], questions))
     out["project_big"] = seconds / len(paths) * 1000
     setup.record(sec, f"project_b{big}_ms_a_pair", out["project_big"], pairs=len(paths))
+    # side by side: the design before (each batch teacher-forced through generate, read before the next starts)
+    from t2ireason.judges import local_answers
+
+    with mock.patch.object(local_answers, "reads_one_forward", lambda model, answers: False):
+        seconds = timed(setup, lambda: judge.yes_probability([str(p) for p in paths], questions))
+    setup.record(sec, f"project_through_generate_b{big}_ms_a_pair", seconds / len(paths) * 1000, pairs=len(paths))
 
     def encode(batch_paths):
         images = [Image.open(p).convert("RGB") for p in batch_paths]
