@@ -57,6 +57,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "perf")]
 
 import torch  # noqa: E402
 from _gpu_build import build_llava, build_qwen, build_sd, built, free, write_images  # noqa: E402
+from _profile import profiled  # noqa: E402
 from _report import figure, summary  # noqa: E402
 from PIL import Image  # noqa: E402
 
@@ -90,8 +91,8 @@ QUESTION = ('Does this figure show "a red double-decker bus parked beside a ston
 class Setup:
     """Sizes and device of one run: the real shapes on CUDA, or small ones anywhere (``--small``)."""
 
-    def __init__(self, small: bool, work: Path, figures: Path | None):
-        self.small, self.work, self.figures = small, work, figures
+    def __init__(self, small: bool, work: Path, figures: Path | None, profile: Path | None = None):
+        self.small, self.work, self.figures, self.profile = small, work, figures, profile
         self.device = "cuda" if torch.cuda.is_available() else "cpu"
         self.dtype = torch.bfloat16 if self.device == "cuda" else torch.float32
         self.files, self.image_px = (8, 64) if small else (128, 512)
@@ -200,6 +201,12 @@ def vqa_loops(setup: Setup, judge, sec: str, paths: list[Path], peak: float, vis
     with mock.patch.object(local_answers, "reads_one_forward", lambda model, answers: False):
         seconds = timed(setup, lambda: judge.yes_probability([str(p) for p in paths], questions))
     setup.record(sec, f"project_through_generate_b{big}_ms_a_pair", seconds / len(paths) * 1000, pairs=len(paths))
+    stretch = [str(p) for p in paths[: 3 * big]]  # three batches: two gaps between them
+    with profiled(setup, sec, f"project_b{big}", setup.profile):
+        judge.yes_probability(stretch, questions[: len(stretch)])
+    with mock.patch.object(local_answers, "reads_one_forward", lambda model, answers: False), \
+            profiled(setup, sec, f"project_through_generate_b{big}", setup.profile):
+        judge.yes_probability(stretch, questions[: len(stretch)])
 
     def encode(batch_paths):
         images = [Image.open(p).convert("RGB") for p in batch_paths]
@@ -411,6 +418,16 @@ def json_decoding(setup: Setup, bandwidth: float) -> bool:
         ratio, _ = compare("project_eager", batch, n, False, False)
         met &= setup.target(sec, f"json_eager_vs_bare_eager_b{batch}" if not setup.small else f"json_eager_b{batch}",
                             ratio)
+    if setup.profile is not None:  # one batch of the first size, 16 steps, eagerly: the project, then bare generate
+        batch, steps = setup.json_batches[0], min(16, setup.json_tokens)
+        judge.batch_size, judge.compiled_decoding = batch, False
+        short = [ChatRequest.simple(image, JSON_PROMPT, json_schema=SCHEMA, sampling=Sampling(max_tokens=steps))
+                 for image in images[:batch]]
+        with profiled(setup, sec, f"project_eager_b{batch}", setup.profile):
+            replies = judge.chat(short)
+        taken = max(r.usage["completion_tokens"] for r in replies)
+        with profiled(setup, sec, f"bare_eager_b{batch}", setup.profile):
+            bare(batch, batch, [taken], False)
     # the default: on CUDA the static cache for full batches, compiled on its first call (on a CPU it would
     # decode eagerly: a small run takes the static path explicitly to run its code); each batch size compiles once
     default = None if setup.device == "cuda" else True
@@ -507,6 +524,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, help="folder for the built models and images, kept and reused "
                                                   "(default: a temporary folder removed at the end)")
     parser.add_argument("--figures", type=Path, help="append every figure to this file as a JSON line when measured")
+    parser.add_argument("--profile", type=Path, metavar="DIR",
+                        help="also profile a stretch of the VQAScore and JSON sections with torch.profiler: traces, "
+                             "host operations and the device's busy share land in DIR (perf/_profile.py)")
     args = parser.parse_args(argv)
     sections = [s for s in args.only.split(",") if s]
     unknown = set(sections) - set(SECTIONS)
@@ -516,7 +536,7 @@ def main(argv: list[str] | None = None) -> int:
         print("note=no CUDA device here: perf/gpu.py measures the judges and the generator on a GPU and measured "
               "nothing (perf/gpu.py --small runs its code path with small models on this machine)")
         return 0
-    setup = Setup(args.small, args.work or Path(_HOME) / "work", args.figures)
+    setup = Setup(args.small, args.work or Path(_HOME) / "work", args.figures, args.profile)
     setup.work.mkdir(parents=True, exist_ok=True)
     import transformers
 

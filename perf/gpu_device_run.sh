@@ -11,7 +11,8 @@
 # needs glibc 2.31: where pip refuses it, the one in .gpu-wheels/fallback/ (glibc 2.28) is installed.
 #
 # Environment: OUT (default: a new temporary folder), WHEELS (default: .gpu-wheels), PYTHON (default:
-# python3), BUDGET_S (the whole run's seconds, default 540), SECTIONS (default: all, in the order below).
+# python3), BUDGET_S (the whole run's seconds, default 540), SECTIONS (default: all, in the order below),
+# PROFILE=1 (also torch.profiler traces of a stretch of the VQAScore and JSON sections, in $OUT/profiles).
 # Written to $OUT: run.log (everything printed), <section>.log (each section's output), figures.jsonl (each
 # figure as a JSON line, written as it is measured) and figures.json (all of them by section, with each
 # section's exit status and seconds: 124 or 137 when its time limit stopped it; what it measured is kept).
@@ -32,7 +33,7 @@ log="$OUT/run.log"
 say() { echo "$*" | tee -a "$log"; }
 
 # section and its own time limit (seconds); their sum stays within the budget
-limits=(vqascore_llava:100 json:220 vqascore_qwen:100 generation:60 data_parallel:150)
+limits=(vqascore_llava:130 json:220 vqascore_qwen:100 generation:60 data_parallel:150)
 [ -n "$small" ] && limits=(vqascore_llava:150 json:150 vqascore_qwen:120 generation:120 data_parallel:60)
 
 say "gpu_device_run: $(date -u +%FT%TZ) root=$root out=$OUT budget=${budget}s ${small:-full size}"
@@ -71,7 +72,7 @@ for entry in "${limits[@]}"; do
   began=$(date +%s)
   # -k: a section that ignores the TERM is killed 10 s later; its printed figures stay in its log
   timeout -k 10 "$limit" "$python" -u perf/gpu.py $small --only "$section" --work "$work/models" \
-    --figures "$OUT/figures.jsonl" >"$OUT/$section.log" 2>&1
+    --figures "$OUT/figures.jsonl" ${PROFILE:+--profile "$OUT/profiles"} >"$OUT/$section.log" 2>&1
   status=$?
   # the whole log to run.log; on the screen each figure without its details (name=value, section.name=value)
   grep -v -e '%|' -e '^\s*$' "$OUT/$section.log" | tee -a "$log" | grep -E '^[^.= ]+(\.[^.= ]+)?=' || true

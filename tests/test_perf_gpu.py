@@ -3,6 +3,7 @@ everywhere. Its code path runs here with `--small` (small models on the CPU), th
 machine's one call uses (perf/gpu_device_run.sh): every section in its own process, each figure written as
 it is measured."""
 
+import gzip
 import json
 import os
 import shutil
@@ -41,7 +42,8 @@ def test_every_section_runs_small_on_the_cpu_and_writes_each_figure_as_measured(
     assert got["machine"]["device"]["value"] == "cpu"
     assert not [(s, r["value"]) for s, rows in got.items() for n, r in rows.items() if n == "error"]
     llava, decoding = got["vqascore_llava"], got["json"]
-    for name in ("project_b4_ms_a_pair", "forward_alone_ms_a_pair", "roofline_ms_a_pair", "project_b1_ms_a_pair",
+    for name in ("project_b4_ms_a_pair", "project_through_generate_b4_ms_a_pair", "forward_alone_ms_a_pair",
+                 "roofline_ms_a_pair", "project_b1_ms_a_pair",
                  "bare_per_pair_ms", "bare_batched_ms_a_pair", "bare_batched_threaded_ms_a_pair"):
         assert llava[name]["value"] > 0, name
     assert llava["vqascore_llava_vs_forward_ratio"]["target"] is None  # a small run claims no target
@@ -71,6 +73,35 @@ def test_every_section_runs_small_on_the_cpu_and_writes_each_figure_as_measured(
         section.kill()
     kept = [json.loads(line)["name"] for line in cut.read_text().splitlines()]
     assert "project_eager_b2_row_steps_per_s" in kept and "json_default_b2" not in kept
+
+
+def test_profile_writes_each_stretch_trace_and_its_figures(tmp_path):
+    """`--profile DIR`: the VQAScore section's two profiled stretches (the project, and the design before,
+    through generate) leave a gzipped Chrome trace and a table of host operations each, and print their
+    figures; on a CPU the device's busy share says there was no device activity."""
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "PYTHONPATH": str(ROOT)}
+    profiles, figures = tmp_path / "profiles", tmp_path / "figures.jsonl"
+    run = subprocess.run([sys.executable, "perf/gpu.py", "--small", "--only", "vqascore_llava", "--work",
+                          str(tmp_path / "work"), "--figures", str(figures), "--profile", str(profiles)],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    for name in ("project_b4", "project_through_generate_b4"):
+        with gzip.open(profiles / f"vqascore_llava.{name}.trace.json.gz", "rt") as trace:
+            events = json.load(trace)["traceEvents"]
+        assert any(e.get("name") == "aten::mm" for e in events), name  # the model's work is in the trace
+        assert "Self CPU" in (profiles / f"vqascore_llava.{name}.top.txt").read_text()
+    rows = {r["name"]: r for r in map(json.loads, figures.read_text().splitlines())}
+    busy = rows["profile_project_b4_device_busy_share"]
+    assert busy["value"] == "no device activity" and "aten::" in busy["top_host"]
+    assert busy["trace"] == "vqascore_llava.project_b4.trace.json.gz"
+
+
+def test_busy_share_is_the_covered_part_of_the_span():
+    sys.path.insert(0, str(ROOT / "perf"))
+    from _profile import busy_share
+
+    assert busy_share([(5, 6), (0, 2), (1, 3)]) == pytest.approx(4 / 6)  # overlaps merged, the gap 3-5 idle
+    assert busy_share([(0, 4), (1, 2)]) == 1.0 and busy_share([]) is None
 
 
 @pytest.mark.skipif(shutil.which("timeout") is None or shutil.which("bash") is None, reason="needs bash and timeout")
