@@ -196,7 +196,7 @@ def vqa_loops(setup: Setup, judge, sec: str, paths: list[Path], peak: float, vis
     out["project_big"] = seconds / len(paths) * 1000
     setup.record(sec, f"project_b{big}_ms_a_pair", out["project_big"], pairs=len(paths))
     # side by side: the design before (each batch teacher-forced through generate, read before the next starts)
-    from t2ireason.judges import local_answers
+    from t2ireason.judges import AnswerQuery, local_answers
 
     with mock.patch.object(local_answers, "reads_one_forward", lambda model, answers: False):
         seconds = timed(setup, lambda: judge.yes_probability([str(p) for p in paths], questions))
@@ -207,6 +207,17 @@ def vqa_loops(setup: Setup, judge, sec: str, paths: list[Path], peak: float, vis
     with mock.patch.object(local_answers, "reads_one_forward", lambda model, answers: False), \
             profiled(setup, sec, f"project_through_generate_b{big}", setup.profile):
         judge.yes_probability(stretch, questions[: len(stretch)])
+    if setup.device == "cuda":  # the next batch's inputs made and uploaded without waiting for the device
+        prepared = judge._prepare_answers([AnswerQuery(p, q) for p, q in zip(stretch[:big], questions)])
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            local_answers.first_forward_inputs(judge.hf_model, prepared["enc"], judge._on_device)
+            waits = "no"
+        except RuntimeError as e:
+            waits = f"yes: {e}"
+        finally:
+            torch.cuda.set_sync_debug_mode(0)
+        setup.record(sec, "first_forward_inputs_wait_for_the_device", waits)
 
     def encode(batch_paths):
         images = [Image.open(p).convert("RGB") for p in batch_paths]

@@ -55,9 +55,10 @@ class _Undecoded(NamedTuple):
 def reads_one_forward(model: Any, answers: list[list[int]]) -> bool:
     """Whether these answers' log-probabilities can be read from one forward of ``model``: every answer
     one token, a decoder-only model of transformers' own code (an encoder-decoder model or remote code
-    prepares its inputs in ways :func:`first_forward_inputs` does not follow, and goes through ``generate``)."""
+    prepares its inputs in ways :func:`first_forward_inputs` does not follow, and goes through ``generate``,
+    as does a transformers without the position rule ``generate`` uses)."""
     return (all(len(ids) == 1 for ids in answers) and not model.config.is_encoder_decoder
-            and not model.is_remote_code())
+            and not model.is_remote_code() and hasattr(model, "_prepare_position_ids_for_generation"))
 
 
 def first_forward_inputs(model: Any, enc: Any, on_device: Callable[[Any], Any]) -> dict[str, Any]:
