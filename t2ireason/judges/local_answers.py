@@ -114,13 +114,11 @@ def launch_one_token(model: Any, inputs: Mapping[str, Any], answers: list[list[i
     answer token's log-probability (``answers``: one token a row), in float32 as ``generate``'s raw logits."""
     import torch
 
-    device = next(iter(v for v in inputs.values() if isinstance(v, torch.Tensor))).device
-    tokens = torch.tensor([ids[0] for ids in answers], dtype=torch.long)
-    if device.type == "cuda":
-        tokens = tokens.pin_memory()
-    tokens = tokens.to(device, non_blocking=device.type == "cuda")
     logits = model(**inputs, return_dict=True).logits[:, -1].float().log_softmax(-1)
-    return LaunchedAnswers(logits.gather(1, tokens[:, None].to(logits.device))[:, 0])
+    tokens = torch.tensor([[ids[0]] for ids in answers], dtype=torch.long)
+    if logits.is_cuda:  # uploaded from pinned memory: nothing waits for the device
+        tokens = tokens.pin_memory()
+    return LaunchedAnswers(logits.gather(1, tokens.to(logits.device, non_blocking=logits.is_cuda))[:, 0])
 
 
 class AnswerProbabilities:
