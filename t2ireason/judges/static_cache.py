@@ -7,9 +7,13 @@ step compiled, replayed as CUDA graphs) wrote 834, after a first call of 8 s spe
 batch 32). ``compiled_decoding`` chooses:
 
 - ``None`` (the default): on CUDA, batches of the judge's full ``batch_size`` (the size it compiles
-  once and then reuses); a smaller batch (the last of a list, a half after running out of memory) and
-  every batch on a CPU decode eagerly;
-- ``True``: every chat batch, on any device (a new batch size compiles again);
+  once and then reuses); a smaller batch (the last of a list) is filled up to that size with copies of
+  its last request, whose replies are dropped, once that size has been compiled for its cache length
+  (:meth:`StaticDecoding.fills`: a full-size step of the static cache costs less than an eager step
+  of a few rows, which is bound by the host launching kernels); before that, a half after running out
+  of memory, and every batch on a CPU decode eagerly;
+- ``True``: every chat batch, on any device (a smaller batch is filled up to a compiled size as above;
+  a new batch size compiles again);
 - ``False``: never (eager decoding, the choice for a few requests that would not repay the compiling).
 
 The cache's length is rounded up to :data:`CACHE_BUCKET` tokens (transformers keeps the longest cache
@@ -46,6 +50,9 @@ class StaticDecoding:
     def __init__(self) -> None:
         #: ``(rows, cache length)`` -> seconds of the first call of that shape (compiling included)
         self.first_calls: dict[tuple[int, int], float] = {}
+        #: ``(rows, cache length)`` of every batch prepared for the static cache: compiled, or compiled before
+        #: any batch prepared after it runs (batches run in the order they are prepared), whatever the timing
+        self.shapes: set[tuple[int, int]] = set()
 
     @staticmethod
     def applies(setting: bool | None, rows: int, batch_size: int, device_type: str) -> bool:
@@ -63,11 +70,28 @@ class StaticDecoding:
         return None
 
     @staticmethod
-    def configure(config: Any, prompt_length: int) -> None:
+    def cache_length(config: Any, prompt_length: int) -> int:
+        """The static cache's length for prompts of ``prompt_length`` tokens, rounded up to :data:`CACHE_BUCKET`
+        (0 where transformers sizes the cache per call: before 5.22)."""
+        if not hasattr(config, "max_cache_len"):
+            return 0
+        return CACHE_BUCKET * math.ceil((prompt_length + config.max_new_tokens) / CACHE_BUCKET)
+
+    def configure(self, config: Any, rows: int, prompt_length: int) -> None:
         """Set a generation config for the static cache, its length rounded up to :data:`CACHE_BUCKET`."""
         config.cache_implementation = "static"
-        if hasattr(config, "max_cache_len"):  # transformers >= 5.22; older ones size the cache per call
-            config.max_cache_len = CACHE_BUCKET * math.ceil((prompt_length + config.max_new_tokens) / CACHE_BUCKET)
+        if hasattr(config, "max_cache_len"):
+            config.max_cache_len = self.cache_length(config, prompt_length)
+        self.shapes.add((rows, self.cache_length(config, prompt_length)))
+
+    def fills(self, setting: bool | None, rows: int, batch_size: int, device_type: str, config: Any,
+              prompt_length: int) -> bool:
+        """Whether a batch of ``rows`` fewer than ``batch_size`` is filled up to ``batch_size`` to decode with
+        the static-cache step compiled for that size and its cache length (by a batch prepared before it),
+        instead of eagerly or by compiling a new size. Never where no such batch came before: a few requests
+        alone do not repay a compile."""
+        return (rows < batch_size and self.applies(setting, batch_size, batch_size, device_type)
+                and (batch_size, self.cache_length(config, prompt_length)) in self.shapes)
 
     @contextmanager
     def first_call(self, config: Any, rows: int, what: str) -> Iterator[None]:

@@ -36,6 +36,7 @@ request that still does not fit comes back as ``Reply(error=..., transient=True)
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -393,7 +394,8 @@ class TransformersJudge(AnswerProbabilities, Judge):
 
     def _chat_batch(self, requests: list[ChatRequest], prepared: Future | None = None) -> list[Reply]:
         try:
-            return self._generate(prepared.result() if prepared is not None else self._prepare_chat(requests))
+            # a batch split after running out of memory is never filled up again
+            return self._generate(prepared.result() if prepared is not None else self._prepare_chat(requests, False))
         except JudgeError:
             raise
         except Exception as e:
@@ -416,9 +418,11 @@ class TransformersJudge(AnswerProbabilities, Judge):
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
 
-    def _prepare_chat(self, requests: list[ChatRequest]) -> dict[str, Any]:
+    def _prepare_chat(self, requests: list[ChatRequest], fill: bool = True) -> dict[str, Any]:
         """Everything of a chat batch made on the CPU before the model runs: the prompts rendered and
-        encoded with their images, the generation config, the schema constraint."""
+        encoded with their images, the generation config, the schema constraint. With ``fill``, a batch
+        smaller than ``batch_size`` is filled up to a size the static cache has compiled (:mod:`.static_cache`:
+        copies of its last request, greedy; only the requests' own replies are read)."""
         with self._preparing:
             samplings = [self.resolve_sampling(r) for r in requests]
             schemas = [r.json_schema if self.structured_output else None for r in requests]
@@ -433,8 +437,14 @@ class TransformersJudge(AnswerProbabilities, Judge):
                 config.min_new_tokens = min(config.min_new_tokens, config.max_new_tokens)
             config.return_dict_in_generate = True
             config.output_logits = max(r.top_logprobs for r in requests) > 0
-            if self._static.applies(self.compiled_decoding, len(requests), self.batch_size, self.device.type):
-                self._static.configure(config, enc["input_ids"].shape[1])  # generate compiles its decoding step
+            if fill and self._static.fills(self.compiled_decoding, len(requests), self.batch_size, self.device.type,
+                                           config, enc["input_ids"].shape[1]):
+                extra = self.batch_size - len(requests)  # copies of the last: no longer prompt, the same grammar
+                samplings += [dataclasses.replace(samplings[-1], temperature=0.0, seed=None)] * extra
+                schemas, conversations, texts = (x + [x[-1]] * extra for x in (schemas, conversations, texts))
+                enc = self._encode(texts, conversations)
+            if self._static.applies(self.compiled_decoding, len(texts), self.batch_size, self.device.type):
+                self._static.configure(config, len(texts), enc["input_ids"].shape[1])  # generate compiles its step
             constraint = None
             if any(schemas):
                 if self._executor is None:
@@ -462,7 +472,7 @@ class TransformersJudge(AnswerProbabilities, Judge):
             processors.append(row_sampler([(s.temperature, s.top_p, top_k, s.seed) for s in samplings]))
         try:
             with self._failing_as("generation"), torch.inference_mode(), \
-                    self._static.first_call(config, len(requests), repr(self)):
+                    self._static.first_call(config, enc["input_ids"].shape[0], repr(self)):
                 out = self.hf_model.generate(**enc, generation_config=config, logits_processor=processors or None,
                                              stopping_criteria=hooks)
                 new = out.sequences[:, 0 if self.hf_model.config.is_encoder_decoder else enc["input_ids"].shape[1]:]

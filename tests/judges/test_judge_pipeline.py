@@ -370,9 +370,10 @@ def test_compiled_decoding_uses_a_static_cache_and_answers_alike(tiny_models, ju
 def test_compiled_decoding_by_default_on_cuda_for_full_batches_its_first_call_said_once(tiny_models, judge,
                                                                                         monkeypatch, caplog):
     """``compiled_decoding=None`` (the default): the static cache where it pays, on CUDA for batches of the
-    judge's full size (compiled once, then reused); a smaller tail, and every batch on a CPU, eager. The cache's
-    length is rounded up to a bucket so other prompt lengths reuse the compiled step; the first call of each
-    shape is said once in the log."""
+    judge's full size (compiled once, then reused); a smaller tail filled up to that size once it is compiled
+    (copies of its last request, their replies dropped), eager before that; every batch on a CPU eager. The
+    cache's length is rounded up to a bucket so other prompt lengths reuse the compiled step; the first call of
+    each shape is said once in the log."""
     import logging
 
     from t2ireason.judges.static_cache import CACHE_BUCKET, StaticDecoding
@@ -405,12 +406,38 @@ def test_compiled_decoding_by_default_on_cuda_for_full_batches_its_first_call_sa
     with caplog.at_level(logging.WARNING, logger="t2ireason.judges.static_cache"):
         assert [r.text for r in auto.chat(requests)] == eager
         assert [r.text for r in auto.chat(requests)] == eager
-    assert [s[1] for s in seen] == ["static", "static", None] * 2  # the tail of one request: eager
-    for shape, _, length in seen[:2]:
+    # the tail of one request filled up to the compiled size, prepared while the first batch still compiled
+    assert [(s[0][0], s[1]) for s in seen] == [(3, "static")] * 6
+    for shape, _, length in seen[:3]:
         assert length % CACHE_BUCKET == 0 and length >= shape[1] + LENGTH
     said = [r.getMessage() for r in caplog.records]
     assert len(said) == 1 and "compiled decoding for batches of 3" in said[0] and "compiled_decoding=False" in said[0]
     assert list(auto._static.first_calls) == [(3, seen[0][2])]
+
+    # fewer requests than a batch on a judge that has compiled nothing: eager, no compile for them
+    fresh = _judge(tiny_models["vlm"], batch_size=3)
+    monkeypatch.setattr(fresh._static, "applies", auto._static.applies)
+    monkeypatch.setattr(fresh.hf_model, "generate", generate)
+    seen.clear()
+    assert [r.text for r in fresh.chat(requests[:2])] == eager[:2]
+    assert [(s[0][0], s[1]) for s in seen] == [(2, None)] and not fresh._static.first_calls
+    # a full batch then a tail in one list: the tail, prepared while the full batch was still to compile, is
+    # filled all the same (decided by the order batches are prepared in, not by timing)
+    seen.clear()
+    assert [r.text for r in fresh.chat(requests[:4])] == eager[:4]
+    assert [(s[0][0], s[1]) for s in seen] == [(3, "static"), (3, "static")]
+
+    # a filled batch that runs out of memory is split, and its halves are not filled up again
+    def short_of_memory(*args, **kwargs):
+        seen.append((kwargs["input_ids"].shape, kwargs["generation_config"].cache_implementation, None))
+        if kwargs["input_ids"].shape[0] > 1:
+            raise torch.OutOfMemoryError("CUDA out of memory")
+        return real_generate(*args, **kwargs)
+
+    monkeypatch.setattr(auto.hf_model, "generate", short_of_memory)
+    seen.clear()
+    assert [r.text for r in auto.chat(requests[:2])] == eager[:2]
+    assert [(s[0][0], s[1]) for s in seen] == [(3, "static"), (1, None), (1, None)]
 
 
 def test_yes_probability_of_files_decodes_each_batch_where_it_is_prepared(judge, tmp_path, monkeypatch):
