@@ -5,7 +5,7 @@ batch; torch and transformers are imported when one is made."""
 
 from __future__ import annotations
 
-__all__ = ["row_sampler", "forced_tokens"]
+__all__ = ["row_sampler", "forced_tokens", "rows_done"]
 
 
 def row_sampler(rows: list[tuple[float, float, int | None, int | None]]):
@@ -96,3 +96,22 @@ def forced_tokens(answers: list[list[int]], filler: int):
             return scores
 
     return ForcedTokens()
+
+
+def rows_done(first: int):
+    """A stopping criterion marking rows ``first`` and after as finished from the first step: the copies that
+    fill a batch up to a compiled size (:mod:`.static_cache`) never make the batch decode longer than its own
+    requests do."""
+    import torch
+    from transformers import StoppingCriteria
+
+    class RowsDone(StoppingCriteria):
+        def __init__(self):
+            self.done = None
+
+        def __call__(self, input_ids, scores, **kwargs):
+            if self.done is None or self.done.device != input_ids.device:
+                self.done = torch.arange(input_ids.shape[0], device=input_ids.device) >= first
+            return self.done
+
+    return RowsDone()

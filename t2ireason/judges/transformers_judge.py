@@ -59,7 +59,7 @@ from .base import (
 )
 from .checkpoints import torchvision_fix, torchvision_problem
 from .constrained import schema_constraint
-from .decoding import row_sampler
+from .decoding import row_sampler, rows_done
 from .local_answers import AnswerProbabilities, is_out_of_memory
 from .prefetch import prefetched
 from .static_cache import StaticDecoding, check_setting
@@ -439,9 +439,12 @@ class TransformersJudge(AnswerProbabilities, Judge):
             config.output_logits = max(r.top_logprobs for r in requests) > 0
             if fill and self._static.fills(self.compiled_decoding, len(requests), self.batch_size, self.device.type,
                                            config, enc["input_ids"].shape[1]):
-                extra = self.batch_size - len(requests)  # copies of the last: no longer prompt, the same grammar
+                # copies of the last request (no longer a prompt), greedy, free of its schema and finished from
+                # the first step (rows_done): they add rows to the step, never steps to the batch
+                extra = self.batch_size - len(requests)
                 samplings += [dataclasses.replace(samplings[-1], temperature=0.0, seed=None)] * extra
-                schemas, conversations, texts = (x + [x[-1]] * extra for x in (schemas, conversations, texts))
+                schemas += [None] * extra
+                conversations, texts = (x + [x[-1]] * extra for x in (conversations, texts))
                 enc = self._encode(texts, conversations)
             if self._static.applies(self.compiled_decoding, len(texts), self.batch_size, self.device.type):
                 self._static.configure(config, len(texts), enc["input_ids"].shape[1])  # generate compiles its step
@@ -463,10 +466,13 @@ class TransformersJudge(AnswerProbabilities, Judge):
             "requests", "samplings", "schemas", "closing", "config"))
         prompt_lengths = prepared["enc"]["attention_mask"].sum(1).tolist()  # on the CPU still
         enc = self._on_device(prepared["enc"])
-        processors, constraint, hooks = [], prepared["constraint"], None
+        processors, constraint = [], prepared["constraint"]
+        hooks = StoppingCriteriaList()
         if constraint is not None:  # masks first, then the row sampler draws among the allowed tokens
             processors.append(constraint)
-            hooks = StoppingCriteriaList([constraint.stopping_hook()])  # starts each next step's masks
+            hooks.append(constraint.stopping_hook())  # starts each next step's masks
+        if len(samplings) > len(requests):  # the copies filling the batch up to its compiled size
+            hooks.append(rows_done(len(requests)))
         top_k = self._model_sampling()[2] if self.generation_config == "model" else None
         if any(s.temperature > 0 for s in samplings):
             processors.append(row_sampler([(s.temperature, s.top_p, top_k, s.seed) for s in samplings]))
@@ -474,7 +480,7 @@ class TransformersJudge(AnswerProbabilities, Judge):
             with self._failing_as("generation"), torch.inference_mode(), \
                     self._static.first_call(config, enc["input_ids"].shape[0], repr(self)):
                 out = self.hf_model.generate(**enc, generation_config=config, logits_processor=processors or None,
-                                             stopping_criteria=hooks)
+                                             stopping_criteria=hooks or None)
                 new = out.sequences[:, 0 if self.hf_model.config.is_encoder_decoder else enc["input_ids"].shape[1]:]
                 new = new.tolist()  # waits for the device: the first call's time is the whole batch's
         finally:

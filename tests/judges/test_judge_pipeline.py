@@ -390,10 +390,14 @@ def test_compiled_decoding_by_default_on_cuda_for_full_batches_its_first_call_sa
     seen = []
     real_generate = auto.hf_model.generate
 
+    outs = []
+
     def generate(*args, **kwargs):
         config = kwargs["generation_config"]
         seen.append((kwargs["input_ids"].shape, config.cache_implementation, getattr(config, "max_cache_len", None)))
-        return real_generate(*args, **kwargs)
+        out = real_generate(*args, **kwargs)
+        outs.append(out.sequences[:, kwargs["input_ids"].shape[1]:])
+        return out
 
     monkeypatch.setattr(auto.hf_model, "generate", generate)
     requests = _requests(7)
@@ -403,11 +407,13 @@ def test_compiled_decoding_by_default_on_cuda_for_full_batches_its_first_call_sa
     monkeypatch.setattr(auto._static, "applies", lambda setting, rows, batch, device: StaticDecoding.applies(
         setting, rows, batch, "cuda"))
     seen.clear()
+    outs.clear()
     with caplog.at_level(logging.WARNING, logger="t2ireason.judges.static_cache"):
         assert [r.text for r in auto.chat(requests)] == eager
         assert [r.text for r in auto.chat(requests)] == eager
-    # the tail of one request filled up to the compiled size, prepared while the first batch still compiled
+    # the tail of one request filled up to the compiled size with two copies, finished after their first token
     assert [(s[0][0], s[1]) for s in seen] == [(3, "static")] * 6
+    assert (outs[2][1:, 1:] == auto.hf_model.generation_config.pad_token_id).all()
     for shape, _, length in seen[:3]:
         assert length % CACHE_BUCKET == 0 and length >= shape[1] + LENGTH
     said = [r.getMessage() for r in caplog.records]
