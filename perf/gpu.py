@@ -455,6 +455,14 @@ def json_decoding(setup: Setup, bandwidth: float) -> bool:
                             ratio)
         if batch == setup.json_batches[0]:
             first = p
+            # a list one full batch and 3 requests long: its last batch filled up to the compiled size (the
+            # default), against that batch decoded eagerly (as before the filling)
+            tail = requests[: batch + min(3, batch - 1)]
+            filled = timed(setup, lambda tail=tail: judge.chat(tail))
+            with mock.patch.object(type(judge._static), "fills", lambda *args: False):
+                unfilled = timed(setup, lambda tail=tail: judge.chat(tail))
+            setup.record(sec, f"tail_filled_vs_eager_b{batch}_time_ratio", filled / unfilled, requests=len(tail),
+                         filled_seconds=filled, eager_tail_seconds=unfilled)
     batch, p = setup.json_batches[0], first
     floor = batch * bandwidth / 2 / weight_bytes  # the weights read once a step (the copy rate counts both ways)
     setup.record(sec, f"hbm_floor_b{batch}_row_steps_per_s", floor, weight_gb=weight_bytes / 1e9)

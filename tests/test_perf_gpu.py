@@ -48,7 +48,8 @@ def test_every_section_runs_small_on_the_cpu_and_writes_each_figure_as_measured(
         assert llava[name]["value"] > 0, name
     assert llava["vqascore_llava_vs_forward_ratio"]["target"] is None  # a small run claims no target
     for name in ("project_eager_b2_row_steps_per_s", "bare_eager_b4_row_steps_per_s", "compile_seconds_b2",
-                 "project_default_b2_row_steps_per_s", "bare_static_b2_row_steps_per_s", "hbm_floor_b2_row_steps_per_s"):
+                 "project_default_b2_row_steps_per_s", "bare_static_b2_row_steps_per_s", "hbm_floor_b2_row_steps_per_s",
+                 "tail_filled_vs_eager_b2_time_ratio"):
         assert decoding[name]["value"] > 0, name
     assert decoding["compile_seconds_b2"]["mode"] == "static" and "batch 2" in decoding["compile_seconds_b2"]["first_calls"]
     qwen = got["vqascore_qwen"]
