@@ -120,8 +120,9 @@ class TransformersJudge(AnswerProbabilities, Judge):
     decoded and resized, template rendered, processor run, tensors staged in pinned memory) in a
     background thread while the model answers the current one (``0``: one after the other).
     ``compiled_decoding`` decodes chat replies with a static KV cache, which ``generate`` compiles with
-    ``torch.compile``: ``None`` (the default) on CUDA for full batches, ``True`` always, ``False`` never
-    (:mod:`.static_cache`; the first batch of a size compiles, tens of seconds, said once in the log).
+    ``torch.compile``: ``None`` (the default) on CUDA for full batches (a list's smaller last batch filled up
+    to a compiled size), ``True`` always, ``False`` never (:mod:`.static_cache`; the first batch of a size
+    compiles, tens of seconds, said once in the log).
     """
 
     backend = "hf"
