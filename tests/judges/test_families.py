@@ -157,6 +157,27 @@ def test_one_forward_reads_what_generate_reads(name, root):
 
 
 @pytest.mark.parametrize("name", _params())
+def test_one_forward_inputs_wait_for_nothing_on_the_device(name, root):
+    """The next batch's inputs are made without reading anything back from the device (on a GPU, a wait for the
+    batch before to finish): with the model and the upload on PyTorch's meta device, where reading a tensor's
+    values raises, they are made all the same; the position ids come from the host's copy of the encoding."""
+    from transformers import AutoModelForImageTextToText
+
+    from t2ireason.judges.local_answers import first_forward_inputs
+
+    judge = family_judge(name, root)
+    prepared = judge._prepare_answers([AnswerQuery(_image(7, (40, 30)), "Red?"),
+                                       AnswerQuery(_image(8, (24, 56)), "Is there a tall blue house here?")])
+    with torch.device("meta"):
+        model = AutoModelForImageTextToText.from_config(judge.hf_model.config, attn_implementation="sdpa")
+    inputs = first_forward_inputs(model, prepared["enc"], lambda enc: enc.to("meta"))
+    tensors = {k: v for k, v in inputs.items() if isinstance(v, torch.Tensor)}
+    assert {"input_ids", "position_ids"} <= set(tensors) and all(v.is_meta for v in tensors.values())
+    with pytest.raises(RuntimeError, match="meta"):  # what a wait would be: a value read back
+        bool((tensors["position_ids"] >= 0).all())
+
+
+@pytest.mark.parametrize("name", _params())
 def test_json_judgement_by_constrained_decoding(name, root):
     judge = family_judge(name, root)
     schema = {"type": "object", "properties": {"answer": {"enum": ["yes", "no"]},
