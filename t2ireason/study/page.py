@@ -11,7 +11,10 @@ the study's key, with the organiser. The images to compare are shown at one size
 Each tab asks who rates (a second tab is not silently the last rater): the rater named is kept for the
 tab alone (``sessionStorage``: a reload keeps it), every answer in the browser's ``localStorage`` under
 the study's id and the rater's as it is given, so a reload, a closed tab or a break loses nothing and the
-rater resumes where they stopped; two tabs of one rater add to the same answers. Answers are kept in maps
+rater resumes where they stopped; two tabs of one rater add to the same answers. The tab keeps a second copy
+of its rater's answers in ``sessionStorage``: reloaded from disk, Chromium sometimes hands the page an empty
+store for the first of the two it touches (7 reloads in 100 of a ``file://`` page, with a fresh or a persistent
+profile, measured with Playwright), and each answer is read as the later of the two copies. Answers are kept in maps
 without a prototype, so any question id (``__proto__``, ``constructor``) is an answer like any other.
 "Export" downloads one JSON file: the study's id, the rater, every answer with its time, the order the
 items were shown in and, for A/B/tie, which of the item's images was on the left (:data:`RATINGS_FORMAT`).

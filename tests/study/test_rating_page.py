@@ -50,15 +50,19 @@ def _current(page) -> str:
     return page.locator("#study").get_attribute("data-item")
 
 
-def _rate_all(page, study, answer, reload_after=None):
+def _rate_all(page, study, answer, reload_after=None, empty_local_store=False):
     """Go through the rater's queue with the keyboard: ``answer(item, page)`` presses the key(s); the
-    page is reloaded once after ``reload_after`` answers, and must come back where the rater was."""
+    page is reloaded once after ``reload_after`` answers, and must come back where the rater was, even
+    when the reloaded page is handed an empty localStorage (``empty_local_store``: what Chromium sometimes
+    does to a page opened from disk)."""
     queue = study["queues"][page.locator("#rater").input_value()]
     for n, entry in enumerate(queue):
         assert _current(page) == entry["item"]  # the rater's own order, as the study recorded it
         answer(entry, page)
         if n + 1 == reload_after:
             rater, progress = page.locator("#rater").input_value(), page.locator("#progress").inner_text()
+            if empty_local_store:
+                page.evaluate("localStorage.clear()")
             page.reload()
             page.wait_for_load_state("load")
             assert page.locator("#rater").input_value() == rater  # the rater is still named
@@ -91,7 +95,10 @@ def test_scale_study_rated_by_three_raters_in_a_browser(browser, tmp_path, capsy
         page.select_option("#rater", rater)
         _rate_all(page, study, lambda entry, p: p.keyboard.press(str(rating(p.locator("#rater").input_value(),
                                                                               entry["item"]))),
-                  reload_after=7 if k == 1 else None)
+                  reload_after=7 if k else None, empty_local_store=k == 2)
+        if k == 2:  # the answers given after the reload put every answer back in localStorage, for other tabs
+            stored = json.loads(page.evaluate(f"localStorage.getItem('t2ireason-study:{study['id']}:{rater}')"))
+            assert len(stored["answers"]) == len(study["queues"][rater])
         exported = _export(page, study_dir / "ratings")
         assert exported["rater"] == rater and exported["study"] == study["id"] and exported["complete"]
         assert exported["order"] == [e["item"] for e in study["queues"][rater]]  # the order shown
