@@ -169,7 +169,7 @@ class AnswerProbabilities:
 
     def _answer_batches(self, chunks: list[list[AnswerQuery]]):
         """Each chunk's log-probabilities, in order, each batch launched before the one before it is read
-        (:mod:`.answer_forward`): the accelerator has the next batch queued while the host reads results."""
+        (:func:`launch_one_token`): the accelerator has the next batch queued while the host reads results."""
         waiting = None  # the batch launched before this one, not read yet
         for queries, prepared in self._prefetched(chunks, self._prepare_answers):
             try:

@@ -80,9 +80,10 @@ class StaticDecoding:
     def configure(self, config: Any, rows: int, prompt_length: int) -> None:
         """Set a generation config for the static cache, its length rounded up to :data:`CACHE_BUCKET`."""
         config.cache_implementation = "static"
-        if hasattr(config, "max_cache_len"):
-            config.max_cache_len = self.cache_length(config, prompt_length)
-        self.shapes.add((rows, self.cache_length(config, prompt_length)))
+        length = self.cache_length(config, prompt_length)
+        if length:
+            config.max_cache_len = length
+        self.shapes.add((rows, length))
 
     def fills(self, setting: bool | None, rows: int, batch_size: int, device_type: str, config: Any,
               prompt_length: int) -> bool:
