@@ -1,4 +1,4 @@
-"""Command-line glue: ``t2ireason engine {run,estimate,sample,curate,zh,status,agreement}`` (registered by ``t2ireason.cli``)."""
+"""Command-line glue: ``t2ireason engine {run,estimate,sample,curate,zh,gcot-review,gcot-agreement,status,agreement}`` (registered by ``t2ireason.cli``)."""
 
 from __future__ import annotations
 
@@ -171,6 +171,26 @@ def _add_curation_args(sub: Any) -> None:
     curate.add_argument("--data", default=None, help="for long_text: an engine release folder or FLUX-Reason-6M")
     curate.add_argument("--limit", type=positive_int, default=None, help="read at most N rows of --data")
     curate.add_argument("--max-reasks", type=int, default=2, help="re-asks of a reply that misses a check")
+    review = sub.add_parser("gcot-review", help="the human review of GCoT annotations (appendix B.5): a sample "
+                                                "of images with their captions and GCoT on a review page",
+                            description="Draw N images with a GCoT into OUT: the images, review.json and "
+                                        "review.html (open it in a browser: accept, reject or correct each GCoT, "
+                                        "then export; each reviewer sends one file). Then: t2ireason engine "
+                                        "gcot-agreement OUT FILES... [--apply RELEASE].")
+    review.add_argument("--data", required=True, help="an engine release folder, or FLUX-Reason-6M (Hub id or copy)")
+    review.add_argument("--out", required=True, help="a new folder for the review")
+    review.add_argument("--n", type=positive_int, default=500, help="GCoTs to review (500 in the paper)")
+    review.add_argument("--reviewers", nargs="+", default=["2"],
+                        help="how many reviewers (a number) or their names (every item goes to every reviewer)")
+    review.add_argument("--seed", default=None, help="the draw's seed (default: a fresh one, kept in review.json)")
+    review.add_argument("--limit", type=positive_int, default=None, help="read at most N rows of --data")
+    verdicts = sub.add_parser("gcot-agreement", help="the GCoT review's pass rate (the paper's 96%%) and the "
+                                                     "reviewers' agreement; --apply writes the decisions back")
+    verdicts.add_argument("review", help="the review folder of `engine gcot-review`")
+    verdicts.add_argument("ratings", nargs="+", help="the reviewers' exported files (or folders of them)")
+    verdicts.add_argument("--apply", default=None, metavar="RELEASE",
+                          help="write the decisions into this engine release: corrected GCoTs replace theirs, "
+                               "rejected ones are emptied")
     zh = sub.add_parser("zh", help="PRISM-Bench-ZH (section 3.1): every English prompt translated by an LLM, "
                                    "Text rendering's text adapted to a Chinese context",
                         description="Translate CAPTIONS/captions/en/<track>.jsonl into captions/zh/<track>.jsonl.")
@@ -420,6 +440,43 @@ def _curate(args: argparse.Namespace) -> int:
     return _written(result, args.out, "en", "curated prompts")
 
 
+def _gcot_review(args: argparse.Namespace) -> int:
+    from ..benchmarks.flux_reason import stream
+    from ..study.gcot_review import PAGE_FILE, make_gcot_review
+
+    reviewers = int(args.reviewers[0]) if len(args.reviewers) == 1 and args.reviewers[0].isdigit() \
+        else args.reviewers
+    review = make_gcot_review(stream(args.data, limit=args.limit), args.out, n=args.n, reviewers=reviewers,
+                              seed=args.seed)
+    print(f"{len(review['items'])} GCoTs to review by {', '.join(review['raters'])}: open "
+          f"{Path(args.out) / PAGE_FILE} in a browser (each reviewer exports one file), then: t2ireason engine "
+          f"gcot-agreement {args.out} <files>")
+    return 0
+
+
+def _gcot_agreement(args: argparse.Namespace) -> int:
+    from ..study.gcot_review import apply_gcot_review, load_gcot_review, review_result
+
+    result = review_result(load_gcot_review(args.review), args.ratings)
+    for problem in result["problems"]:
+        print(f"note: {problem}")
+    if not result["reviewed"]:
+        raise ValueError(f"no usable review answer in {' '.join(args.ratings)}")
+    alpha = result["alpha"]
+    print(f"{result['passed']} of {result['reviewed']} reviewed GCoTs passed ({100 * result['pass_rate']:.1f}%; the "
+          f"paper reports {100 * result['paper_pass_rate']:.0f}%): {result['corrected']} corrected, "
+          f"{result['removed']} removed; {result['unreviewed']} not reviewed")
+    if result["items_with_two_reviewers"]:
+        print(f"reviewers agree on {100 * result['agreement']:.1f}% of {result['items_with_two_reviewers']} items "
+              f"reviewed twice or more (accept or not); Krippendorff's alpha "
+              + ("undefined (every verdict the same)" if alpha != alpha else f"{alpha:.3f}"))
+    if args.apply:
+        counts = apply_gcot_review(args.apply, result)
+        print(f"written into {args.apply}: {counts['corrected']} GCoTs corrected, {counts['removed']} emptied "
+              f"(decisions in {Path(args.apply) / 'gcot_review.json'})")
+    return 0
+
+
 def _zh(args: argparse.Namespace) -> int:
     from ..engine.curation import adapt_zh
     from ..judges import load_judge, validate_judge
@@ -433,5 +490,5 @@ def _zh(args: argparse.Namespace) -> int:
 def run_engine_command(args: argparse.Namespace) -> int:
     """Run the action chosen on the command line; 0 when done, 1 when shards are left for another run."""
     actions = {"run": _run, "estimate": _estimate, "sample": _sample, "agreement": _agreement, "status": _status,
-               "curate": _curate, "zh": _zh}
+               "curate": _curate, "zh": _zh, "gcot-review": _gcot_review, "gcot-agreement": _gcot_agreement}
     return actions[args.engine_action](args)
