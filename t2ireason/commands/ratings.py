@@ -32,16 +32,25 @@ def add_ratings_args(p: argparse.ArgumentParser) -> None:
                         "of each record; genai-bench: <model>/<prompt_idx>.jpeg): each item names its image")
     p.add_argument("--scores", action="append", type=_scores, default=[], metavar="LABEL=FILE",
                    help="per-image scores to correlate with the ratings, a row of MT2IE's Tables 1-2 each: a JSON "
-                        "object '<model>/<item>' -> score, a CSV t2i_model,item_id,score, or dsg-answers:<file> "
-                        "(DSG's released VQA answers, scored with DSG's dependency rule); repeat for several")
+                        "object '<model>/<item>' -> score, a CSV t2i_model,item_id,score, or vqa-answers:<file> (the "
+                        "VQA answers DSG releases for TIFA160, vqa_answers_release/<vqa>_{dsg,tifa,vq2a}.csv, scored "
+                        "as the authors' tifa160_correlation.py: DSG's with its dependency rule); repeat for several")
+    p.add_argument("--tifa-questions", default=None, metavar="FILE",
+                   help="TIFA's tifa_v1.0_question_answers.json: the right answers of the multiple-choice questions "
+                        "of a vqa-answers:<vqa>_tifa.csv (without it, every TIFA question counts 'yes' as right)")
 
 
 def run_ratings(args: argparse.Namespace) -> int:
     from ..report.tables import to_markdown
-    from ..study.released import correlate, read_scores, write_result, write_study
+    from ..study.released import correlate, read_released, read_scores, tifa_gold, write_result, write_study
     from ..study.sample import RATINGS_DIR
 
-    scores = {label: read_scores(spec) for label, spec in args.scores}  # read before anything is written
+    gold = None
+    if args.tifa_questions:  # TIFA's own answers, by item: the Likert file names each item's TIFA prompt
+        items, _ = read_released(args.format, args.files)
+        gold = tifa_gold(args.tifa_questions, {it["item"]: it["source_id"] for it in items.values()
+                                               if it.get("source_id")})
+    scores = {label: read_scores(spec, gold) for label, spec in args.scores}  # read before anything is written
     study = write_study(args.format, args.files, args.out, images=args.images)
     out = Path(args.out)
     with_image = sum(it["images"][0]["path"] is not None for it in study["items"])
@@ -53,7 +62,7 @@ def run_ratings(args: argparse.Namespace) -> int:
         print(line)
     print(to_markdown(result["tables"]))
     write_result(result, out)
-    print(f"key: {study['key_file'] if 'key_file' in study else out.parent / (out.name + '.key.json')}; "
+    print(f"key: {out.parent / (out.name + '.key.json')}; "
           f"ratings: {out / RATINGS_DIR}; tables: {out / 'tables.md'}; reference ranking (each model's mean rating, "
           f"for t2ireason mt2ie --reference): {out / 'reference.json'}")
     return 0

@@ -17,8 +17,9 @@ The formats (``FORMATS``), each read exactly as released:
 
 An item is one image, ``<model>/<item>`` by the release's ids; its human figure is the mean of its ratings (as DSG's
 ``compute_correlation`` and t2v_metrics average them). Scores to correlate (``read_scores``): a JSON object
-``{"<model>/<item>": score}``, a CSV ``t2i_model,item_id,score``, or DSG's released VQA answers
-(``vqa_answers_release/<vqa model>_dsg.csv``), scored with DSG's dependency rule (:func:`dsg_answer_scores`).
+``{"<model>/<item>": score}``, a CSV ``t2i_model,item_id,score``, or the VQA answers DSG releases for TIFA160
+(``vqa_answers_release/<vqa model>_{dsg,tifa,vq2a}.csv``: Table 1's DSG, TIFA and VQ²A rows), scored as the authors'
+``tifa160_correlation.py`` scores them (:func:`vqa_answer_scores`).
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ from ..version import __version__
 from .page import RATINGS_FORMAT
 from .sample import FORMAT, KEY_SUFFIX, RATINGS_DIR, StudyError, file_digest
 
-__all__ = ["FORMATS", "read_released", "write_study", "read_scores", "dsg_answer_scores", "correlate",
-           "model_reference"]
+__all__ = ["FORMATS", "read_released", "write_study", "read_scores", "vqa_answer_scores", "tifa_gold", "correlate",
+           "model_reference", "write_result"]
 
 FORMATS = {
     "tifa160": "TIFA160's 1-5 Likert ratings as DSG releases them (tifa160-likert-anns.csv)",
@@ -191,11 +192,15 @@ def model_reference(study: dict[str, Any], merged: dict[str, dict[str, Any]]) ->
     return {m: float(np.mean(v)) for m, v in sorted(by.items(), key=lambda kv: -float(np.mean(kv[1])))}
 
 
-def dsg_answer_scores(path: str | os.PathLike, rule: str = "official") -> dict[str, float | None]:
-    """Each image's DSG score from DSG's released VQA answers (``vqa_answers_release/<model>_dsg.csv``: ``t2i_model,
-    item_id, question_id, dependency_id, answer``...), ``<t2i_model>/<item_id>`` -> score: "yes" holds and any other
-    answer fails (as the authors read them), under DSG's dependency ``rule``
-    (:func:`t2ireason.baselines.dsg.question_scores`; dependency cells read as :func:`~t2ireason.baselines.dsg.clean_parents`
+def vqa_answer_scores(path: str | os.PathLike, rule: str = "official",
+                      gold: dict[str, list[dict[str, Any]]] | None = None) -> dict[str, float]:
+    """Each image's score from the VQA answers DSG releases for TIFA160 (``vqa_answers_release/<vqa>_<qg>.csv``:
+    ``t2i_model, item_id, question, answer``, with ``question_id, dependency_id`` in the DSG files), ``<t2i_model>/
+    <item_id>`` -> the share of its questions answered right, as the authors' ``tifa160_correlation.py`` scores them:
+    the right answer is "yes" (an empty answer fails), or, for a TIFA question with other choices, TIFA's own answer
+    (``gold``: :func:`tifa_gold`, matched by the question's place within its item, as their ``load_vqa_output``
+    matches it); where the file has dependencies (DSG), a question whose parent failed fails under DSG's ``rule``
+    (:func:`t2ireason.baselines.dsg.question_scores`; cells read as :func:`~t2ireason.baselines.dsg.clean_parents`
     reads them)."""
     from ..baselines.dsg import clean_parents, question_scores
 
@@ -204,45 +209,78 @@ def dsg_answer_scores(path: str | os.PathLike, rule: str = "official") -> dict[s
     with open(path, newline="", encoding="utf-8-sig") as f:
         for n, line in enumerate(csv.DictReader(f), 2):
             try:
-                key, qid = f"{line['t2i_model']}/{line['item_id']}", int(line["question_id"])
-                questions[key].append({"id": qid, "dependencies": clean_parents(line["dependency_id"])})
+                model, item, answer = line["t2i_model"], line["item_id"], line["answer"] or ""
+                key = f"{model}/{item}"
+                place = len(questions[key])
+                qid = int(line["question_id"]) if line.get("question_id") else place + 1
+                deps = clean_parents(line["dependency_id"]) if line.get("dependency_id") else []
             except (KeyError, ValueError) as e:
-                raise StudyError(f"{path}, line {n}: not a DSG answer line ({e})") from None
-            said[key][qid] = line["answer"].strip().lower() == "yes"
-    out: dict[str, float | None] = {}
+                raise StudyError(f"{path}, line {n}: not a VQA answer line ({type(e).__name__}: {e})") from None
+            right = "yes"
+            if gold is not None and line.get("qg_model") == "tifa":
+                qs = gold.get(item) or []
+                if place >= len(qs):
+                    raise StudyError(f"{path}, line {n}: TIFA's questions of {item} have no question {place + 1}")
+                if qs[place]["choices"] != ["yes", "no"]:
+                    right = qs[place]["answer"]
+            questions[key].append({"id": qid, "dependencies": deps})
+            said[key][qid] = answer == right
+    out: dict[str, float] = {}
     for key, qs in questions.items():
         scores, _ = question_scores(qs, said[key], rule)
         out[key] = sum(scores[q["id"]] for q in qs) / len(qs)
     return out
 
 
-def read_scores(spec: str) -> dict[str, float | None]:
-    """Per-image scores: ``dsg-answers:<file>`` (:func:`dsg_answer_scores`), a JSON object ``{"<model>/<item>": score}``,
-    or a CSV with ``t2i_model, item_id, score``."""
+def tifa_gold(path: str | os.PathLike, source_ids: dict[str, str]) -> dict[str, list[dict[str, Any]]]:
+    """TIFA's questions (``tifa_v1.0/tifa_v1.0_question_answers.json``: ``{id, question, choices, answer}`` each, ``id``
+    the prompt's source id) by TIFA160 item, in file order; ``source_ids``: item id -> source id (the Likert file's)."""
+    by_source: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    data = _load_json(Path(path))
+    if not isinstance(data, list):
+        raise StudyError(f"{path}: expected TIFA's list of questions")
+    for q in data:
+        by_source[q["id"]].append(q)
+    return {item: by_source[src] for item, src in source_ids.items() if src in by_source}
+
+
+#: how a kind of scores counts a rated image it has no score for: answer files as the authors' tifa160_correlation.py
+#: counts an item without answers (tifa160_134 has no DSG question), a failure, 0; other scores leave it out
+ANSWERS = ("vqa-answers", "dsg-answers")
+
+
+def read_scores(spec: str, gold: dict[str, list[dict[str, Any]]] | None = None) -> tuple[dict[str, float | None],
+                                                                                      float | None]:
+    """Per-image scores and what a rated image without one counts as (None: left out): ``vqa-answers:<file>``
+    (DSG's released answers, :func:`vqa_answer_scores`; ``dsg-answers:`` alike; a missing image 0, as the authors
+    count it), a JSON object ``{"<model>/<item>": score}``, or a CSV with ``t2i_model, item_id, score``."""
     kind, sep, rest = spec.partition(":")
-    if sep and kind == "dsg-answers":
-        return dsg_answer_scores(rest)
+    if sep and kind in ANSWERS:
+        if not Path(rest).is_file():
+            raise StudyError(f"answers not found: {rest}")
+        return vqa_answer_scores(rest, gold=gold), 0.0
     path = Path(spec)
     if not path.is_file():
-        raise StudyError(f"scores not found: {spec} (a JSON or CSV file, or dsg-answers:<file>)")
+        raise StudyError(f"scores not found: {spec} (a JSON or CSV file, or vqa-answers:<file>)")
     if path.suffix.lower() == ".json":
         data = _load_json(path)
         if not isinstance(data, dict):
             raise StudyError(f"{path}: expected an object '<model>/<item>' -> score")
-        return {str(k): None if v is None else float(v) for k, v in data.items()}
+        return {str(k): None if v is None else float(v) for k, v in data.items()}, None
     with open(path, newline="", encoding="utf-8-sig") as f:
         try:
             return {f"{r['t2i_model']}/{r['item_id']}": float(r["score"]) if r["score"] not in ("", None) else None
-                    for r in csv.DictReader(f)}
+                    for r in csv.DictReader(f)}, None
         except (KeyError, ValueError) as e:
             raise StudyError(f"{path}: not a scores CSV with t2i_model, item_id, score ({e})") from None
 
 
-def correlate(study: dict[str, Any], ratings_dir: str | os.PathLike, scores: dict[str, dict[str, float | None]]
-              ) -> dict[str, Any]:
+def correlate(study: dict[str, Any], ratings_dir: str | os.PathLike,
+              scores: dict[str, tuple[dict[str, float | None], float | None]]) -> dict[str, Any]:
     """MT2IE's Tables 1 and 2 for the study: each scores' Spearman's ρ and Kendall's τ-b (with 95% bootstrap
-    intervals) against the mean rating of every rated image they score, the raters' agreement beside; the ratings
-    read back through :func:`~t2ireason.study.ratings.read_ratings`, as ``agreement`` reads any study's."""
+    intervals) against the mean rating of every rated image they score (``scores``: label -> :func:`read_scores`'
+    pair), the raters' agreement beside; the ratings read back through
+    :func:`~t2ireason.study.ratings.read_ratings`, as ``agreement`` reads any study's."""
     import warnings
 
     from scipy.stats import ConstantInputWarning
@@ -256,11 +294,15 @@ def correlate(study: dict[str, Any], ratings_dir: str | os.PathLike, scores: dic
     read = read_ratings(study, [ratings_dir])
     merged = merge(study, read)
     evaluations, rows, problems = {}, [], list(read.problems)
-    for label, by_item in scores.items():
+    for label, (by_item, missing) in scores.items():
         keys = [it["id"] for it in study["items"] if it["id"] in merged]
         unscored = [k for k in keys if by_item.get(k) is None]
         extra = sorted(set(by_item) - set(merged))
-        if unscored:
+        if unscored and missing is not None:  # an item without answers, as the authors count it
+            by_item = {**by_item, **dict.fromkeys(unscored, missing)}
+            problems.append(f"{label}: {len(unscored)} rated image(s) have no answer (e.g. {unscored[0]}); counted "
+                            f"{missing:g}, as the authors' tifa160_correlation.py counts them")
+        elif unscored:
             problems.append(f"{label}: {len(unscored)} rated image(s) have no score (e.g. {unscored[0]}); left out")
         if extra:
             problems.append(f"{label}: {len(extra)} scored image(s) are not rated (e.g. {extra[0]}); left out")

@@ -30,7 +30,7 @@ def expected():
 def test_tifa160s_released_ratings_give_table_1s_dsg_row_in_one_command(tmp_path, capsys, expected):
     out = tmp_path / "tifa160"
     assert cli.main(["ratings", "import", "tifa160", str(DSG / "tifa160-likert-anns.csv"), "--out", str(out),
-                     "--scores", f"DSG (PaLI)=dsg-answers:{DSG / 'pali17b_dsg.csv'}"]) == 0
+                     "--scores", f"DSG (PaLI)=vqa-answers:{DSG / 'pali17b_dsg.csv'}"]) == 0
     printed = capsys.readouterr().out
     result = json.loads((out / "agreement.json").read_text())
     # the authors' compute_correlation on their calc_vqa_score of the released answers (dependencies as parse_utils
@@ -119,3 +119,64 @@ def test_bad_releases_and_scores_are_named(tmp_path, capsys):
     assert not (tmp_path / "o").exists()  # nothing written before the scores were read
     with pytest.raises(SystemExit):
         cli.main(["ratings", "import", "parti", str(bad), "--out", str(tmp_path / "p")])
+
+
+LIKERT_HEADER = "dsg_prompt_split,t2i_model,item_id,source_id,worker_id,question,answer\n"
+ANSWERS_HEADER = "dsg_prompt_split,qg_model,t2i_model,item_id,question,answer\n"  # the tifa and vq2a files' header
+ASK = "How consistent is the image with the text description?"
+
+
+def test_vq2a_answers_score_the_share_answered_yes_and_tifas_its_own_answers(tmp_path, capsys):
+    from scipy.stats import kendalltau, spearmanr
+
+    questions = json.loads((DATA / "tifa" / "sample_question_answers.json").read_text())
+    tifa = [q for q in questions if q["id"] == "coco_301091"]  # 11 questions, 4 of them multiple choice
+    likert = tmp_path / "likert.csv"
+    ratings = {"m1": (5, 4), "m2": (2, 3), "m3": (3, 3)}
+    likert.write_text(LIKERT_HEADER + "".join(f"tifa160,{m},tifa160_7,coco_301091,{w},{ASK},{r}\n"
+                                              for m, rs in ratings.items() for w, r in zip((11, 12), rs)))
+    # m1 answers every question as TIFA does; m2 says "yes" to all (right only on yes/no ones); m3 misses two
+    said = {"m1": [q["answer"] for q in tifa], "m2": ["yes"] * 11,
+            "m3": [q["answer"] for q in tifa[:9]] + ["no", "red"]}
+    answers = tmp_path / "instructblip_tifa.csv"
+    answers.write_text(ANSWERS_HEADER + "".join(f'tifa160,tifa,{m},tifa160_7,"{q["question"]}",{a}\n'
+                                                for m, xs in said.items() for q, a in zip(tifa, xs)))
+    vq2a = tmp_path / "instructblip_vq2a.csv"
+    vq2a.write_text(ANSWERS_HEADER + "tifa160,vq2a,m1,tifa160_7,Who is on the beach? A surfer?,yes\n"
+                    "tifa160,vq2a,m1,tifa160_7,What is the surfer carrying? board?,yes\n"
+                    "tifa160,vq2a,m2,tifa160_7,Who is on the beach? A surfer?,no\n"
+                    "tifa160,vq2a,m2,tifa160_7,What is the surfer carrying? board?,yes\n"
+                    "tifa160,vq2a,m3,tifa160_7,Who is on the beach? A surfer?,\n"  # no answer: a failure
+                    "tifa160,vq2a,m3,tifa160_7,What is the surfer carrying? board?,no\n")
+    assert cli.main(["ratings", "import", "tifa160", str(likert), "--out", str(tmp_path / "s"),
+                     "--tifa-questions", str(DATA / "tifa" / "sample_question_answers.json"),
+                     "--scores", f"TIFA (Instruct-BLIP)=vqa-answers:{answers}",
+                     "--scores", f"VQ2A (Instruct-BLIP)=vqa-answers:{vq2a}"]) == 0
+    result = json.loads((tmp_path / "s" / "agreement.json").read_text())
+    human = [4.5, 2.5, 3.0]
+    for label, scores in (("TIFA (Instruct-BLIP)", [1.0, 7 / 11, 9 / 11]), ("VQ2A (Instruct-BLIP)", [1.0, 0.5, 0.0])):
+        figures = result["evaluations"][label]
+        assert figures["spearman_rho"] == pytest.approx(spearmanr(scores, human).statistic), label
+        assert figures["kendall_tau"] == pytest.approx(kendalltau(scores, human).statistic), label
+    # without TIFA's answers, a multiple-choice answer is no "yes": m1 would lose its 4 of them
+    from t2ireason.study.released import read_scores
+
+    assert read_scores(f"vqa-answers:{answers}")[0]["m1/tifa160_7"] == pytest.approx(7 / 11)
+
+
+def test_a_rated_image_without_answers_counts_zero_as_the_authors_count_it(tmp_path, capsys):
+    out = tmp_path / "s"
+    answers = tmp_path / "pali17b_dsg.csv"
+    lines = (DSG / "pali17b_dsg.csv").read_text().splitlines(keepends=True)
+    answers.write_text("".join(line for line in lines if "vq-diffusion,tifa160_6," not in line))
+    assert cli.main(["ratings", "import", "tifa160", str(DSG / "tifa160-likert-anns.csv"), "--out", str(out),
+                     "--scores", f"DSG=vqa-answers:{answers}", "--scores", f"DSG scores={tmp_path / 's.json'}"]) != 0
+    (tmp_path / "s.json").write_text(json.dumps({"mini-dalle/tifa160_0": 1.0, "sd1dot1/tifa160_0": 0.5}))
+    assert cli.main(["ratings", "import", "tifa160", str(DSG / "tifa160-likert-anns.csv"), "--out", str(out),
+                     "--scores", f"DSG=vqa-answers:{answers}", "--scores", f"two={tmp_path / 's.json'}"]) == 0
+    printed = capsys.readouterr().out
+    assert ("DSG: 1 rated image(s) have no answer (e.g. vq-diffusion/tifa160_6); counted 0, as the authors' "
+            "tifa160_correlation.py counts them") in printed
+    assert "two: 28 rated image(s) have no score (e.g. mini-dalle/tifa160_108); left out" in printed
+    result = json.loads((out / "agreement.json").read_text())
+    assert result["evaluations"]["DSG"]["n"] == 30 and result["evaluations"]["two"]["n"] == 2
