@@ -2,8 +2,8 @@
 paper's Yngve depth, and a causal language model for the perplexity proxy.
 
 - The parser: stanza's English constituency parser, the ``[mt2ie]`` extra (``pip install 't2ireason[mt2ie]'``).
-  stanza's package holds the code; its models (about 600 MB for English's tokenizer, tagger and constituency
-  parser) are fetched by stanza from the Hugging Face Hub on first use into ``$STANZA_RESOURCES_DIR`` (default
+  stanza's package holds the code; its models (English's tokenizer, tagger and constituency parser) are fetched
+  by stanza from the Hugging Face Hub on first use into ``$STANZA_RESOURCES_DIR`` (default
   ``~/stanza_resources``), or read from there when it is offline (``HF_HUB_OFFLINE=1``: a copy the user made).
   :func:`stanza_parser` is the ``text -> tree`` callable that :func:`t2ireason.difficulty.yngve_depth` reads (a
   tuple of trees, one per sentence, where stanza splits the prompt). ``--parser MODULE:FUNCTION`` plugs in any
