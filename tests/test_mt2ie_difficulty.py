@@ -9,7 +9,6 @@ import json
 import math
 import sys
 import types
-from pathlib import Path
 
 import pytest
 
@@ -103,14 +102,10 @@ def test_offline_stanza_reads_its_models_and_never_downloads(fake_stanza, monkey
 
 
 def test_a_real_stanza_tree_is_read_as_its_parse():
-    stanza = pytest.importorskip("stanza.models.constituency.parse_tree")
-    tree = stanza.Tree.from_string if hasattr(stanza.Tree, "from_string") else None
-    if tree is None:
-        from stanza.models.constituency.tree_reader import read_trees
-
-        parsed = read_trees("(ROOT (NP (NP (DT a) (NN dog)) (PP (IN on) (NP (DT a) (NN mat)))))")[0]
-    else:
-        parsed = tree("(ROOT (NP (NP (DT a) (NN dog)) (PP (IN on) (NP (DT a) (NN mat)))))")
+    """stanza's own Tree (where the [mt2ie] extra is installed; its models are not needed to read a tree)."""
+    reader = pytest.importorskip("stanza.models.constituency.tree_reader")
+    parsed = reader.read_trees("(ROOT (NP (NP (DT a) (NN dog)) (PP (IN on) (NP (DT a) (NN mat)))))")[0]
+    assert difficulty_models.stanza_tree(parsed) == difficulty_models.stanza_tree(DOG_ON_MAT)
     assert yngve_depth(difficulty_models.stanza_tree(parsed)) == pytest.approx(1.0)
 
 
@@ -219,4 +214,3 @@ def test_the_ranking_says_when_its_weight_is_the_papers():
     note = paper_tables(rank_models(rows), "")[0].note
     assert "prompt difficulty (the weight of each score): Yngve depth, the paper's" in note
     assert "not the paper's" not in note
-    assert Path(difficulty_models.__file__).name == "difficulty_models.py"
