@@ -27,7 +27,7 @@ from typing import Any
 from ..results import Cell, PaperTable
 from .protocols import protocol
 
-__all__ = ["METRIC_TITLES", "metric_title", "tables"]
+__all__ = ["METRIC_TITLES", "metric_title", "tables", "mt2ie_table", "raters_table"]
 
 #: the metrics as the papers' tables name them (a user's own metric module goes by its name)
 METRIC_TITLES = {"t2i_reasonscore": "T2I-ReasonScore", "r2i_score": "R2I-Score", "prism_score": "PRISM-Bench score",
@@ -105,7 +105,7 @@ def _scale_table(study: dict[str, Any], result: dict[str, Any], rows: list[dict[
                       + _resampling_note(result), proto.decimals)
 
 
-def _mt2ie_table(study: dict[str, Any], result: dict[str, Any], rows: list[dict[str, Any]]) -> PaperTable:
+def mt2ie_table(study: dict[str, Any], result: dict[str, Any], rows: list[dict[str, Any]]) -> PaperTable:
     """MT2IE Tables 1 and 2: rho and tau on 0-100 over every image rated on a scale."""
     cells_of = {row["label"]: {"ρ": _cell(result["evaluations"][row["evaluation"]], "spearman_rho", 100.0),
                                "τ": _cell(result["evaluations"][row["evaluation"]], "kendall_tau", 100.0)}
@@ -179,7 +179,7 @@ def _questions_table(result: dict[str, Any], rows: list[dict[str, Any]]) -> Pape
                       + _resampling_note(result), 3)
 
 
-def _raters_table(study: dict[str, Any], result: dict[str, Any]) -> PaperTable:
+def raters_table(study: dict[str, Any], result: dict[str, Any]) -> PaperTable:
     raters, groups = result["raters"], study["groups"]
     alpha = {f"{groups.get(g, g)} α": v for g, v in raters["per_group"].items()}
     alpha |= {"All α": raters["alpha"], "items": raters["items"], "ratings": raters["ratings"],
@@ -197,9 +197,9 @@ def tables(study: dict[str, Any], result: dict[str, Any]) -> list[PaperTable]:
     rows = result["rows"]
     kind = study["kind"]
     if kind == "scale":
-        out = [_scale_table(study, result, rows), _mt2ie_table(study, result, rows)]
+        out = [_scale_table(study, result, rows), mt2ie_table(study, result, rows)]
     elif kind == "preference":
         out = _preference_tables(study, result, rows)
     else:
         out = [_questions_table(result, rows)]
-    return out + [_raters_table(study, result)]
+    return out + [raters_table(study, result)]
