@@ -183,8 +183,9 @@ class _Grid:
 def _line(cells: str) -> str:
     """A row of a tabular: after the line above's ``\\\\`` (or ``\\midrule``), a row starting with ``[`` would be
     read as their optional argument ("Missing number", "Illegal unit of measure", or a label silently eaten as a
-    space: "[2cm] ours") and one starting with ``*`` as ``\\\\*``: ``{}`` ends the search for it."""
-    return ("{}" if cells[:1] in ("[", "*") else "") + cells + " \\\\"
+    space: "[2cm] ours") and one starting with ``*`` as ``\\\\*`` (spaces before either skipped): ``{}`` ends the
+    search for it."""
+    return ("{}" if cells.lstrip()[:1] in ("[", "*") else "") + cells + " \\\\"  # TeX skips spaces before [
 
 
 def _groups(columns: Sequence[str]) -> list[tuple[str, list[str]]]:
