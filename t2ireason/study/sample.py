@@ -457,12 +457,15 @@ def _bare_copy(source: Path, target: Path, side: int) -> None:
     no profile kept; a transparent part laid on :data:`BACKGROUND`; scaled (Lanczos) to fit the square, keeping
     its shape, and centred on :data:`BACKGROUND`; written from a new image, so no text, time, profile, EXIF or
     resolution chunk of the source's reaches the copy."""
+    import numpy as np
     from PIL import Image, ImageCms
 
     try:
         with Image.open(source) as im:
             im.load()
             profile = im.info.get("icc_profile")
+            if im.mode.startswith("I;16"):  # a 16-bit grey PNG: its 0-65535 onto 0-255 (a plain convert clips at 255)
+                im = Image.fromarray((np.asarray(im, dtype=np.float64) / 257).round().astype(np.uint8), "L")
             if im.mode in ("P", "PA") or (im.mode in ("L", "RGB") and "transparency" in im.info):
                 im = im.convert("RGBA")  # a palette's, or a colour key's, transparency as an alpha band
             alpha = im.getchannel("A") if im.mode in ("LA", "RGBA", "La", "RGBa") else None
