@@ -292,8 +292,12 @@ def _raters(study: dict[str, Any], ratings: Ratings, merged: dict[str, Any]) -> 
     def alpha(us: list[dict[str, float]]) -> float:
         return krippendorff_alpha(us, study["raters"], level=level, domain=domain)
 
-    return {"alpha": alpha(everything), "level": level,
-            "per_group": {g: alpha(units[g]) for g in study["groups"] if g in units},
+    # a group of fewer than MIN_ITEMS units: its alpha withheld (NaN, kept under "withheld"), as the tables' figures
+    per_group = {g: alpha(units[g]) for g in study["groups"] if g in units}
+    withheld = {g: a for g, a in per_group.items() if len(units[g]) < MIN_ITEMS and not math.isnan(a)}
+    return {"alpha": alpha(everything) if len(everything) >= MIN_ITEMS else math.nan, "level": level,
+            "per_group": {g: math.nan if len(units[g]) < MIN_ITEMS else a for g, a in per_group.items()},
+            "per_group_n": {g: len(units[g]) for g in per_group}, "withheld": withheld, "n": len(everything),
             "items": len(merged), "ratings": sum(len(ratings.answers[i]) for i in merged),
             "raters": len(ratings.files), "fewer_raters": sum(len(ratings.answers[i]) < study["raters_per_item"]
                                                                for i in merged)}

@@ -200,12 +200,17 @@ def _questions_table(result: dict[str, Any], rows: list[dict[str, Any]]) -> Pape
 
 def _raters_table(study: dict[str, Any], result: dict[str, Any]) -> PaperTable:
     raters, groups = result["raters"], study["groups"]
-    alpha = {f"{groups.get(g, g)} α": v for g, v in raters["per_group"].items()}
+    alpha: dict[str, Any] = {}
+    for g, v in raters["per_group"].items():
+        alpha |= {f"{groups.get(g, g)} α": v}
+        if "per_group_n" in raters:  # agreement.json written before issue 50 has no n
+            alpha[f"{groups.get(g, g)} n"] = int(raters["per_group_n"][g])
     alpha |= {"All α": raters["alpha"], "items": raters["items"], "ratings": raters["ratings"],
               "raters": raters["raters"]}
     return PaperTable.one_row(
         "Inter-rater agreement (Krippendorff's α)", "raters", alpha, decimals=3,
-        note=f"{raters['level']} α over the items rated by two raters or more; {raters['fewer_raters']} item(s) "
+        note=f"{raters['level']} α over the items rated by two raters or more (n: the items, or questions, of each "
+             f"group; an α from fewer than {MIN_ITEMS} is withheld, –); {raters['fewer_raters']} item(s) "
              f"rated by fewer than the study's {study['raters_per_item']}; "
              f"{len(result['problems'])} thing(s) left out (agreement.json lists them)")
 

@@ -74,3 +74,14 @@ def test_figures_of_two_items_are_withheld_with_their_n_beside(agreed):
     assert "a figure from fewer than 3 is withheld" in table["note"]
     header = next(line for line in printed.splitlines() if "Idiom τ" in line)
     assert "Idiom n" in header and "All n" in header  # the n printed beside, in the console's table too
+
+
+def test_the_raters_alpha_of_a_small_group_is_withheld_with_its_n(agreed):
+    printed, result = agreed
+    raters = result["raters"]
+    assert raters["per_group_n"] == {g: 2 for g in ("idiom", "textual", "entity", "scientific")}
+    assert all(_none(a) for a in raters["per_group"].values()) and raters["n"] == 8
+    table = next(t for t in result["tables"] if t["title"].startswith("Inter-rater agreement"))
+    cells = table["rows"]["raters"]
+    assert cells["Idiom n"]["value"] == 2 and cells["Idiom α"]["value"] is None
+    assert "an α from fewer than 3 is withheld" in table["note"]
