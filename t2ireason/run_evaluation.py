@@ -14,9 +14,9 @@ launch: the processes of one launch cooperate, and another command on the same e
 a launch) waits ``lock_timeout`` seconds, then stops with an error.
 
 Each evaluation says how many replies came from the response cache (``response_cache`` in ``scores.json``,
-and the command's summary line). A reply that failed validation is never served from the cache to another
-evaluation (:func:`t2ireason.parsing.reject_replies`); one found in a cache written before that rule is
-asked again, and counted (``stale``).
+and the command's summary line), and how many of those this evaluation could not read (``unread``: read by
+its own rules as any reply is, a re-ask or a failure, never an answer; the cache keeps them, since a reply is a
+fact about its request, and ``--no-cache`` asks the judge again).
 """
 
 from __future__ import annotations
@@ -200,15 +200,15 @@ def _judge_info(info: dict[str, Any], recorded: dict[str, Any] | None) -> dict[s
 
 
 def _cache_counts(judge: Any) -> dict[str, Any]:
-    """What the response cache in front of ``judge`` answered: ``from_cache`` replies, and ``stale``: replies
-    it held that failed validation (left by a version before they were dropped), asked again."""
+    """What the response cache in front of ``judge`` answered: ``from_cache`` replies, and ``unread``: of them,
+    those this evaluation could not read."""
     from .judges.cache import CachedJudge
 
     while judge is not None and not isinstance(judge, CachedJudge):
         judge = getattr(judge, "judge", None)
     if judge is None:
         return {}
-    return {"from_cache": judge.hits, "stale": judge.stale, "cache": str(judge.path)}
+    return {"from_cache": judge.hits, "unread": judge.rejected_cached, "cache": str(judge.path)}
 
 
 def score_images(bench: Any, items: list, judge: Any, options: dict[str, Any],
@@ -294,13 +294,13 @@ def scores_record(run: Any, name: str, results: list[dict[str, Any]], setting: A
 
 
 def _cache_said(shares: list[dict[str, Any]], cache: str | bool) -> dict[str, Any] | None:
-    """The response cache's part in this evaluation: its file, how many replies it gave this time, how many it
-    held that had failed validation (asked again); None without a cache."""
+    """The response cache's part in this evaluation: its file, how many replies it gave this time, how many of
+    those this evaluation could not read; None without a cache."""
     used = [s for s in shares if "cache" in s]
     if not cache or not used:
         return None
     return {"file": used[0]["cache"], "replies": sum(s["from_cache"] for s in used),
-            "stale_failures_asked_again": sum(s["stale"] for s in used)}
+            "unread": sum(s.get("unread", 0) for s in used)}
 
 
 def write_scores(files: EvaluationFiles, scores: dict[str, Any]) -> dict[str, Any]:

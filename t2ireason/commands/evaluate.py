@@ -161,10 +161,10 @@ def _evaluate(run, args: argparse.Namespace) -> dict:
     said += f"; {scores['num_reasks']} re-asks"
     cache = scores.get("response_cache")
     if cache and cache["replies"]:  # answers not asked this time: said, with how to ask them again
-        said += (f"; {cache['replies']} replies from the response cache {cache['file']} (--no-cache asks the judge "
-                 "again)")
-    if cache and cache["stale_failures_asked_again"]:
-        said += f"; {cache['stale_failures_asked_again']} failed replies found in the cache, asked again"
+        said += f"; {cache['replies']} replies from the response cache {cache['file']}"
+        if cache.get("unread"):  # a failure replayed from the cache is said, never silent (issue 40)
+            said += f", {cache['unread']} of them not read (re-asked or failed)"
+        said += " (--no-cache asks the judge again)"
     shares = scores.get("processes") or []
     if len(shares) > 1:
         said += "; judged by " + ", ".join(f"process {s['rank']}: {s['images']}" for s in shares)
