@@ -86,6 +86,7 @@ def _evaluate(run: Any, procs: Processes, name: str, setting: Any, settings: dic
         done, _ = files.done()
     # an image made since it was scored as not made (or the reverse) is scored again
     todo = [item for item in items if item[0] not in done or (retry_failed and retryable(done[item[0]]))
+            or (retry_failed and scorer is not None and _questions_failed(done[item[0]]))
             or not_generated(done[item[0]]) != (item[0] in not_made)]
     retried = sum(1 for key, _, _ in todo if key in done)
     if not todo and recorded and recorded.get("finished") and files.scores.is_file():
@@ -121,7 +122,10 @@ def _evaluate(run: Any, procs: Processes, name: str, setting: Any, settings: dic
             # a judge's every reply journaled; a model that is no chat judge (CLIP, a user's module) asks nothing to keep
             journaled = JournaledJudge(judge, journal) if scorer is None or scorer.journaled else judge
             started = time.perf_counter()
-            _score(run, name, files, journaled, setting.options, mine, total=len(items), done=done,
+            # a metric whose questions an LLM writes (DSG, TIFA) asks again for those that failed before
+            retry = retry_failed and "retry_failed" in getattr(scorer, "score_options", ())
+            _score(run, name, files, journaled, {**setting.options, **({"retry_failed": True} if retry else {})},
+                   mine, total=len(items), done=done,
                    chunk_size=chunk_size, progress=progress and procs.is_main, not_made=not_made,
                    launch=procs.count > 1, scorer=scorer)
             share.update(reused=getattr(journaled, "reused", 0), seconds=round(time.perf_counter() - started, 3))
@@ -197,6 +201,12 @@ def _judge_info(info: dict[str, Any], recorded: dict[str, Any] | None) -> dict[s
         same = recorded and recorded.get("model") == model and recorded.get("model_sha256")
         info["model_sha256"] = recorded["model_sha256"] if same else model_fingerprint(model)
     return jsonable(info)
+
+
+def _questions_failed(record: dict[str, Any]) -> bool:
+    """A failed image whose prompt's questions (DSG, TIFA) could not be written: scored again, and its
+    questions asked for again, with ``retry_failed``."""
+    return record.get("score") is None and bool((record.get("context") or {}).get("questions_failed"))
 
 
 def _cache_counts(judge: Any) -> dict[str, Any]:

@@ -55,7 +55,7 @@ PRESETS = {
     "paper": {"judge": None, "llm": "openai:gpt-3.5-turbo"},
 }
 
-_SCORE_OPTIONS = frozenset({"answers", "sampling", "max_reasks"})
+_SCORE_OPTIONS = frozenset({"answers", "sampling", "max_reasks", "retry_failed"})
 
 
 def question_request(caption: str, sampling: Sampling | None) -> ChatRequest:

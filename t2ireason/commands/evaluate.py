@@ -61,7 +61,9 @@ def _add_scoring_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--retry-failed", action="store_true",
                    help="score again the images that failed because the judge was unreachable (time-outs, "
                         "server errors); a failed reply is not retried (with `run`, also draw again the images "
-                        "that failed for such a reason; a refusal is kept)")
+                        "that failed for such a reason; a refusal is kept); with DSG or TIFA, also the images "
+                        "whose prompt's questions could not be written, asking the LLM for them again (recorded "
+                        "once otherwise)")
     p.add_argument("--allow-failed", action="store_true",
                    help="accept a partial evaluation: exit 0 even when images were never made (generation "
                         "failures), are missing from the image folder (scored as not scored) or failed because the "
