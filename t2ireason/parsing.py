@@ -29,6 +29,7 @@ T = TypeVar("T")
 __all__ = [
     "ReplyParseError",
     "extract_json",
+    "strict_json_values",
     "MAX_REPLY_CHARS",
     "MAX_REPAIR_CHARS",
     "MAX_REPAIR_BRACKETS",
@@ -261,6 +262,15 @@ def _strict_candidates(text: str) -> list[Any]:
         except (ValueError, RecursionError):  # e.g. an integer of more digits than Python converts
             continue
     return found
+
+
+def strict_json_values(text: str, *, max_chars: int = MAX_REPLY_CHARS) -> list[Any]:
+    """Every JSON object or array in ``text`` that decodes as it is written (no repair), outermost only, in order
+    of appearance: for a reader that must refuse what :func:`extract_json` would mend or choose among."""
+    if len(text) > max_chars:
+        raise ReplyParseError(f"reply is {len(text):,} characters long, over the {max_chars:,} the parser reads "
+                              "(t2ireason.parsing.MAX_REPLY_CHARS): a runaway generation?")
+    return _strict_candidates(text)
 
 
 def _repair_window(text: str) -> str | None:

@@ -62,10 +62,13 @@ PRESETS = {
     # and top_p 1, recorded as such); calc_vqa_score.
     "official": {"judge": "openai:gpt-4o", "judge_kwargs": {"sampling": Sampling(temperature=1.0, max_tokens=20),
                                                             "sampling_params": ["max_tokens"]},
-                 "llm": "openai:gpt-3.5-turbo", "options": {"dependency": "official"}},
+                 "llm": "openai:gpt-3.5-turbo", "options": {"dependency": "official", "other_answers": "no"}},
 }
 
-_SCORE_OPTIONS = frozenset({"answers", "dependency", "sampling", "max_reasks", "retry_failed"})
+_SCORE_OPTIONS = frozenset({"answers", "dependency", "sampling", "max_reasks", "retry_failed", "other_answers"})
+#: what a chat answer that is neither yes nor no is: re-asked, then the question's failure ("fail"), or a "no"
+#: at once, as calc_vqa_score counts whatever is not "yes" ("no", the official preset's)
+OTHER_ANSWERS = ("fail", "no")
 
 #: the most questions kept of a DSG an LLM writes for one prompt: the authors' own DSG-1k has at most 52
 #: (midjourney_40; median 7, of 1,060 prompts; TIFA160's dev set at most 14), so 64 keeps every DSG they made,
@@ -327,13 +330,20 @@ class DSG(QuestionBaseline):
               **options: Any) -> list[ImageResult]:
         """One result per image. Options: ``answers`` ("chat", default, or "probability"), ``dependency``
         ("paper", default, "official", "none"), ``sampling`` (the judge's, a Sampling or its fields),
-        ``max_reasks`` (follow-ups when an answer is not yes or no, default 2). ``rows``: the prompts (strings,
+        ``max_reasks`` (follow-ups when an answer is not yes or no, default 2), ``other_answers`` ("fail",
+        default: such an answer is re-asked, then the question's failure; "no": counted a "no" at once, as the
+        authors' calc_vqa_score counts whatever is not "yes"; the official preset's), ``retry_failed`` (ask again
+        for the questions of a prompt whose question writing failed before; default False: read the recorded
+        failure). ``rows``: the prompts (strings,
         or dicts with a ``prompt``, an ``id``, and the prompt's DSG as ``dsg_questions`` when it is given, as
         :func:`read_dsg_csv` gives it; a row's other fields are not read)."""
         opts = self.options(options, _SCORE_OPTIONS)
         rule = opts.get("dependency", "paper")
         if rule not in DEPENDENCY_RULES:
             raise ValueError(f"dependency must be one of {', '.join(DEPENDENCY_RULES)}, got {rule!r}")
+        other = opts.get("other_answers", "fail")
+        if other not in OTHER_ANSWERS:
+            raise ValueError(f"other_answers must be one of {', '.join(OTHER_ANSWERS)}, got {other!r}")
         made, failures, loaded, answers, sampling = self.asked(rows, images, judge, opts)
         if not made:
             return []
@@ -342,7 +352,8 @@ class DSG(QuestionBaseline):
         vqa = verbatim("dsg", "vqa")
         items = [(image, vqa.format(question=q["question"]), ("yes", "no"))
                  for _, row, image in asked for q in row["questions"]]
-        replies = iter(answer_choices(judge, items, answers=answers, normalise=_normalised, sampling=sampling,
+        normalise = _normalised if other == "fail" else _yes_or_no
+        replies = iter(answer_choices(judge, items, answers=answers, normalise=normalise, sampling=sampling,
                                       max_reasks=opts.get("max_reasks", 2), progress=progress))
         for result, row, _ in asked:
             _scored(result, row, [next(replies) for _ in row["questions"]], rule)
@@ -359,6 +370,11 @@ class DSG(QuestionBaseline):
                     by[q.group or "other"].append(q.score)
         out["by_category"] = {k: 100.0 * sum(v) / len(v) for k, v in sorted(by.items())}
         return out
+
+
+def _yes_or_no(text: str) -> str:
+    """A VQA reply as calc_vqa_score counts it: "yes" once normalised (:func:`_normalised`), else "no"."""
+    return "yes" if _normalised(text) == "yes" else "no"
 
 
 def _broken(result: ImageResult, row: dict[str, Any], rule: str) -> bool:
@@ -400,6 +416,10 @@ def _scored(result: ImageResult, row: dict[str, Any], answers: list, rule: str) 
     result.context = {"dependencies": {str(q["id"]): q["dependencies"] for q in row["questions"]},
                       "zeroed_by_a_parent": sorted(zeroed), "dependency_rule": rule,
                       "questions_by": made_by.get("model")}
+    read_as_no = [q["id"] for q, a in zip(row["questions"], answers)
+                  if a.choice == "no" and a.replies and _normalised(a.replies[-1]) != "no"]
+    if read_as_no:  # other_answers="no": a reply neither yes nor no counted a "no", as the authors' code counts it
+        result.context["read_as_no"] = read_as_no
     if made_by.get("cut"):  # the LLM wrote more than MAX_QUESTIONS: said with the image, not only in the store
         result.context["questions_cut"] = made_by["cut"]
     probabilities = {str(q["id"]): a.probabilities for q, a in zip(row["questions"], answers) if a.probabilities}

@@ -327,7 +327,7 @@ def test_options_and_inputs_are_checked_before_anything_is_asked():
     with pytest.raises(ValueError, match=r"rows\[0\] is a dict without a string 'prompt'"):
         dsg.score([{"text": PROMPT}], [image()], ScriptedJudge([]))
     setting = dsg.setting("official")
-    assert setting.judge == "openai:gpt-4o" and setting.options == {"dependency": "official"}
+    assert setting.judge == "openai:gpt-4o" and setting.options == {"dependency": "official", "other_answers": "no"}
     assert setting.judge_kwargs["sampling"].temperature == 1.0 and setting.judge_kwargs["sampling"].max_tokens == 20
     check_setting(dsg, setting)  # the preset's own options pass the benchmark checks
     with pytest.raises(ValueError, match="unknown preset 'gpt' for dsg"):
@@ -424,3 +424,29 @@ def test_the_paper_rule_follows_the_pseudocode_in_the_questions_order():
     answers = {1: False, 2: True, 3: True}
     assert question_scores(child_first, answers, "paper")[0] == {3: 1.0, 1: 0.0, 2: 0.0}
     assert question_scores(list(reversed(child_first)), answers, "paper")[0] == {2: 0.0, 1: 0.0, 3: 0.0}
+
+
+def test_the_official_preset_counts_an_answer_that_is_not_yes_a_no_as_the_authors_code_does():
+    scripted = judge({"Is there a mattress?": "It is hard to say.", "Is there a shirt?": "No."})
+    dsg = DSG(store=False)
+    [authors] = dsg.score([PROMPT], [image()], scripted, **dsg.setting("official").options)
+    assert authors.score == pytest.approx(2 / 5) and authors.failure is None and authors.reasks == 0
+    assert authors.context["read_as_no"] == [2]  # said: the reply was neither
+    [ours] = dsg.score([PROMPT], [image()], judge({"Is there a mattress?": "It is hard to say."}))
+    assert ours.score is None and ours.reasks == 2  # the default: re-asked, then the question's failure
+    with pytest.raises(ValueError, match="other_answers must be one of fail, no"):
+        dsg.score([PROMPT], [image()], scripted, other_answers="maybe")
+
+
+@pytest.mark.parametrize("metric, preset", [("dsg", "official"), ("viescore", "paper"), ("viescore", "official")])
+def test_the_presets_that_copy_the_authors_calls_send_only_max_tokens(metric, preset):
+    """dsg/vqa_utils.py's GPT4o and VIEScore's mllm_tools/openai.py send max_tokens and nothing else: the
+    API's defaults (temperature 1, top_p 1) stand, unsent, as the cards say."""
+    from t2ireason.judges import ChatRequest, load_judge
+
+    setting = get_baseline(metric, **({"store": False} if metric == "dsg" else {})).setting(preset)
+    judge = load_judge(f"{setting.judge}@http://127.0.0.1:9/v1", api_key="k", **setting.judge_kwargs)
+    request = ChatRequest.simple("Is there a cat?", image())
+    fields = judge._request_fields(request, judge.resolve_sampling(request), False)
+    sent = {k for k in fields if k not in ("model",)}
+    assert sent == {judge.max_tokens_param} and fields[judge.max_tokens_param] == setting.judge_kwargs["sampling"].max_tokens
