@@ -9,16 +9,19 @@ Record -> request -> reply -> score, for one image:
    dsg/parse_utils.py reads them (the text cut where the model starts another ``input:``, after an ``output:``
    it repeated; parent ids that are not numbers dropped, a 0 beside other parents dropped), and checked: a
    line that is not ``id | text``, ids that repeat, a question or parent list missing for a tuple or given for
-   none, or a parent that is no tuple is re-asked, then recorded as the prompt's failure;
+   none, or a parent that is no tuple is re-asked, then recorded as the prompt's failure (once, with the raw
+   replies: :mod:`.questions`); at most :data:`MAX_QUESTIONS` questions are kept, the cut said;
 2. a VLM judge answers each question about the image (:mod:`.answering`): the authors' chat-VLM prompt
    (``templates/dsg/vqa.txt``, dsg/vqa_utils.py GPT4o), the reply normalised as their code does (lower case,
    stripped, ``. , ? !`` removed) and required to be ``yes`` or ``no`` (else re-asked, then the question's
-   failure); or the likelier of "yes" and "no" (``answers="probability"``);
-3. the dependency rule zeroes a question whose parent failed: ``dependency="paper"`` (as the authors' README
-   pseudocode applies it, zeroing in place: a parent fails when answered "no" or zeroed by its own parent, so
-   a question fails with any ancestor answered "no"), ``"official"`` (the authors' calc_vqa_score in
-   dsg/vqa_utils.py, which made the paper's DSG-1k and TIFA160 figures: only the parents' own answers count)
-   or ``"none"``;
+   failure; ``other_answers="no"``, the official preset's: counted a "no" at once, as calc_vqa_score counts
+   it); or the likelier of "yes" and "no" (``answers="probability"``);
+3. the dependency rule zeroes a question whose parent failed: ``dependency="paper"`` (the authors' README
+   pseudocode as it runs: in the listed order, zeroing in place, so a parent zeroed by its own parent fails
+   the children listed after it), ``"official"`` (the authors' calc_vqa_score in dsg/vqa_utils.py, which made
+   the paper's DSG-1k and TIFA160 figures: only the parents' own answers count) or ``"none"``; an item whose
+   questions name a parent not among them is scored 0 unasked under ``official`` (as the authors' script
+   scores DSG-1k's tifa160_134) and fails alone under ``paper``;
 4. the image's score is the share of its questions that hold (0-1); a question the judge could not answer
    makes the image's score unknown (a failure naming it), unless a failed parent zeroes it anyway.
 
@@ -177,6 +180,9 @@ def dsg_request(task: str, text: str, sampling: Sampling | None) -> ChatRequest:
     return ChatRequest.simple(verbatim("dsg", task).format(input=text), sampling=sampling)
 
 
+_PLURAL = {"tuple": "tuples", "question": "questions", "dependency": "dependencies"}
+
+
 class DSGMethod(QuestionMethod):
     """A prompt's DSG, made with the authors' three prompts."""
 
@@ -231,7 +237,7 @@ class DSGMethod(QuestionMethod):
                                    "note": f"the LLM wrote {len(tuples[k].value)} tuples; the first {MAX_QUESTIONS} "
                                            f"are asked (the authors' DSG-1k has at most 52 a prompt)"}
             row = {"id": str(ident), "prompt": prompt, "questions": rows, "extra": json_text({"questions_by": info})}
-            out.append(Made(row, None if failed is None else made_failure(f"DSG {failed[0]}s", failed[1])))
+            out.append(Made(row, None if failed is None else made_failure(f"DSG {_PLURAL[failed[0]]}", failed[1])))
         return out
 
 

@@ -450,3 +450,8 @@ def test_the_presets_that_copy_the_authors_calls_send_only_max_tokens(metric, pr
     fields = judge._request_fields(request, judge.resolve_sampling(request), False)
     sent = {k for k in fields if k not in ("model",)}
     assert sent == {judge.max_tokens_param} and fields[judge.max_tokens_param] == setting.judge_kwargs["sampling"].max_tokens
+
+
+def test_a_failed_dependency_step_is_named_in_plain_english():
+    [failed] = DSG(store=False).score([PROMPT], [image()], judge(dependencies="no parents here"), max_reasks=0)
+    assert failed.failure.startswith("DSG dependencies: unparsable reply")  # was "DSG dependencys"
