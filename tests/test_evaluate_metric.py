@@ -112,7 +112,7 @@ def test_the_metric_is_checked_before_anything_is_made(tmp_path, capsys):
     assert "r2i_score is R2I-Bench's metric" in error("--metric", "r2i_score")
     assert "unknown dsg option(s) ['dependancy']" in error("--metric", "dsg", "--judge", "openai:m@http://127.0.0.1:9/v1",
                                                          "--options", '{"dependancy": "paper"}')
-    assert "unknown preset 'official' for viescore" in error("--metric", "viescore", "--preset", "official")
+    assert "unknown preset 'authors' for viescore" in error("--metric", "viescore", "--preset", "authors")
     assert "CLIP model folder" in error("--metric", "clip_score", "--judge", str(tmp_path / "no-clip"))
     assert sorted(p.name for p in run.path.iterdir()) == before  # no evaluation folder, no journal
 

@@ -38,7 +38,7 @@ def _presets_help() -> str:
 
 #: the presets of the other metrics (--metric), written out: reading them imports what --help must not (a test
 #: holds them to the metrics' own)
-OTHER_PRESETS = "dsg: paper (default), official; viescore, tifa, vqascore, clip_score: paper"
+OTHER_PRESETS = "dsg, viescore: paper (default), official; tifa, vqascore, clip_score: paper"
 
 
 def _add_scoring_args(p: argparse.ArgumentParser) -> None:
