@@ -237,6 +237,13 @@ class BaselineScorer(MetricScorer):
             if isinstance(llm, str) and llm != PRESET_LLM:
                 validate_judge(llm, llm_kwargs)
 
+    def check_loadable(self, setting):
+        super().check_loadable(setting)
+        own = {k: setting.options[k] for k in self._probe.load_options if k in setting.options}
+        check = getattr(get_baseline(self.name, store=False, **own), "check_loadable", None) if own else None
+        if check is not None:  # what it loads of its own (TIFA's QA model), before any question is paid for
+            check()
+
     def _made(self, setting: Any, cache: str | bool, device: str | None) -> Any:
         """The baseline with its question LLM chosen as the metric module chooses it: the judge named writes the
         questions, the preset's judge leaves them to the preset's LLM."""
