@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from .evaluation_metrics import MetricScorer
     from .results import ImageResult
 
-__all__ = ["evaluate_run", "score_images", "write_scores", "scores_record"]
+__all__ = ["evaluate_run", "score_images", "write_scores", "scores_record", "changed_images", "IMAGE_SIZES"]
 
 
 def _now() -> str:
@@ -84,9 +84,11 @@ def _evaluate(run: Any, procs: Processes, name: str, setting: Any, settings: dic
     procs.barrier()
     if not procs.is_main:
         done, _ = files.done()
-    # an image made since it was scored as not made (or the reverse) is scored again
+    # an image made since it was scored as not made (or the reverse) is scored again, and so is one whose file
+    # changed since the evaluation finished (cut short, made again: its score is of other bytes) or was unreadable
+    changed = changed_images(files, items, done)
     todo = [item for item in items if item[0] not in done or (retry_failed and retryable(done[item[0]]))
-            or not_generated(done[item[0]]) != (item[0] in not_made)]
+            or not_generated(done[item[0]]) != (item[0] in not_made) or item[0] in changed]
     retried = sum(1 for key, _, _ in todo if key in done)
     if not todo and recorded and recorded.get("finished") and files.scores.is_file():
         scores = _read_json(files.scores)
@@ -139,6 +141,7 @@ def _evaluate(run: Any, procs: Processes, name: str, setting: Any, settings: dic
     if procs.is_main:
         by_key = files.finish([key for key, _, _ in items])
         results = [by_key[key] for key, _, _ in items]
+        _write_image_sizes(files, items)
         scores = write_scores(files, scores_record(run, name, results, setting, info, settings, shares, cache,
                                                    scorer=scorer))
         files.delete_journals()  # every reply they held is in results.jsonl now
@@ -217,15 +220,67 @@ def score_images(bench: Any, items: list, judge: Any, options: dict[str, Any],
     metric's scorer's, :class:`~t2ireason.evaluation_metrics.MetricScorer`). An image the generation could not
     make (``not_made``) is the benchmark's failed image, as one it cannot read is (nothing is asked about it),
     with the generation's reason: counted and shown as every failure is."""
+    from .generation.store import is_readable_image
+
     results = bench.score([row for _, row, _ in items], [str(p) for _, _, p in items], judge, progress=False,
                           **options)
-    for (key, _, _), result in zip(items, results):
+    for (key, _, path), result in zip(items, results):
         if key in (not_made or {}):
             why = not_made[key]
             result.failure = f"not generated ({why['kind']}): {why['failure']}"
             result.context["not_generated"] = why["kind"]
             result.retryable = False  # the image's, not the judge's: a new image is scored anew
+        elif result.score is None and not is_readable_image(path):  # cut short, damaged: nothing was asked of it
+            result.context["unreadable"] = True
+            result.retryable = False  # the file's, not the judge's: scored again once it can be read
     return results
+
+
+#: each image file's size in bytes when its evaluation finished (``<evaluation>/image_sizes.json``): a file that
+#: changed since (cut short by a copy, made again) is scored again, rather than its old score kept in silence
+IMAGE_SIZES = "image_sizes.json"
+
+
+def _write_image_sizes(files: EvaluationFiles, items: list) -> None:
+    from .files import atomic_write_json
+
+    sizes = {}
+    for key, _, path in items:
+        try:
+            sizes[key] = path.stat().st_size
+        except OSError:  # never made, or missing: scored as such
+            pass
+    files.folder.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(files.folder / IMAGE_SIZES, sizes)
+
+
+def changed_images(files: EvaluationFiles, items: list, done: dict[str, dict[str, Any]]) -> set[str]:
+    """The keys of the scored images whose file is not the one scored: its size differs from the one recorded
+    when the evaluation finished, or it was unreadable then and reads now (a stat each, and a decode of each
+    unreadable one only)."""
+    from .generation.store import is_readable_image
+
+    try:
+        import json
+
+        sizes = json.loads((files.folder / IMAGE_SIZES).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        sizes = {}
+    changed = set()
+    for key, _, path in items:
+        if key not in done:
+            continue
+        if (done[key].get("context") or {}).get("unreadable"):
+            if is_readable_image(path):
+                changed.add(key)
+            continue
+        if key in sizes:
+            try:
+                if path.stat().st_size != sizes[key]:
+                    changed.add(key)
+            except OSError:
+                pass
+    return changed
 
 
 def _score(run: Any, name: str, files: EvaluationFiles, judge: Any, options: dict[str, Any], todo: list, *,
@@ -279,6 +334,7 @@ def scores_record(run: Any, name: str, results: list[dict[str, Any]], setting: A
         "num_images": len(results),
         "num_failed": sum(r.get("score") is None for r in results),
         "num_not_generated": sum(not_generated(r) for r in results),
+        "num_unreadable": sum(bool((r.get("context") or {}).get("unreadable")) for r in results),
         "num_retryable": sum(retryable(r) for r in results),
         "num_reasks": sum(r.get("reasks", 0) for r in results),
         "coverage": coverage(results),  # scored of the run's images, and why the others were not
