@@ -70,3 +70,50 @@ def test_the_authors_qa_model_not_in_the_cache_offline_fails_before_anything_is_
     rc, err, asked, run = _tifa(tmp_path, capsys, "unifiedqa")
     assert rc == 2 and "allenai/unifiedqa-v2-t5-large-1363200" in err and "HF_HUB_OFFLINE" in err, err
     assert asked == 0 and not (run / "evaluations").exists()
+
+
+def test_agreement_takes_the_runs_after_a_ratings_folder(tmp_path, capsys):
+    """`agreement --ratings studies/r2i/ratings runs/a runs/b` said "the following arguments are required: runs":
+    --ratings took every value after it."""
+    args = cli.build_parser("agreement").parse_args(
+        ["agreement", "--ratings", "studies/r2i/ratings", "runs/a", "runs/b"])
+    assert args.runs == ["runs/a", "runs/b"] and args.ratings == ["studies/r2i/ratings"]
+    args = cli.build_parser("agreement").parse_args(
+        ["agreement", "--ratings", "r1.json", "--ratings", "r2.json", "--evaluation", "e1", "--evaluation", "e2",
+         "runs/a", "runs/b"])
+    assert args.runs == ["runs/a", "runs/b"] and args.ratings == ["r1.json", "r2.json"]
+    assert args.evaluation == ["e1", "e2"]
+    assert cli.main(["agreement", "--ratings", str(tmp_path / "studies/r2i/ratings"), str(tmp_path / "runs/a"),
+                     str(tmp_path / "runs/b")]) == 2
+    err = capsys.readouterr().err
+    assert "required" not in err and err.count("\n") == 1, err  # what is wrong with the folders, not the line's shape
+
+
+def _evaluate_error(tmp_path: Path, capsys, *argv: str) -> str:
+    run = tmp_path / "run"
+    if not run.exists():
+        run_with_images(run, limit=2)
+    with serve("yes") as server:
+        assert cli.main(["evaluate", "--run", str(run), "--no-cache", "--no-progress", *argv]) == 2
+        assert not server.requests
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    return err
+
+
+def test_an_unknown_metric_or_option_gets_a_did_you_mean(tmp_path, capsys):
+    judge = ["--judge", "openai:gpt-4o@http://127.0.0.1:9/v1"]
+    assert "unknown metric 'vqa_score' (did you mean 'vqascore'?)" in _evaluate_error(
+        tmp_path, capsys, "--metric", "vqa_score", *judge)
+    assert "unknown metric 'CLIPScore' (did you mean 'clip_score'?)" in _evaluate_error(
+        tmp_path, capsys, "--metric", "CLIPScore")
+    said = _evaluate_error(tmp_path, capsys, *judge, "--options", '{"max_reask": 3}')
+    assert "unknown option(s) ['max_reask'] (did you mean 'max_reasks' for 'max_reask'?)" in said
+    said = _evaluate_error(tmp_path, capsys, "--metric", "viescore", *judge, "--options", '{"max_reask": 3}')
+    assert "(did you mean 'max_reasks' for 'max_reask'?)" in said
+
+
+def test_clip_score_with_an_api_judge_says_it_takes_a_clip_model(tmp_path, capsys):
+    said = _evaluate_error(tmp_path, capsys, "--metric", "clip_score", "--judge", "openai:gpt-4o")
+    assert "clip_score scores with a local CLIP model, not a judge" in said and "does not exist" not in said
+    assert "openai/clip-vit-base-patch32" in said
