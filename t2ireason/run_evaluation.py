@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     from .evaluation_metrics import MetricScorer
     from .results import ImageResult
 
-__all__ = ["evaluate_run", "score_images", "write_scores", "scores_record", "changed_images", "IMAGE_SIZES"]
+__all__ = ["evaluate_run", "score_images", "write_scores", "scores_record", "changed_images", "changed_since_scored",
+           "IMAGE_SIZES"]
 
 
 def _now() -> str:
@@ -93,7 +94,7 @@ def _evaluate(run: Any, procs: Processes, name: str, setting: Any, settings: dic
     if not todo and recorded and recorded.get("finished") and files.scores.is_file():
         scores = _read_json(files.scores)
         if scores.get("num_images") == len(items):  # nothing new since it was written
-            return {**scores, "retried": 0, "reused": 0}
+            return {**scores, "retried": 0, "reused": 0, "scored_now": 0}  # what this call did: nothing
 
     # the replies received before an interruption, by any process (read, and a damaged file said, before a
     # judge is loaded or the evaluation recorded as started)
@@ -149,7 +150,7 @@ def _evaluate(run: Any, procs: Processes, name: str, setting: Any, settings: dic
             finished=_now(), judge=info, num_images=scores["num_images"], num_failed=scores["num_failed"],
             num_not_generated=scores["num_not_generated"], num_retryable=scores["num_retryable"]))
     scores = procs.broadcast(scores)
-    return {**scores, "retried": retried, "reused": sum(s.get("reused", 0) for s in shares)}
+    return {**scores, "retried": retried, "reused": sum(s.get("reused", 0) for s in shares), "scored_now": len(todo)}
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -252,6 +253,19 @@ def _write_image_sizes(files: EvaluationFiles, items: list) -> None:
             pass
     files.folder.mkdir(parents=True, exist_ok=True)
     atomic_write_json(files.folder / IMAGE_SIZES, sizes)
+
+
+def changed_since_scored(run: Any, name: str) -> list[str]:
+    """The images of the finished evaluation ``name`` of ``run`` whose file changed since it was scored (cut
+    short, made again: :func:`changed_images`), in the run's order: its scores are of other files until it is
+    scored again (``t2ireason evaluate`` scores them)."""
+    files = EvaluationFiles(run.evaluation_dir(name))
+    if not (files.folder / IMAGE_SIZES).is_file():
+        return []
+    done, _ = files.done()
+    items = run.image_items(failed=True, missing_ok=True)
+    changed = changed_images(files, items, done)
+    return [key for key, _, _ in items if key in changed]
 
 
 def changed_images(files: EvaluationFiles, items: list, done: dict[str, dict[str, Any]]) -> set[str]:

@@ -56,6 +56,9 @@ def test_an_evaluation_finished_before_the_damage_does_not_keep_saying_all_were_
         assert Run.open(run.path).scores("e")["coverage"]["text"] == "4 of 4 images scored"
         asked = len(server.requests)
         _cut_short(sorted(run.images_dir.rglob("*.png"))[1])
+        capsys.readouterr()
+        assert cli.main(["report", str(run.path)]) == 0  # the report, before the evaluation runs again, says it
+        assert "warning: 1 image files of evaluation 'e' of" in capsys.readouterr().out
         assert _evaluate(run, server) == 1  # 4 of 4 and exit 0 before: the finished scores returned as they were
         scores = Run.open(run.path).scores("e")
         assert scores["coverage"]["text"] == "3 of 4 images scored (1 unreadable image files)"

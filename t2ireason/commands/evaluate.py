@@ -149,9 +149,9 @@ def _evaluate(run, args: argparse.Namespace) -> dict:
     judge = scores["judge"]
     transient = scores.get("num_retryable", 0)
     said = f"{scores['num_reasks']} re-asks"
-    if transient:
-        said += (f"; {transient} failed because the judge was unreachable: run again with --retry-failed when it "
-                 "is back")
+    unreachable = (f"; {transient} failed because the judge was unreachable: run again with --retry-failed when it "
+                   "is back") if transient else ""
+    said += unreachable
     if scores.get("retried"):
         said += f"; {scores['retried']} failed images scored again"
     if scores.get("reused"):
@@ -163,6 +163,8 @@ def _evaluate(run, args: argparse.Namespace) -> dict:
     if cache and cache["stale_failures_asked_again"]:
         said += f"; {cache['stale_failures_asked_again']} failed replies found in the cache, asked again"
     shares = scores.get("processes") or []
+    if scores.get("scored_now") == 0:  # what this command did, not what the one that scored the images did
+        said, shares = "finished before: nothing left to score" + unreachable, []
     if len(shares) > 1:
         said += "; judged by " + ", ".join(f"process {s['rank']}: {s['images']}" for s in shares)
     if processes().is_main:  # a launch's processes return the same scores: said once
