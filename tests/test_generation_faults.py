@@ -375,7 +375,7 @@ def test_a_run_whose_generation_made_nothing_takes_the_fixed_setting(tmp_path):
     invalid = Fail(400, "Invalid value: 'ultra'.", code="invalid_value")
     with serve(lambda r: invalid if r.body.get("quality") == "ultra" else Images(), models=["gpt-image-1"]) as server:
         run = Run.create(tmp_path / "run", BENCH, limit=2)
-        with pytest.raises(GeneratorError, match="refuses the request's setting"):
+        with pytest.raises(GeneratorError, match="refuses a setting of the request: HTTP 400 invalid_value"):
             run.generate(_api(server, quality="ultra"), progress=False, generator_kwargs=FAST)
         counts = run.generate(_api(server, quality="high"), progress=False, generator_kwargs=FAST)
     assert counts == {"generated": 2, "skipped": 0} and run.manifest["generation"]["quality"] == "high"

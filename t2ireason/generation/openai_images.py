@@ -119,8 +119,8 @@ def _check_reply(reply: Any) -> dict[str, Any]:
 
 
 def _refused_setting(e: BaseException) -> str | None:
-    """The request field a 4xx error says is not taken (``quality`` of "Invalid value: 'ultra'"), or None when the
-    error is about something else (the prompt, a content policy, the key...)."""
+    """The request field a 4xx error says is not taken (``quality`` of "Invalid value: 'ultra'"; ``""`` when the error
+    names none), or None when the error is about something else (the prompt, a content policy, the key...)."""
     if failure_kind(e) != "status" or e.status not in (400, 422):
         return None
     if e.code in _REFUSAL_CODES or _REFUSAL.search(e.message or "") or quota_exhausted(e):
@@ -129,7 +129,7 @@ def _refused_setting(e: BaseException) -> str | None:
     if param in _PROMPT_FIELDS:
         return None
     if param is not None or e.code in _SETTING_CODES:
-        return param or "a setting"
+        return param or ""  # a setting, unnamed
     return None
 
 
@@ -139,9 +139,10 @@ def _setting_error(who: str, param: str, e: Any) -> GeneratorError:
     found = _ALLOWED.search(e.message or "")
     allowed = re.findall(r"'([^']*)'|\"([^\"]*)\"", found.group(1)) if found else []
     values = ", ".join(a or b for a, b in allowed)
-    option = _SETTING_OPTIONS.get(param, f"{param!r} in --pipeline-kwargs" if param != "a setting" else "")
+    option = _SETTING_OPTIONS.get(param, f"{param!r} in --pipeline-kwargs" if param else "")
+    which = f"the request's setting {param!r} (from {option})" if param else "a setting of the request"
     return GeneratorError(
-        f"{who} refuses the request's setting {param!r}{f' (from {option})' if option else ''}: HTTP {e.status} "
+        f"{who} refuses {which}: HTTP {e.status} "
         f"{e.code or ''}: {e.message}{f' Allowed values: {values}.' if values else ''} Nothing more was asked and "
         "nothing was recorded: change the setting and run the same command again (the folder takes the new one)")
 
