@@ -19,6 +19,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from .console import Parser, user_error_text
+from .processes import first_to_fail
 from .version import __version__
 
 __all__ = ["COMMANDS", "build_parser", "main", "Parser", "user_error_text"]
@@ -111,10 +112,13 @@ def _main(argv: list[str]) -> int:
             return run(args)
     except KeyboardInterrupt as e:
         said = "terminated (SIGTERM)" if isinstance(e, Terminated) else "interrupted"
-        print(f"{said}: finished work is kept; run the same command again to resume", file=sys.stderr)
+        if first_to_fail():  # in a launch, said once: torchrun stops every process
+            print(f"{said}: finished work is kept; run the same command again to resume", file=sys.stderr)
         return 128 + signal.SIGTERM if isinstance(e, Terminated) else 130
     except Exception as e:
         text = user_error_text(e)
+        if not first_to_fail():  # another process of the launch failed first and said why; this one, stopped by
+            return 2  # it (or left waiting for it), has nothing to add: no second copy, no traceback
         if text is None:
             raise
         print("error: " + text, file=sys.stderr)  # one line

@@ -141,8 +141,12 @@ class Parser(argparse.ArgumentParser):
         return self
 
     def error(self, message: str):
+        from .processes import first_to_fail
+
         unknown = self._unknown_option()
-        self.exit(2, f"{self.prog}: error: {unknown or message} (options: {self.prog} --help)\n")
+        # in a launch every process parses the same line: one says what is wrong with it
+        self.exit(2, f"{self.prog}: error: {unknown or message} (options: {self.prog} --help)\n" if first_to_fail()
+                  else None)
 
     def _unknown_option(self) -> str | None:
         """The first ``--option`` given that this command does not take (argparse names a missing

@@ -27,6 +27,7 @@ from typing import Any
 
 from .baselines import BASELINES, PRESET_LLM, get_baseline, load_baseline, prompt_rows
 from .baselines.base import AGGREGATE_OPTIONS, failed_image, image_source
+from .judges.spec import BACKENDS as JUDGE_BACKENDS
 from .results import Cell, ImageResult, PaperTable
 from .stats import summarize
 
@@ -82,7 +83,9 @@ class MetricScorer:
         known = self.score_options | AGGREGATE_OPTIONS
         unknown = set(options) - known
         if unknown:
-            raise TypeError(f"unknown {self.name} option(s) {sorted(unknown)}; known: {sorted(known)}")
+            from .judges.spec import unknown_options
+
+            raise unknown_options(self.name, unknown, known)
 
     def score(self, rows: Sequence[Any], images: Sequence[Any], judge: Any, *, progress: bool | str = False,
               **options: Any) -> list[ImageResult]:
@@ -237,6 +240,13 @@ class BaselineScorer(MetricScorer):
             if isinstance(llm, str) and llm != PRESET_LLM:
                 validate_judge(llm, llm_kwargs)
 
+    def check_loadable(self, setting):
+        super().check_loadable(setting)
+        own = {k: setting.options[k] for k in self._probe.load_options if k in setting.options}
+        check = getattr(get_baseline(self.name, store=False, **own), "check_loadable", None) if own else None
+        if check is not None:  # what it loads of its own (TIFA's QA model), before any question is paid for
+            check()
+
     def _made(self, setting: Any, cache: str | bool, device: str | None) -> Any:
         """The baseline with its question LLM chosen as the metric module chooses it: the judge named writes the
         questions, the preset's judge leaves them to the preset's LLM."""
@@ -368,6 +378,12 @@ class CLIPScoreScorer(MetricScorer):
 
         if not isinstance(setting.judge, str):
             raise ValueError("clip_score's judge is a CLIP model: its Hub id or local folder (--judge <id or folder>)")
+        backend = setting.judge.split(":", 1)[0]
+        if backend != "hf" and backend in JUDGE_BACKENDS and not Path(setting.judge).expanduser().exists():
+            raise ValueError(f"clip_score scores with a local CLIP model, not a judge: --judge {setting.judge!r} names "
+                             f"a {backend} judge; give the CLIP model's Hub id or folder (default "
+                             f"{self.presets['paper']['judge']}, e.g. --judge openai/clip-vit-large-patch14), or "
+                             "leave --judge out")
         check_clip_model(self.model(setting.judge))
         unknown = set(setting.judge_kwargs) - CLIP_MODEL_OPTIONS
         if unknown:
@@ -583,8 +599,19 @@ def metric_scorer(metric: str | None, bench: Any = None) -> MetricScorer | None:
     if _looks_like_hub_id(metric.strip()) and not folder.exists():
         return ModuleScorer(metric.strip(), bench)
     own = f"{bench.metric} (the benchmark's own), " if bench is not None and bench.metric else ""
-    raise ValueError(f"unknown metric {metric!r}: known {own}{', '.join(BUILT_IN)}, or a folder holding an evaluate "
-                     f"module (<folder>/<folder name>.py), or its Hub id (<namespace>/<name>)")
+    raise ValueError(f"unknown metric {metric!r}{_closest_metric(key, bench)}: known {own}{', '.join(BUILT_IN)}, or a "
+                     "folder holding an evaluate module (<folder>/<folder name>.py), or its Hub id (<namespace>/<name>)")
+
+
+def _closest_metric(key: str, bench: Any) -> str:
+    """`` (did you mean 'vqascore'?)`` for ``vqa_score``, ``CLIPScore``...: the known names compared without their
+    underscores, as users write them (the paper's CLIPScore, the module's clip_score)."""
+    import difflib
+
+    known = [*BUILT_IN, *([bench.metric] if bench is not None and bench.metric else [])]
+    plain = {name.replace("_", ""): name for name in known}
+    close = difflib.get_close_matches(key.replace("_", ""), list(plain), n=1, cutoff=0.6)
+    return f" (did you mean {plain[close[0]]!r}?)" if close else ""
 
 
 def metric_of(scores: dict[str, Any], bench: Any) -> str:

@@ -25,7 +25,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, TypeVar
 
-__all__ = ["Processes", "processes", "launched"]
+__all__ = ["Processes", "processes", "launched", "first_to_fail"]
 
 T = TypeVar("T")
 
@@ -36,6 +36,30 @@ def launched() -> bool:
         return int(os.environ.get("WORLD_SIZE", "1")) > 1
     except ValueError:
         return False
+
+
+def first_to_fail() -> bool:
+    """Whether this process, ending with an error, is the first of its launch to (on its machine) and so the one
+    that says it: an error every process meets (a bad input, a lock refused to the launch) is said once, not once a
+    process, and the processes that torchrun stops after the first one failed (or whose peer left them waiting)
+    say nothing more. A plain process is always the first. The first one claims a file named after the launch (its
+    launcher's process, rendezvous and restart) in the temporary folder; the others find it there."""
+    if not launched():
+        return True
+    import hashlib
+    import tempfile
+
+    launch = "\x1f".join([str(os.getppid()), *(os.environ.get(k, "") for k in (
+        "TORCHELASTIC_RUN_ID", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT", "GROUP_RANK"))])
+    path = os.path.join(tempfile.gettempdir(),
+                        f"t2ireason-launch-{hashlib.sha256(launch.encode()).hexdigest()[:16]}.failed")
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        return False
+    except OSError:  # no temporary folder to write to: better said twice than not at all
+        return True
+    return True
 
 
 class Processes:

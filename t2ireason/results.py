@@ -89,15 +89,17 @@ class Cell:
 def coverage(results: Any) -> dict[str, Any]:
     """How many of an evaluation's images were scored, of how many, and why the others were not: each
     result (an :class:`ImageResult` or its dict) is ``scored``, or ``not_generated`` (the generation could not
-    make it), ``missing`` (no file in the image folder), ``unscorable`` (the benchmark has no questions for
-    its prompt), ``excluded`` (left out by the preset's options) or ``failed`` (the judge gave no usable
-    answer). ``text`` says it in one line: ``"3 of 10 images scored (7 not generated)"``."""
-    counts = dict.fromkeys(("scored", "not_generated", "missing", "unscorable", "excluded", "failed"), 0)
+    make it), ``missing`` (no file in the image folder), ``unreadable`` (its file cannot be read: cut short,
+    damaged; the judge was never asked), ``unscorable`` (the benchmark has no questions for its prompt),
+    ``excluded`` (left out by the preset's options) or ``failed`` (the judge gave no usable answer). ``text``
+    says it in one line: ``"3 of 10 images scored (7 not generated)"``."""
+    counts = dict.fromkeys(("scored", "not_generated", "missing", "unreadable", "unscorable", "excluded", "failed"), 0)
     for r in results:
         score, context = (r.score, r.context) if isinstance(r, ImageResult) else (r.get("score"), r.get("context") or {})
         kind = context.get("not_generated")
         counts["missing" if kind == "missing" else "not_generated" if kind else
-               "scored" if score is not None else "unscorable" if context.get("unscorable") else
+               "scored" if score is not None else "unreadable" if context.get("unreadable") else
+               "unscorable" if context.get("unscorable") else
                "excluded" if context.get("excluded") else "failed"] += 1
     total = sum(counts.values())
     said = [f"{n} {_COVERAGE_WORDS[k]}" for k, n in counts.items() if n and k != "scored"]
@@ -106,6 +108,7 @@ def coverage(results: Any) -> dict[str, Any]:
 
 
 _COVERAGE_WORDS = {"not_generated": "not generated", "missing": "missing from the image folder",
+                   "unreadable": "unreadable image files",
                    "unscorable": "not scorable (no questions)", "excluded": "left out by the preset",
                    "failed": "judge failures"}
 

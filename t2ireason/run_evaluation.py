@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     from .evaluation_metrics import MetricScorer
     from .results import ImageResult
 
-__all__ = ["evaluate_run", "score_images", "write_scores", "scores_record"]
+__all__ = ["evaluate_run", "score_images", "write_scores", "scores_record", "changed_images", "changed_since_scored",
+           "IMAGE_SIZES"]
 
 
 def _now() -> str:
@@ -84,15 +85,17 @@ def _evaluate(run: Any, procs: Processes, name: str, setting: Any, settings: dic
     procs.barrier()
     if not procs.is_main:
         done, _ = files.done()
-    # an image made since it was scored as not made (or the reverse) is scored again
+    # an image made since it was scored as not made (or the reverse) is scored again, and so is one whose file
+    # changed since the evaluation finished (cut short, made again: its score is of other bytes) or was unreadable
+    changed = changed_images(files, items, done)
     todo = [item for item in items if item[0] not in done or (retry_failed and retryable(done[item[0]]))
             or (retry_failed and scorer is not None and _questions_failed(done[item[0]]))
-            or not_generated(done[item[0]]) != (item[0] in not_made)]
+            or not_generated(done[item[0]]) != (item[0] in not_made) or item[0] in changed]
     retried = sum(1 for key, _, _ in todo if key in done)
     if not todo and recorded and recorded.get("finished") and files.scores.is_file():
         scores = _read_json(files.scores)
         if scores.get("num_images") == len(items):  # nothing new since it was written
-            return {**scores, "retried": 0, "reused": 0}
+            return {**scores, "retried": 0, "reused": 0, "scored_now": 0}  # what this call did: nothing
 
     # the replies received before an interruption, by any process (read, and a damaged file said, before a
     # judge is loaded or the evaluation recorded as started)
@@ -143,6 +146,7 @@ def _evaluate(run: Any, procs: Processes, name: str, setting: Any, settings: dic
     if procs.is_main:
         by_key = files.finish([key for key, _, _ in items])
         results = [by_key[key] for key, _, _ in items]
+        _write_image_sizes(files, items)
         scores = write_scores(files, scores_record(run, name, results, setting, info, settings, shares, cache,
                                                    scorer=scorer))
         files.delete_journals()  # every reply they held is in results.jsonl now
@@ -150,7 +154,7 @@ def _evaluate(run: Any, procs: Processes, name: str, setting: Any, settings: dic
             finished=_now(), judge=info, num_images=scores["num_images"], num_failed=scores["num_failed"],
             num_not_generated=scores["num_not_generated"], num_retryable=scores["num_retryable"]))
     scores = procs.broadcast(scores)
-    return {**scores, "retried": retried, "reused": sum(s.get("reused", 0) for s in shares)}
+    return {**scores, "retried": retried, "reused": sum(s.get("reused", 0) for s in shares), "scored_now": len(todo)}
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -227,15 +231,80 @@ def score_images(bench: Any, items: list, judge: Any, options: dict[str, Any],
     metric's scorer's, :class:`~t2ireason.evaluation_metrics.MetricScorer`). An image the generation could not
     make (``not_made``) is the benchmark's failed image, as one it cannot read is (nothing is asked about it),
     with the generation's reason: counted and shown as every failure is."""
+    from .generation.store import is_readable_image
+
     results = bench.score([row for _, row, _ in items], [str(p) for _, _, p in items], judge, progress=False,
                           **options)
-    for (key, _, _), result in zip(items, results):
+    for (key, _, path), result in zip(items, results):
         if key in (not_made or {}):
             why = not_made[key]
             result.failure = f"not generated ({why['kind']}): {why['failure']}"
             result.context["not_generated"] = why["kind"]
             result.retryable = False  # the image's, not the judge's: a new image is scored anew
+        elif result.score is None and not is_readable_image(path):  # cut short, damaged: nothing was asked of it
+            result.context["unreadable"] = True
+            result.retryable = False  # the file's, not the judge's: scored again once it can be read
     return results
+
+
+#: each image file's size in bytes when its evaluation finished (``<evaluation>/image_sizes.json``): a file that
+#: changed since (cut short by a copy, made again) is scored again, rather than its old score kept in silence
+IMAGE_SIZES = "image_sizes.json"
+
+
+def _write_image_sizes(files: EvaluationFiles, items: list) -> None:
+    from .files import atomic_write_json
+
+    sizes = {}
+    for key, _, path in items:
+        try:
+            sizes[key] = path.stat().st_size
+        except OSError:  # never made, or missing: scored as such
+            pass
+    files.folder.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(files.folder / IMAGE_SIZES, sizes)
+
+
+def changed_since_scored(run: Any, name: str) -> list[str]:
+    """The images of the finished evaluation ``name`` of ``run`` whose file changed since it was scored (cut
+    short, made again: :func:`changed_images`), in the run's order: its scores are of other files until it is
+    scored again (``t2ireason evaluate`` scores them)."""
+    files = EvaluationFiles(run.evaluation_dir(name))
+    if not (files.folder / IMAGE_SIZES).is_file():
+        return []
+    done, _ = files.done()
+    items = run.image_items(failed=True, missing_ok=True)
+    changed = changed_images(files, items, done)
+    return [key for key, _, _ in items if key in changed]
+
+
+def changed_images(files: EvaluationFiles, items: list, done: dict[str, dict[str, Any]]) -> set[str]:
+    """The keys of the scored images whose file is not the one scored: its size differs from the one recorded
+    when the evaluation finished, or it was unreadable then and reads now (a stat each, and a decode of each
+    unreadable one only)."""
+    from .generation.store import is_readable_image
+
+    try:
+        import json
+
+        sizes = json.loads((files.folder / IMAGE_SIZES).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        sizes = {}
+    changed = set()
+    for key, _, path in items:
+        if key not in done:
+            continue
+        if (done[key].get("context") or {}).get("unreadable"):
+            if is_readable_image(path):
+                changed.add(key)
+            continue
+        if key in sizes:
+            try:
+                if path.stat().st_size != sizes[key]:
+                    changed.add(key)
+            except OSError:
+                pass
+    return changed
 
 
 def _score(run: Any, name: str, files: EvaluationFiles, judge: Any, options: dict[str, Any], todo: list, *,
@@ -289,6 +358,7 @@ def scores_record(run: Any, name: str, results: list[dict[str, Any]], setting: A
         "num_images": len(results),
         "num_failed": sum(r.get("score") is None for r in results),
         "num_not_generated": sum(not_generated(r) for r in results),
+        "num_unreadable": sum(bool((r.get("context") or {}).get("unreadable")) for r in results),
         "num_retryable": sum(retryable(r) for r in results),
         "num_reasks": sum(r.get("reasks", 0) for r in results),
         "coverage": coverage(results),  # scored of the run's images, and why the others were not

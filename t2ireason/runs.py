@@ -425,7 +425,8 @@ class Run:
 
         Returns the scores (as ``scores.json``) with ``retried``: how many failed images were
         scored again, and ``reused``: how many replies received before an interruption were
-        taken from the journal rather than asked again.
+        taken from the journal rather than asked again, and ``scored_now``: how many images this call scored (0:
+        the evaluation was finished, and nothing has changed since).
         """
         from .evaluation_metrics import metric_scorer
         from .judges.spec import judge_setting

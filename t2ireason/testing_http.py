@@ -92,6 +92,7 @@ class Fail:
     retry_after: float | None = None
     delay: float = 0.0
     code: str | None = None  # the body's error.code (default: the status)
+    param: str | None = None  # the body's error.param: the request field it is about (OpenAI's invalid_value)
 
 
 @dataclass(frozen=True)
@@ -311,7 +312,8 @@ class ChatServer:
             await asyncio.sleep(action.delay)
         if isinstance(action, Fail):
             headers = {} if action.retry_after is None else {"retry-after": f"{action.retry_after:g}"}
-            err = {"error": {"message": action.message, "type": "simulated", "code": action.code or str(action.status)}}
+            err = {"error": {"message": action.message, "type": "simulated", "code": action.code or str(action.status),
+                             "param": action.param}}
             return JSONResponse(err, status_code=action.status, headers=headers)
         if isinstance(action, Malformed):
             return Response(action.body, media_type="application/json")

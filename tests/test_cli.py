@@ -182,7 +182,7 @@ def test_http_judged_evaluate_imports_neither_evaluate_nor_torch(tmp_path):
     assert not {"torch", "transformers", "transformers.pipelines", "evaluate"} & set(loaded)
     scored = [x for x in run.rows() if x["questions"]]
     assert len(server.requests) == 1 + len(scored)  # the pre-flight's probe, then one request an image
-    assert "3 images scored by openai:tiny (" in proc.stdout
+    assert "coverage: 3 of 3 images scored by openai:tiny (" in proc.stdout
     scores = Run.open(run.path).scores("openai-tiny")
     assert scores["num_images"] == 3 and scores["aggregate"]["r2i_score"] == pytest.approx(100.0)
 

@@ -85,7 +85,7 @@ def test_evaluate_metric_viescore_over_http_re_asks_records_failures_and_resumes
         state["refuse_after"] = None
         assert cli.main(argv) == 0  # an image whose replies failed is a result (a failure), not an outage
     out = capsys.readouterr().out
-    assert "images scored with viescore by openai:gpt-4o" in out and "replies received before reused" in out
+    assert "with viescore by openai:gpt-4o" in out and "replies received before reused" in out
     assert not set(asked[len(first):]) & set(first)  # nothing asked twice: the journal gave the earlier replies
     scores = Run.open(run.path).scores("viescore-openai-gpt-4o")
     assert scores["metric"] == "viescore" and scores["settings"]["metric"] == "viescore"

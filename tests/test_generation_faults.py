@@ -7,6 +7,7 @@ naming what failed (a callable that raises, undecodable bytes, a dead server, a 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import logging
 import textwrap
@@ -197,26 +198,44 @@ def test_a_callable_that_returned_none_draws_again_with_retry_failed_once_fixed(
 
 # -- 5. a setting refused on every request ---------------------------------------------------------------------
 
-def test_a_setting_refused_on_every_request_stops_after_the_first_few_and_the_fix_takes_the_folder(tmp_path, capsys):
+def test_a_setting_refused_on_every_request_stops_at_the_first_reply_and_the_fix_takes_the_folder(tmp_path, capsys):
+    """Issue 50: a 400 invalid_value about a setting is about the request, not the prompt: the first request goes
+    alone, its refusal stops the run (7 to 9 of 10 prompts were sent before, stopped by "the first 5 images
+    failed"), and the error names the setting, its option and the allowed values."""
     invalid = Fail(400, "Invalid value: 'ultra'. Supported values are: 'low', 'medium', 'high', and 'auto'.",
-                   code="invalid_value", delay=0.05)  # the time an API takes to refuse: each is handled meanwhile
-    with serve(lambda r: invalid if r.body.get("quality") == "ultra" else Images(), models=["gpt-image-1"]) as server:
+                   code="invalid_value", param="quality", delay=0.05)  # the time an API takes to refuse
+    with serve(lambda r: invalid if r.body.get("quality") == "ultra" else Images(delay=0.05),
+               models=["gpt-image-1"]) as server:
         def gen(quality: str) -> tuple[int, str]:
             rc = cli.main(["generate", "--benchmark", BENCH, "--out", str(tmp_path), "--no-progress", "--model",
-                           f"openai:gpt-image-1@{server.base_url}", "--quality", quality,
-                           "--generator-kwargs", json.dumps({"max_concurrency": 2, **FAST})])
+                           f"openai:gpt-image-1@{server.base_url}", "--quality", quality, "--limit", "10",
+                           "--generator-kwargs", json.dumps({"max_concurrency": 8, **FAST})])
             return rc, capsys.readouterr().err
 
         rc, err = gen("ultra")
-        assert rc != 0 and err.count("\n") == 1, err  # 15 x HTTP 400 and exit 0 before
-        assert "the first 5 images failed and none was made" in err and "Invalid value: 'ultra'" in err
-        assert len(server.requests) <= 5 + 3 and read_failures(tmp_path) == {}  # 5, those in flight, not 15
+        assert rc != 0 and err.count("\n") == 1, err
+        assert "refuses the request's setting 'quality' (from --quality)" in err and "Invalid value: 'ultra'" in err
+        assert "Allowed values: low, medium, high, auto." in err
+        posts = [r for r in server.requests if r.path.endswith("/images/generations")]
+        assert len(posts) == 1 and read_failures(tmp_path) == {}  # 7 to 9 of 10 before
         rc, err = gen("high")  # not refused as "made with other settings": nothing was
         assert rc == 0 and "other settings" not in err
-        assert len(_pngs(tmp_path)) == 15
+        assert len(_pngs(tmp_path)) == 10
+        assert server.max_in_flight > 1  # after the first reply, the full concurrency
         assert json.loads((tmp_path / "generation_config.json").read_text())["quality"] == "high"
         rc, err = gen("low")  # once images are made, another setting is refused as before
         assert rc == 2 and "made with other settings (they differ in quality" in err
+
+
+def test_a_refusal_about_the_prompt_stays_that_images_failure(tmp_path):
+    """An invalid value of the prompt itself (too long) is that image's failure: the run goes on."""
+    too_long = Fail(400, "Invalid 'prompt': string too long.", code="string_above_max_length", param="prompt")
+    with serve(lambda r: too_long if "x" * 5 in r.body.get("prompt", "") else Images(), models=["gpt-image-1"]) as server:
+        jobs = _jobs(4)
+        jobs[0] = dataclasses.replace(jobs[0], prompt="x" * 10)
+        counts = generate(jobs, _api(server), tmp_path, progress=False, **FAST)
+    assert counts["generated"] == 3 and counts["failed"] == 1
+    assert "string too long" in read_failures(tmp_path)[jobs[0].file]["failure"]
 
 
 def test_a_callable_returning_no_images_stops_with_one_error(tmp_path, monkeypatch):
@@ -356,7 +375,7 @@ def test_a_run_whose_generation_made_nothing_takes_the_fixed_setting(tmp_path):
     invalid = Fail(400, "Invalid value: 'ultra'.", code="invalid_value")
     with serve(lambda r: invalid if r.body.get("quality") == "ultra" else Images(), models=["gpt-image-1"]) as server:
         run = Run.create(tmp_path / "run", BENCH, limit=2)
-        with pytest.raises(GeneratorError, match="the first 2 images failed and none was made"):
+        with pytest.raises(GeneratorError, match="refuses a setting of the request: HTTP 400 invalid_value"):
             run.generate(_api(server, quality="ultra"), progress=False, generator_kwargs=FAST)
         counts = run.generate(_api(server, quality="high"), progress=False, generator_kwargs=FAST)
     assert counts == {"generated": 2, "skipped": 0} and run.manifest["generation"]["quality"] == "high"

@@ -447,7 +447,7 @@ def test_run_of_an_api_model_to_a_report_beside_the_papers_rows(tmp_path, capsys
         argv.append("--allow-failed")  # accepted as partial from here on
         generated = [r for r in server.requests if r.path.endswith("/images/generations")]
         assert all(r.headers["authorization"].startswith("Basic ") for r in generated)
-    assert "5 generated, 0 already done, 1 could not be made" in printed and "(1 of them not generated" in printed
+    assert "5 generated, 0 already done, 1 could not be made" in printed and "coverage: 3 of 6 images scored (1 not generated, 2 not scorable" in printed
     assert cli.main(argv) == 0  # the server is gone: a re-run with nothing left to do contacts none
     assert "0 generated, 5 already done, 1 could not be made" in capsys.readouterr().out
     from t2ireason.runs import Run

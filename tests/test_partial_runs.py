@@ -56,8 +56,8 @@ def test_an_image_api_that_stopped_after_3_of_10_images_is_a_partial_evaluation_
     run = Run.open(out)
     [name] = run.evaluations()
     scores = run.scores(name)
-    assert scores["coverage"] == {"images": 10, "scored": 3, "not_generated": 7, "missing": 0, "unscorable": 0,
-                                  "excluded": 0, "failed": 0, "text": "3 of 10 images scored (7 not generated)"}
+    assert scores["coverage"] == {"images": 10, "scored": 3, "not_generated": 7, "missing": 0, "unreadable": 0,
+                                  "unscorable": 0, "excluded": 0, "failed": 0, "text": "3 of 10 images scored (7 not generated)"}
     assert scores["aggregate"]["overall"]["mean"] == 100.0  # the three it scored: said with what it did not
     # the tables, the CSV, the figures' titles and the page's headline say 3 of 10
     tables = (out / "report" / "tables.md").read_text()

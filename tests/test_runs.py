@@ -425,7 +425,7 @@ def test_retry_failed_scores_again_only_what_the_outage_failed(tmp_path, capsys,
 
     assert cli.main(argv) == 1  # images failed because the judge was unreachable: not a success
     said = capsys.readouterr().out
-    assert "2 of them because the judge was unreachable: run again with --retry-failed" in said
+    assert "2 failed because the judge was unreachable: run again with --retry-failed" in said
     assert cli.main([*argv, "--allow-failed"]) == 0
     capsys.readouterr()
     assert cli.main([*argv, "--retry-failed"]) == 0

@@ -74,7 +74,9 @@ class Baseline:
         known = self.score_options | AGGREGATE_OPTIONS
         unknown = set(options) - known
         if unknown:
-            raise TypeError(f"unknown {self.name} option(s) {sorted(unknown)}; known: {sorted(known)}")
+            from ..judges.spec import unknown_options
+
+            raise unknown_options(self.name, unknown, known)
         return {k: v for k, v in options.items() if k in own}
 
     def score(self, rows: Sequence[Any], images: Sequence[Any], judge: Any, *, progress: bool | str = False,

@@ -76,6 +76,43 @@ class QuestionFilter:
         """What decides which questions pass (part of the questions' key: another model makes other ones)."""
         return {"model": self.model, "revision": self.revision, "free_form_threshold": FREE_FORM_THRESHOLD}
 
+    def check_loadable(self) -> None:
+        """A ``ValueError`` in one line unless the QA model can be loaded: a folder with its ``config.json``, or a Hub
+        id whose ``config.json`` is in the local cache (offline, ``HF_HUB_OFFLINE``) or can be fetched (online); and
+        ``word2number``, which reads number words, is installed. Said before questions are written (paid for)."""
+        import difflib
+        import importlib.util
+        from pathlib import Path
+
+        if importlib.util.find_spec("word2number") is None:
+            raise ValueError("question_filter: TIFA's question filter reads number words with word2number: pip "
+                             "install 't2i-reason[text]' (or word2number)")
+        folder = Path(self.model).expanduser()
+        if folder.is_dir():
+            if not (folder / "config.json").is_file():
+                raise ValueError(f"question_filter: the QA model folder {self.model!r} has no config.json: not a "
+                                 "saved model (give the folder save_pretrained wrote, or a Hub id)")
+            return
+        from huggingface_hub import constants, hf_hub_download, try_to_load_from_cache
+        from huggingface_hub.errors import HFValidationError
+
+        close = difflib.get_close_matches(self.model, ["unifiedqa", UNIFIEDQA], 1, 0.7)
+        hint = f" (did you mean {close[0]!r}?)" if close and close[0] != self.model else ""
+        try:
+            if isinstance(try_to_load_from_cache(self.model, "config.json", revision=self.revision), str):
+                return
+            if constants.HF_HUB_OFFLINE:
+                raise ValueError("not in the local Hugging Face cache and HF_HUB_OFFLINE is set: download it first "
+                                 f"(`hf download {self.model}`), or give a local folder")
+            hf_hub_download(self.model, "config.json", revision=self.revision)
+        except HFValidationError:
+            raise ValueError(f"question_filter: {self.model!r} is neither a folder here nor a Hub id{hint}; give "
+                             "'unifiedqa' (the authors' UnifiedQA), a text QA model's Hub id or folder, or none") from None
+        except Exception as e:  # noqa: BLE001 - no such repository, no network, offline: said here, in one line
+            cause = " ".join(str(e).split())[:300]
+            raise ValueError(f"question_filter: the text QA model {self.model!r} cannot be loaded{hint}: {cause}") \
+                from None
+
     def _load(self) -> tuple[Any, Any]:
         with self._lock:
             if self._loaded is None:

@@ -182,6 +182,13 @@ class TIFA(QuestionBaseline):
         super().__init__(llm, **kwargs)
         self.questions.method.qa_filter = question_filter_of(question_filter)
 
+    def check_loadable(self) -> None:
+        """The question filter's QA model can be loaded (:meth:`.qa_filter.QuestionFilter.check_loadable`): said
+        before any question is written, not after the question LLM was paid."""
+        check = getattr(self.questions.method.qa_filter, "check_loadable", None)
+        if check is not None:
+            check()
+
     name = "tifa"
     pretty_name = "TIFA"
     presets = PRESETS

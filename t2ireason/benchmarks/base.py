@@ -340,8 +340,9 @@ def step_options(options: dict[str, Any], own: Collection[str], known: Collectio
     step takes (``known``) is a typo: a TypeError naming the known ones (and ``benchmark``, when given)."""
     unknown = set(options) - set(known)
     if unknown:
-        raise TypeError(f"unknown {benchmark + ' ' if benchmark else ''}option(s) {sorted(unknown)}; "
-                        f"known: {sorted(known)}")
+        from ..judges.spec import unknown_options
+
+        raise unknown_options(benchmark, unknown, known)
     return {k: v for k, v in options.items() if k in own}
 
 

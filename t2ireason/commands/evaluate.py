@@ -149,18 +149,15 @@ def _evaluate(run, args: argparse.Namespace) -> dict:
                           lock_timeout=args.lock_timeout, preflight=False,  # asked before the run was made
                           allow_missing=args.allow_failed)
     judge = scores["judge"]
-    failed, transient = scores["num_failed"], scores.get("num_retryable", 0)
-    said = f"{failed} failed"
-    if scores.get("num_not_generated"):
-        said += f" ({scores['num_not_generated']} of them not generated)"
-    if transient:
-        said += (f", {transient} of them because the judge was unreachable: run again with --retry-failed "
-                 "when it is back")
+    transient = scores.get("num_retryable", 0)
+    said = f"{scores['num_reasks']} re-asks"
+    unreachable = (f"; {transient} failed because the judge was unreachable: run again with --retry-failed when it "
+                   "is back") if transient else ""
+    said += unreachable
     if scores.get("retried"):
         said += f"; {scores['retried']} failed images scored again"
     if scores.get("reused"):
         said += f"; {scores['reused']} replies received before reused, not asked again"
-    said += f"; {scores['num_reasks']} re-asks"
     cache = scores.get("response_cache")
     if cache and cache["replies"]:  # answers not asked this time: said, with how to ask them again
         said += f"; {cache['replies']} replies from the response cache {cache['file']}"
@@ -168,16 +165,18 @@ def _evaluate(run, args: argparse.Namespace) -> dict:
             said += f", {cache['unread']} of them not read (re-asked or failed)"
         said += " (--no-cache asks the judge again)"
     shares = scores.get("processes") or []
+    if scores.get("scored_now") == 0:  # what this command did, not what the one that scored the images did
+        said, shares = "finished before: nothing left to score" + unreachable, []
     if len(shares) > 1:
         said += "; judged by " + ", ".join(f"process {s['rank']}: {s['images']}" for s in shares)
     if processes().is_main:  # a launch's processes return the same scores: said once
         metric = scores.get("metric")
         metric = f" with {Path(metric.rstrip('/')).name or metric}" if metric not in (None, run.bench.metric) else ""
-        print(f"{scores['num_images']} images scored{metric} by {judge['backend']}:"
-              f"{judge.get('model_name') or judge['model']} ({said}) -> "
-              f"{run.evaluation_dir(scores['evaluation']) / 'scores.json'}")
-        if scores.get("coverage"):
-            print(f"coverage: {scores['coverage']['text']}")
+        # one count, in the coverage's words (scored of the run's images, and why the others were not)
+        counted = (scores.get("coverage") or {}).get("text") or \
+            f"{scores['num_images'] - scores['num_failed']} of {scores['num_images']} images scored"
+        print(f"coverage: {counted}{metric} by {judge['backend']}:{judge.get('model_name') or judge['model']} "
+              f"({said}) -> {run.evaluation_dir(scores['evaluation']) / 'scores.json'}")
     return scores
 
 
@@ -199,6 +198,16 @@ def _evaluation_status(run, scores: dict, args: argparse.Namespace) -> int:
                   f"the scores cover {said}. Make them and score them: run the same command again (`t2ireason "
                   "run` draws again the images whose generation failed for a transient cause with --retry-failed; "
                   "`t2ireason generate` then `t2ireason evaluate` resume where they stopped), or pass "
+                  "--allow-failed to accept the partial evaluation", file=sys.stderr)
+        return 1
+    unreadable = scores.get("num_unreadable", 0)
+    if unreadable and not args.allow_failed and scores["num_failed"] < scores["num_images"]:
+        first = next((r for r in run.results(scores["evaluation"]) if r.context.get("unreadable")), None)
+        if processes().is_main:  # said once, by the main process of a launch
+            print(f"error: {unreadable} of {scores['num_images']} image files cannot be read (cut short or damaged "
+                  f"since they were made; the judge was not asked about them), e.g. {first.image if first else '?'}: "
+                  f"{first.failure if first else ''}. Make them again (delete them and run `t2ireason generate` "
+                  "with the same settings) and run the same command again: they are scored then; or pass "
                   "--allow-failed to accept the partial evaluation", file=sys.stderr)
         return 1
     if scores["num_images"] and scores["num_failed"] == scores["num_images"]:

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..benchmarks.mt2ie import agent
 from ..benchmarks.mt2ie.protocol import PROMPT_TEMPERATURE
+from ..benchmarks.mt2ie.rankings import check_reference
 from ..benchmarks.mt2ie.release import MODES
 from ..generation import GenerationConfig, preflight_generator
 from ..judges import load_judge, on_device, preflight
@@ -132,7 +133,8 @@ def add_mt2ie_args(p: argparse.ArgumentParser) -> None:
                         "paper's was Llama 2) whose perplexity of \"There's an image of a <prompt>\" is the difficulty")
     p.add_argument("--reference", type=_reference_arg, default=None,
                    help="reference ranking for Kendall's tau: model names best first, comma-separated, or "
-                        "a JSON file (a list best first, or an object name -> score)")
+                        "a JSON file (a list best first, or an object name -> score, which may name more models "
+                        "than --model gives); checked before anything is drawn")
     p.add_argument("--max-reasks", type=int, default=2, help="re-asks of a reply that does not parse (default: 2)")
     p.add_argument("--temperature", type=float, default=PROMPT_TEMPERATURE,
                    help="sampling temperature of prompt writing (default: 0.3, appendix F)")
@@ -174,6 +176,7 @@ def run_mt2ie_command(args: argparse.Namespace) -> int:
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise ValueError(f"model name(s) given twice: {', '.join(twice)}")
+    check_reference(args.reference, names)  # before the generators and the judge are asked anything
     quality = _per_model(args.quality, names, "--quality")
     options = {name: {k: v for given in kwargs for k, v in given.items()}
                for name, kwargs in _per_model(args.generator_kwargs, names, "--generator-kwargs").items()}

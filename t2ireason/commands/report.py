@@ -21,9 +21,32 @@ def add_report_args(p: argparse.ArgumentParser) -> None:
                         "judge and questions the paper used), and where each run stands among them")
 
 
+def _say_changed_images(runs, evaluation: str | None) -> None:
+    """A line for each finished evaluation some of whose image files changed since they were scored (cut short, made
+    again): the report shows the scores of the old files, so it says which and how to score them again."""
+    from ..run_evaluation import changed_since_scored
+    from ..runs import RUN_FILE, Run
+
+    for given in runs:
+        if not isinstance(given, Run) and not (Path(given) / RUN_FILE).is_file():  # an MT2IE output folder
+            continue
+        run = given if isinstance(given, Run) else Run.open(given)
+        folder = run.path
+        for name in [evaluation] if evaluation else run.evaluations():
+            if not (run.evaluation_dir(name) / "scores.json").is_file():
+                continue
+            changed = changed_since_scored(run, name)
+            if changed:
+                print(f"warning: {len(changed)} image files of evaluation {name!r} of {folder} changed since they were "
+                      f"scored (cut short, damaged or made again; e.g. {changed[0]}): the report shows the scores of "
+                      f"the old files; run `t2ireason evaluate --run {folder}` with the same settings to score them "
+                      "again (a file that cannot be read is counted as unreadable)")
+
+
 def print_report(runs, args: argparse.Namespace, out) -> dict:
     from ..report.writer import write_report
 
+    _say_changed_images(runs, args.evaluation)
     report = write_report(runs, out, evaluation=args.evaluation, embed_images=args.embed_images, title=args.title,
                           published=getattr(args, "published", False))
     print(report["headline"])

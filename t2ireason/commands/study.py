@@ -91,13 +91,16 @@ def run_rate(args: argparse.Namespace) -> int:
 
 def add_agreement_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("runs", nargs="+", help="the run folders the study rated, with their evaluations")
-    p.add_argument("--ratings", nargs="+", required=True, help="the raters' exported files, or folders of them")
+    # one value an option, repeated for several: `--ratings <folder> runs/a runs/b` must leave the runs to `runs`
+    p.add_argument("--ratings", action="append", required=True, metavar="FILE_OR_FOLDER",
+                   help="the raters' exported files, or a folder of them; repeat for several")
     p.add_argument("--study", default=None,
                    help="the study's key, <study>.key.json, or the raters' folder beside it (default: the one the "
                         "ratings sit in, <study>/ratings)")
-    p.add_argument("--evaluation", nargs="+", default=None,
-                   help="the evaluations compared, a row each (default: every one finished in all the runs, whatever "
-                        "its metric; the rows in the order of the paper's table, then the metrics it has not)")
+    p.add_argument("--evaluation", action="append", default=None,
+                   help="an evaluation compared, a row each; repeat for several (default: every one finished in all "
+                        "the runs, whatever its metric; the rows in the order of the paper's table, then the metrics "
+                        "it has not)")
     p.add_argument("--export", default=None, metavar="FOLDER",
                    help="also write the study, its sample and the merged ratings as a Hub dataset folder")
     p.add_argument("--license", default=None, help="with --export: the license of the images and ratings")

@@ -14,7 +14,10 @@ takes no seed: each image is recorded as not seeded.
 Before the first request the endpoint is checked (:meth:`OpenAIImagesGenerator.check`): it answers, takes the
 key and, when it lists its models, lists this one. A refusal (a 4xx error whose code or message is a content
 policy's, such as OpenAI's HTTP 400 ``moderation_blocked``, "rejected by the safety system") is that image's failure, kind
-``refused``; another failure after the transport's retries is an ``error``, ``retryable`` when the server or
+``refused``; a 4xx error about a setting of the request rather than its prompt (OpenAI's 400 ``invalid_value`` with
+``param: quality``) ends the generation at once, naming the setting and the allowed values the reply lists: every
+request would get it, so a draw's first request goes alone and the others wait for its reply (only requests already
+in flight may follow a later one); another failure after the transport's retries is an ``error``, ``retryable`` when the server or
 the network failed; an item of a reply without its image is that image's failure alone (the reply's others
 are kept: asking again would pay for them twice). A refused key ends the generation; so does an account
 whose quota or billing limit is reached (OpenAI's ``insufficient_quota``, ``billing_hard_limit_reached``: not
@@ -73,6 +76,16 @@ _CHECK_DEADLINE = 30.0
 #: system"); not a mere "not allowed", which an invalid setting says too ("size 13x13 is not allowed")
 _REFUSAL_CODES = {"content_policy_violation", "moderation_blocked", "content_filter"}
 _REFUSAL = re.compile(r"safety|content.?(management.?)?polic|moderation|content.?filter|inappropriate", re.IGNORECASE)
+#: a 4xx error about a setting of the request, not about its prompt (OpenAI's 400 ``invalid_value`` with
+#: ``param: quality``): every request of the run would get it, so the first one stops the run
+_SETTING_CODES = {"invalid_value", "unsupported_value", "invalid_parameter", "unknown_parameter",
+                  "unsupported_parameter", "invalid_size", "invalid_request_parameter"}
+#: the request fields that are the prompt's, not a setting's ("string_above_max_length", param "prompt")
+_PROMPT_FIELDS = {"prompt", "messages", "input"}
+#: where a setting comes from on the command line
+_SETTING_OPTIONS = {"quality": "--quality", "size": "--height/--width", "n": "max_n in --generator-kwargs",
+                    "response_format": "response_format in --generator-kwargs", "model": "--model"}
+_ALLOWED = re.compile(r"(?:supported|allowed|valid|possible)\s+values\s+(?:are|is|include)?:?\s*(.+)", re.IGNORECASE)
 
 _OPTION_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     **OPTION_RULES,
@@ -103,6 +116,35 @@ def _check_reply(reply: Any) -> dict[str, Any]:
     if not isinstance(reply, dict) or "data" not in reply or not isinstance(reply["data"], (list, type(None))):
         raise Malformed(f"not an images reply ({str(reply)[:200]})")
     return reply
+
+
+def _refused_setting(e: BaseException) -> str | None:
+    """The request field a 4xx error says is not taken (``quality`` of "Invalid value: 'ultra'"; ``""`` when the error
+    names none), or None when the error is about something else (the prompt, a content policy, the key...)."""
+    if failure_kind(e) != "status" or e.status not in (400, 422):
+        return None
+    if e.code in _REFUSAL_CODES or _REFUSAL.search(e.message or "") or quota_exhausted(e):
+        return None
+    param = (e.param or "").strip() or None
+    if param in _PROMPT_FIELDS:
+        return None
+    if param is not None or e.code in _SETTING_CODES:
+        return param or ""  # a setting, unnamed
+    return None
+
+
+def _setting_error(who: str, param: str, e: Any) -> GeneratorError:
+    """The error that stops a run whose setting the API refuses: which setting, from which option, its allowed
+    values where the reply lists them."""
+    found = _ALLOWED.search(e.message or "")
+    allowed = re.findall(r"'([^']*)'|\"([^\"]*)\"", found.group(1)) if found else []
+    values = ", ".join(a or b for a, b in allowed)
+    option = _SETTING_OPTIONS.get(param, f"{param!r} in --pipeline-kwargs" if param else "")
+    which = f"the request's setting {param!r} (from {option})" if param else "a setting of the request"
+    return GeneratorError(
+        f"{who} refuses {which}: HTTP {e.status} "
+        f"{e.code or ''}: {e.message}{f' Allowed values: {values}.' if values else ''} Nothing more was asked and "
+        "nothing was recorded: change the setting and run the same command again (the folder takes the new one)")
 
 
 def _image_of(item: Any) -> str | None:
@@ -143,6 +185,8 @@ class OpenAIImagesGenerator(Generator):
         self.on_unavailable = on_unavailable
         self._check_first = check
         self._decoder: concurrent.futures.ThreadPoolExecutor | None = None
+        self._first_reply: asyncio.Event | None = None
+        self._stopped = False
         try:
             self.transport = Transport(
                 spec.base_url, api_key=api_key, name=repr(self), model=self.model,
@@ -221,6 +265,7 @@ class OpenAIImagesGenerator(Generator):
         """Every job's image, all requests in flight at once (at most ``max_concurrency`` on the wire), each
         image handed to ``on_drawn`` in this thread as its reply arrives."""
         groups = _groups(jobs, self.max_n)
+        self._first_reply = None  # a new draw holds its requests back until its first reply is in
 
         def handed(i: int, drawn: list[Drawn]) -> None:
             for job, d in zip(groups[i], drawn):
@@ -242,8 +287,28 @@ class OpenAIImagesGenerator(Generator):
         return {**body, **config.pipeline_kwargs}
 
     async def _ask(self, group: list[Job]) -> list[Drawn]:
-        """One request for a group's images; a failure becomes each image's. Raises only for a refused key,
-        an endpoint that cannot answer (``on_unavailable="raise"``), or a cancellation."""
+        """One request for a group's images, the first of a draw alone: the others wait for its reply, so a
+        setting the API refuses is paid (refused) once, not by every request in flight. Raises :class:`GeneratorError`
+        for a refused setting (see :func:`_refused_setting`: nothing more is sent) and for a refused key,
+        :class:`GeneratorUnavailable` for an endpoint that cannot answer (``on_unavailable="raise"``); any other
+        failure becomes each image's."""
+        first = self._first_reply
+        if first is None:  # the draw's first request: the others wait for its reply
+            self._first_reply = first = asyncio.Event()
+            self._stopped = False
+            try:
+                return await self._request(group)
+            except BaseException:  # a refused setting or key, an endpoint down: the run ends, nothing more is sent
+                self._stopped = True
+                raise
+            finally:
+                first.set()
+        await first.wait()
+        if self._stopped:
+            raise asyncio.CancelledError
+        return await self._request(group)
+
+    async def _request(self, group: list[Job]) -> list[Drawn]:
         body = self._body(group[0].prompt, len(group))
         try:
             reply = await self.transport.post("/images/generations", json_bytes(body), read=_check_reply)
@@ -251,6 +316,8 @@ class OpenAIImagesGenerator(Generator):
             raise
         except Exception as e:
             text = self.transport.describe(e)
+            if (param := _refused_setting(e)) is not None:  # about the request: every other would get it too
+                raise _setting_error(str(self), param, e) from None
             if quota_exhausted(e):  # every further request fails alike until the account can pay again
                 if self.on_unavailable == "record":
                     return [Drawn.failed(text, "error", True) for _ in group]

@@ -62,6 +62,17 @@ def did_you_mean(word: str, choices: Any) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
+def unknown_options(what: str, unknown: Any, known: Any) -> TypeError:
+    """The error for option names no step takes: each named, with the closest known name where one is close
+    (``max_reask``: did you mean ``max_reasks``?), and the known ones."""
+    import difflib
+
+    hints = [f"{close[0]!r} for {u!r}" for u in sorted(unknown)
+             if (close := difflib.get_close_matches(u, sorted(known), n=1, cutoff=0.6))]
+    return TypeError(f"unknown {what + ' ' if what else ''}option(s) {sorted(unknown)}"
+                     f"{' (did you mean ' + ', '.join(hints) + '?)' if hints else ''}; known: {sorted(known)}")
+
+
 @dataclass(frozen=True, repr=False)
 class SpecText:
     """A parsed spec's parts (a judge's, an image generator's) and what it says of itself: its repr and

@@ -504,7 +504,8 @@ class Transport:
         async with self._session.request(method, url, data=body, headers=headers) as response:
             data = await self._read(response)
             if response.status >= 400:
-                raise HTTPStatus(response.status, error_message(data), response.headers, path, error_code(data))
+                raise HTTPStatus(response.status, error_message(data), response.headers, path, error_code(data),
+                                 error_code(data, "param"))
         return data
 
     async def download(self, url: str, *, budget: Budget | None = None) -> bytes:

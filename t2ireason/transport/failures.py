@@ -40,10 +40,12 @@ class TimedOut(Exception):
 class HTTPStatus(Exception):
     """The server answered with an error status; ``message`` is what its body says."""
 
-    def __init__(self, status: int, message: str, headers: Any, path: str = "", code: str | None = None):
+    def __init__(self, status: int, message: str, headers: Any, path: str = "", code: str | None = None,
+                 param: str | None = None):
         self.status = status
         self.message = message
         self.code = code  # the body's machine-readable code (OpenAI's error.code), if any
+        self.param = param  # the request field the error is about (OpenAI's error.param), if any
         self.headers = headers  # for Retry-After
         self.path = path  # the path asked, under the API root
         super().__init__(f"HTTP {status}: {message}")
@@ -65,13 +67,14 @@ def error_message(data: bytes) -> str:
     return text[:500]
 
 
-def error_code(data: bytes) -> str | None:
-    """The machine-readable code of an OpenAI-style error body (``{"error": {"code": ...}}``), if any."""
+def error_code(data: bytes, field: str = "code") -> str | None:
+    """The machine-readable code of an OpenAI-style error body (``{"error": {"code": ...}}``), if any; with
+    ``field="param"``, the request field the error names (``{"error": {"param": "quality"}}``)."""
     try:
         error = json.loads(data).get("error")
     except (ValueError, AttributeError):
         return None
-    code = error.get("code") if isinstance(error, dict) else None
+    code = error.get(field) if isinstance(error, dict) else None
     return str(code) if code is not None else None
 
 

@@ -123,7 +123,7 @@ from ...progress import progress_bar
 from ..base import one_of
 from . import BENCHMARK
 from .protocol import PROMPT_TEMPERATURE, adaptive_bin, parse_prompt, prompt_request
-from .rankings import rank_models
+from .rankings import check_reference, rank_models
 from .release import MODES
 from .scorer import RankingMetric, Scorer, batch_or_each
 from .store import Store, describe, fold, run_row
@@ -463,6 +463,7 @@ def run_mt2ie(models: Mapping[str, Any], judge: Any, seed_prompts: Any = None, *
     for name in models:
         if not MODEL_NAME.fullmatch(name):
             raise ValueError(f"model name {name!r}: use letters, digits, '.', '_' and '-' (it names files)")
+    check_reference(reference, list(models))  # Kendall's tau comes at the end: a reference it cannot use fails now
     method, difficulty_of, (parser, lm) = _difficulty_fn(difficulty, parser, lm)
     evaluator = judge if isinstance(judge, str) else _judge_name(judge)
     judge = load_judge(judge)

@@ -17,7 +17,7 @@ from ... import stats
 from ...results import Cell, PaperTable
 from ..base import one_of
 
-__all__ = ["METRICS", "rank_models", "paper_tables", "metric_value", "kendall_table", "mean_rank_table"]
+__all__ = ["METRICS", "check_reference", "rank_models", "paper_tables", "metric_value", "kendall_table", "mean_rank_table"]
 
 METRICS = ("score", "weighted_score", "aesthetic")
 
@@ -42,6 +42,27 @@ def _reference_scores(reference: Sequence[str] | Mapping[str, float]) -> dict[st
     if len(set(names)) != len(names):
         raise ValueError(f"the reference ranking names a model twice: {names}")
     return {n: -float(k) for k, n in enumerate(names)}
+
+
+def check_reference(reference: Sequence[str] | Mapping[str, float] | None, models: Sequence[str]) -> None:
+    """Before anything is drawn or judged: a reference ranking that Kendall's tau can use for ``models``. A list
+    (names best first) names only models among them (a name not among them is a typo, or a model not run); a
+    mapping name -> score (a published table) may name more; either way at least two of ``models``."""
+    if reference is None:
+        return
+    import difflib
+
+    ref = _reference_scores(reference)
+    unknown = [n for n in ref if n not in models]
+    named = [m for m in models if m in ref]
+    if (unknown and not isinstance(reference, Mapping)) or len(named) < 2:
+        hints = [f"{n!r} (did you mean {close[0]!r}?)" if (close := difflib.get_close_matches(n, models, 1)) else
+                 repr(n) for n in unknown]
+        said = f"names {len(named)} of the models" if len(named) < 2 else ""
+        said += (" and " if said else "names ") + f"{', '.join(hints)}, not among them" if unknown else ""
+        raise ValueError(f"the reference ranking {said} ({', '.join(models)}); Kendall's tau compares the ranking "
+                         "of at least two of them to the reference's order: name only models given with --model (a "
+                         "JSON object name -> score may name more)")
 
 
 def rank_models(runs: Iterable[Mapping[str, Any]], reference: Sequence[str] | Mapping[str, float] | None = None,
