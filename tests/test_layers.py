@@ -27,7 +27,7 @@ LAYERS = [
       "rewriting", "mt2ie",
       "t2ireason"]),
     ("runs and building", ["runs", "run_files", "run_evaluation", "window", "build", "engine"]),
-    ("reports, studies, exports, publishing", ["report", "study", "exports", "publish", "spaces"]),
+    ("reports, studies, exports, publishing", ["report", "study", "exports", "publish", "spaces", "sweep"]),
     ("the command line", ["cli", "commands", "demo", "testing", "testing_families", "testing_http", "__main__"]),
 ]
 
