@@ -105,6 +105,9 @@ class BuildReport:
     #: the text normalisation applied, if any: {"applied": [...], "values_changed": n}
     normalization: dict[str, Any] = field(default_factory=dict)
     strict: bool = False
+    #: the release's files against the hashes the project records (t2ireason.releases.RELEASE_CHECKS): "checked",
+    #: "modified", "other files", or "not checked" (none recorded: a stand-in would read as the real release)
+    release_check: str | None = None
 
     def anomaly_counts(self) -> dict[str, int]:
         return dict(Counter(a["kind"] for a in self.anomalies))
@@ -505,6 +508,7 @@ def build_dataset(benchmark: Benchmark | str, source: str | os.PathLike | None, 
             benchmark=bench.name, source=given, out=str(out), license=chosen_license, configs={},
             anomalies=[a.to_dict() for a in anomalies], absent_configs=[c for c in bench.configs if c not in built],
             source_info=src.to_dict(), quarantine=[q.to_dict() for q in quarantine],
+            release_check=(src.verification or {}).get("status"),
             ignored_files=ignored, authors_scripts=scripts, renamed=renamed,
             normalization={"applied": list(normalize), "values_changed": changed} if normalize else {},
             strict=strict)

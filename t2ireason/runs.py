@@ -259,7 +259,9 @@ class Run:
                 m["data"] = "./data"
                 m["built_from"] = str(Path(source).resolve())
                 m["build"] = {"license": report.license, "configs": report.configs,
-                              "anomalies": report.anomaly_counts()}
+                              "anomalies": report.anomaly_counts(),
+                              # t2ireason.releases.RELEASE_CHECKS: "not checked" when no hash is recorded
+                              "release_check": report.release_check}
 
             self.update(record)
         procs.barrier()
