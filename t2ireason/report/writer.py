@@ -37,13 +37,14 @@ def _run_tables(run: Run, evaluation: str, label: str, results: list) -> list:
     """The run's tables of the paper, each numbered as the paper numbers its layout under the run's judge
     (PRISM-Bench's Table 4 for Qwen2.5-VL-72B), the run's row with how it was measured and whether that is
     the protocol of the paper's table (:func:`~t2ireason.report.protocol.run_protocol`)."""
+    from ..error_types import error_type_tables
     from .protocol import table_protocol
 
     scores = run.scores(evaluation)
     tables = run.bench.paper_tables(scores["aggregate"], label)
     for t in tables:
         t.title, t.protocols[label] = table_protocol(run, scores, results, t.title)
-    return tables
+    return tables + error_type_tables(run, evaluation, label)  # R2I-Bench's Figure 6, where the types were given
 
 
 def _change_tables(bench: Any, group: Sequence[tuple[Run, str, str]], results: dict[str, list]) -> list:
