@@ -106,6 +106,15 @@ def test_every_llm_x_judge_is_an_evaluation_asking_that_llms_questions(swept):
     assert any(line.startswith("questions by llm-a: 16 made, 0 from the cache") for line in lines)
 
 
+def test_the_report_shows_the_sweep_a_row_per_pair(swept, tmp_path):
+    from t2ireason.report.writer import write_report
+
+    run, *_ = swept
+    markdown = write_report([run], tmp_path / "report")["markdown"]
+    assert "T2I-ReasonBench: each question LLM × judge (Table 1's rows): model-a" in markdown
+    assert "| llm-b × judge-y |" in markdown and "| the sample's × judge-x |" in markdown
+
+
 def test_a_second_sweep_asks_nothing_again(swept):
     run, llms, judges, done, _, tmp = swept
     before = [len(j.requests) for j in (*llms, *judges)]

@@ -71,6 +71,22 @@ def _change_tables(bench: Any, group: Sequence[tuple[Run, str, str]], results: d
     return tables
 
 
+def _sweep_tables(group: Sequence[tuple[Run, str, str]]) -> list:
+    """Each run's ``t2ireason sweep`` (T2I-ReasonBench Table 1's rows: a row per question LLM x judge), where it has
+    one whose pairs are all finished."""
+    from ..sweep import SWEEP_FILE, read_sweep, sweep_table
+
+    tables = []
+    for run in dict.fromkeys(run for run, _, _ in group):
+        if (run.path / SWEEP_FILE).is_file():
+            pairs = read_sweep(run)
+            if pairs and all((run.evaluation_dir(p.evaluation) / "scores.json").is_file() for p in pairs):
+                table = sweep_table(run, pairs)
+                table.title += f": {run.name}"
+                tables.append(table)
+    return tables
+
+
 def _images_scored(table: Any) -> str:
     """The images each run of a table scored, for its figures: ``images scored: a: 3 of 10 (7 not generated)``."""
     said = [f"{label}: {p.coverage.replace(' images scored', '')}" for label, p in table.protocols.items()
@@ -134,7 +150,7 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
         bench = get_benchmark(bench_name)
         results = {label: run.results(n) for run, n, label in group}
         per_run = [_run_tables(run, n, label, results[label]) for run, n, label in group]
-        runs_tables = side_by_side(per_run + [_change_tables(bench, group, results)])
+        runs_tables = side_by_side(per_run + [_change_tables(bench, group, results)]) + _sweep_tables(group)
         aggregates = [run.scores(n)["aggregate"] for run, n, _ in group]
         for _, _, label in group:
             scored[f"{label} ({bench.pretty_name})"] = coverage(results[label])["text"]
