@@ -77,6 +77,9 @@ def make_questions(run: Run, llm: Any, *, llm_kwargs: dict[str, Any] | None = No
     try:
         criteria = Criteria(bench.metric, model, cache=criteria_cache)
         fields = criteria.method.criteria_fields
+        if not fields:
+            raise ValueError(f"{bench.pretty_name} asks no questions written for each prompt: there is no question LLM "
+                             "to sweep (sweep its judges with the release's rows: --llm release)")
         rows = run.rows()
         metadata = [{k: v for k, v in r.items() if k not in fields} for r in rows]  # so that they are made
         made, failures = criteria.rows([bench.prompt(r) for r in rows], metadata)
