@@ -14,7 +14,7 @@ VENV       ?= .venv
 TORCH_SPEC ?= torch==2.13.0
 TORCH_INDEX ?=
 TORCHVISION_SPEC ?=
-EXTRAS     ?= openai,text,test,dev
+EXTRAS     ?= openai,text,test,dev,mt2ie
 PY         := $(VENV)/bin/python
 STAMP      := $(VENV)/.installed-$(shell echo "$(TORCH_SPEC) $(TORCHVISION_SPEC) $(TORCH_INDEX) $(EXTRAS)" | cksum | cut -d' ' -f1)
 VISION_VENV ?= .venv-vision

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -31,13 +30,15 @@ import _cli  # noqa: E402 - the examples' shared options, beside this file
 def best_of_n(pipe: Any, reward: Any, prompts: list[str], n: int, *, seed: int = 0,
               **call_kwargs: Any) -> list[dict[str, Any]]:
     """For each prompt, ``n`` images drawn with seeds ``seed .. seed + n - 1`` and scored together (one
-    batch: the prompt's criteria made once); the best by the reward (a failed score, NaN, never wins)."""
+    batch: the prompt's criteria made once); the best by the reward (a failed score never wins: whatever
+    ``on_failure`` filled it with, ``info["failed"]`` says it failed)."""
     out = []
     for prompt in prompts:
         generators = [torch.Generator().manual_seed(seed + k) for k in range(n)]
         images = pipe([prompt] * n, generator=generators, output_type="pt", **call_kwargs).images
         scores, info = reward(images, [prompt] * n)
-        ranked = sorted(range(n), key=lambda k: -scores[k] if not math.isnan(scores[k]) else math.inf)
+        failed = info["failed"]
+        ranked = sorted(range(n), key=lambda k: (failed[k], 0.0 if failed[k] else -scores[k]))
         best = ranked[0]
         out.append({"prompt": prompt, "best": best, "seed": seed + best, "scores": scores,
                     "failed": info["num_failed"], "image": images[best]})

@@ -8,7 +8,8 @@ follows (REINFORCE; DDPO adds PPO's clipping, Flow-GRPO the same on flow models)
 
 The reward does not block the trainer: ``reward.submit`` returns a future at once, the loop draws the
 next group while the judge answers, and collects the previous group's scores to train on it. A failed
-score is NaN (``on_failure="nan"``): its image is masked out of the update.
+score gets its prompt's mean of the others (the default ``on_failure="mean"``): an advantage of 0, no part
+in the update; with ``on_failure="nan"`` this loop masks it out itself.
 
     python examples/rl_loop.py --pipeline <diffusers SD folder> --reward r2i_score --judge openai:gpt-4o \
         --criteria-llm openai:gpt-4o --steps 100 "a prompt" ...

@@ -64,6 +64,8 @@ COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Callable[[a
                      "the raters"),
     "agreement": _command("study", "agreement", "the raters' files against the runs' judges: the paper's agreement "
                           "table"),
+    "ratings": _command("ratings", "ratings", "import a released human rating set (TIFA160, GenAI-Bench) as a study, "
+                        "and MT2IE's Tables 1-2 from it"),
     # the agent and the data engine
     "mt2ie": _command("mt2ie", "mt2ie", "MT2IE: an MLLM writes progressively harder prompts, draws them with each "
                       "model, ranks the models", run="run_mt2ie_command"),

@@ -29,6 +29,7 @@ T = TypeVar("T")
 __all__ = [
     "ReplyParseError",
     "extract_json",
+    "strict_json_values",
     "MAX_REPLY_CHARS",
     "MAX_REPAIR_CHARS",
     "MAX_REPAIR_BRACKETS",
@@ -38,7 +39,6 @@ __all__ = [
     "score_list",
     "Parsed",
     "ask_structured",
-    "chat_unless_stale",
     "reject_replies",
     "REASK_PROMPT",
     "cut_off",
@@ -264,6 +264,15 @@ def _strict_candidates(text: str) -> list[Any]:
     return found
 
 
+def strict_json_values(text: str, *, max_chars: int = MAX_REPLY_CHARS) -> list[Any]:
+    """Every JSON object or array in ``text`` that decodes as it is written (no repair), outermost only, in order
+    of appearance: for a reader that must refuse what :func:`extract_json` would mend or choose among."""
+    if len(text) > max_chars:
+        raise ReplyParseError(f"reply is {len(text):,} characters long, over the {max_chars:,} the parser reads "
+                              "(t2ireason.parsing.MAX_REPLY_CHARS): a runaway generation?")
+    return _strict_candidates(text)
+
+
 def _repair_window(text: str) -> str | None:
     """What :func:`_repaired` gives json-repair: from the first opening bracket, or, in a reply longer
     than :data:`MAX_REPAIR_CHARS` from there, from the first one in its last ``MAX_REPAIR_CHARS``
@@ -445,26 +454,13 @@ class Parsed(Generic[T]):
 
 
 def reject_replies(judge: Any, requests: Sequence[ChatRequest], replies: Sequence[Reply]) -> None:
-    """``replies`` (to ``requests``) failed validation: a store in front of ``judge`` that serves other
-    evaluations (the response cache: :meth:`~t2ireason.judges.stored.StoredJudge.reject`) forgets them, so that
-    a judge that answered garbage, once fixed, is asked again rather than its failures replayed."""
+    """``replies`` (to ``requests``) failed validation: a store in front of ``judge`` (the response cache:
+    :meth:`~t2ireason.judges.stored.StoredJudge.reject`) counts them. None deletes them: a reply is a fact about
+    its request, and each evaluation reads what the cache gives with its own rules, so a failed reply is never
+    served as an answer, and a deterministic judge is never asked the same thing twice."""
     reject = getattr(judge, "reject", None)
     if reject is not None and requests:
         reject(list(requests), list(replies))
-
-
-def chat_unless_stale(judge: Any, requests: Sequence[ChatRequest], unreadable: Callable[[int, Reply], bool], *,
-                      progress: bool | str = False) -> list[Reply]:
-    """``judge.chat(requests)``, where a reply the response cache gave (``cached``) that the caller cannot read
-    (``unreadable(index, reply)``) is no answer: kept by a version that did not forget failures, it is forgotten
-    and the request asked once more (then read as any reply is)."""
-    replies = judge.chat(requests, progress=progress) if requests else []
-    stale = [i for i, reply in enumerate(replies) if reply.cached and reply.ok and unreadable(i, reply)]
-    if stale:
-        reject_replies(judge, [requests[i] for i in stale], [replies[i] for i in stale])
-        for i, reply in zip(stale, judge.chat([requests[i] for i in stale])):
-            replies[i] = reply
-    return replies
 
 
 def ask_structured(
@@ -488,9 +484,9 @@ def ask_structured(
     with ``error`` set (``transient`` tells which kind it was). After ``max_reasks``
     extra rounds an unparsable item is returned with ``error`` set and all its
     replies kept. Rounds are batched across requests, so re-asks cost one extra
-    batch, not one call each. A reply that did not parse (or was cut off) is forgotten by the
-    response cache (:func:`reject_replies`), and one the cache gave that does not parse is asked
-    again (:func:`chat_unless_stale`): a failure is never replayed from the cache to another evaluation.
+    batch, not one call each. A reply the response cache gave is read as any reply is: one that does not
+    parse is re-asked in its conversation (whose next reply may be cached too), never taken as an answer; the
+    cache keeps it and counts it (:func:`reject_replies`).
     """
     parsers = list(parse) if isinstance(parse, Sequence) else [parse] * len(requests)
     if len(parsers) != len(requests):
@@ -503,10 +499,8 @@ def ask_structured(
     for round_ in range(max_reasks + 1):
         if not pending:
             break
-        asked, readers = [conversations[i] for i in pending], [parsers[i] for i in pending]
-        replies = chat_unless_stale(judge, asked,
-                                    lambda j, reply, readers=readers: _unread(reply, readers[j]) is not None,
-                                    progress=progress if round_ == 0 else False)
+        asked = [conversations[i] for i in pending]
+        replies = judge.chat(asked, progress=progress if round_ == 0 else False)
         still, unread = [], []
         for i, request, reply in zip(pending, asked, replies):
             result = results[i]
@@ -536,9 +530,3 @@ def _read(reply: Reply, parse: Callable[[str], T]) -> tuple[T | None, tuple[str,
         return parse(reply.text), None
     except ReplyParseError as e:
         return None, (f"unparsable reply: {e}", e)
-
-
-def _unread(reply: Reply, parse: Callable[[str], Any]) -> str | None:
-    """Why ``reply`` does not read (None when it does)."""
-    why = _read(reply, parse)[1]
-    return None if why is None else why[0]

@@ -14,9 +14,9 @@ launch: the processes of one launch cooperate, and another command on the same e
 a launch) waits ``lock_timeout`` seconds, then stops with an error.
 
 Each evaluation says how many replies came from the response cache (``response_cache`` in ``scores.json``,
-and the command's summary line). A reply that failed validation is never served from the cache to another
-evaluation (:func:`t2ireason.parsing.reject_replies`); one found in a cache written before that rule is
-asked again, and counted (``stale``).
+and the command's summary line), and how many of those this evaluation could not read (``unread``: read by
+its own rules as any reply is, a re-ask or a failure, never an answer; the cache keeps them, since a reply is a
+fact about its request, and ``--no-cache`` asks the judge again).
 """
 
 from __future__ import annotations
@@ -86,6 +86,7 @@ def _evaluate(run: Any, procs: Processes, name: str, setting: Any, settings: dic
         done, _ = files.done()
     # an image made since it was scored as not made (or the reverse) is scored again
     todo = [item for item in items if item[0] not in done or (retry_failed and retryable(done[item[0]]))
+            or (retry_failed and scorer is not None and _questions_failed(done[item[0]]))
             or not_generated(done[item[0]]) != (item[0] in not_made)]
     retried = sum(1 for key, _, _ in todo if key in done)
     if not todo and recorded and recorded.get("finished") and files.scores.is_file():
@@ -121,7 +122,10 @@ def _evaluate(run: Any, procs: Processes, name: str, setting: Any, settings: dic
             # a judge's every reply journaled; a model that is no chat judge (CLIP, a user's module) asks nothing to keep
             journaled = JournaledJudge(judge, journal) if scorer is None or scorer.journaled else judge
             started = time.perf_counter()
-            _score(run, name, files, journaled, setting.options, mine, total=len(items), done=done,
+            # a metric whose questions an LLM writes (DSG, TIFA) asks again for those that failed before
+            retry = retry_failed and "retry_failed" in getattr(scorer, "score_options", ())
+            _score(run, name, files, journaled, {**setting.options, **({"retry_failed": True} if retry else {})},
+                   mine, total=len(items), done=done,
                    chunk_size=chunk_size, progress=progress and procs.is_main, not_made=not_made,
                    launch=procs.count > 1, scorer=scorer)
             share.update(reused=getattr(journaled, "reused", 0), seconds=round(time.perf_counter() - started, 3))
@@ -199,16 +203,22 @@ def _judge_info(info: dict[str, Any], recorded: dict[str, Any] | None) -> dict[s
     return jsonable(info)
 
 
+def _questions_failed(record: dict[str, Any]) -> bool:
+    """A failed image whose prompt's questions (DSG, TIFA) could not be written: scored again, and its
+    questions asked for again, with ``retry_failed``."""
+    return record.get("score") is None and bool((record.get("context") or {}).get("questions_failed"))
+
+
 def _cache_counts(judge: Any) -> dict[str, Any]:
-    """What the response cache in front of ``judge`` answered: ``from_cache`` replies, and ``stale``: replies
-    it held that failed validation (left by a version before they were dropped), asked again."""
+    """What the response cache in front of ``judge`` answered: ``from_cache`` replies, and ``unread``: of them,
+    those this evaluation could not read."""
     from .judges.cache import CachedJudge
 
     while judge is not None and not isinstance(judge, CachedJudge):
         judge = getattr(judge, "judge", None)
     if judge is None:
         return {}
-    return {"from_cache": judge.hits, "stale": judge.stale, "cache": str(judge.path)}
+    return {"from_cache": judge.hits, "unread": judge.rejected_cached, "cache": str(judge.path)}
 
 
 def score_images(bench: Any, items: list, judge: Any, options: dict[str, Any],
@@ -294,13 +304,13 @@ def scores_record(run: Any, name: str, results: list[dict[str, Any]], setting: A
 
 
 def _cache_said(shares: list[dict[str, Any]], cache: str | bool) -> dict[str, Any] | None:
-    """The response cache's part in this evaluation: its file, how many replies it gave this time, how many it
-    held that had failed validation (asked again); None without a cache."""
+    """The response cache's part in this evaluation: its file, how many replies it gave this time, how many of
+    those this evaluation could not read; None without a cache."""
     used = [s for s in shares if "cache" in s]
     if not cache or not used:
         return None
     return {"file": used[0]["cache"], "replies": sum(s["from_cache"] for s in used),
-            "stale_failures_asked_again": sum(s["stale"] for s in used)}
+            "unread": sum(s.get("unread", 0) for s in used)}
 
 
 def write_scores(files: EvaluationFiles, scores: dict[str, Any]) -> dict[str, Any]:

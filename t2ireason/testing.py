@@ -23,7 +23,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 __all__ = ["build_tiny_clip", "build_tiny_vlm", "build_vlm", "vlm_parameters", "VLMShape", "TINY_VLM", "BASE_VLM",
-           "build_tiny_sd", "build_all", "tiny_judge_kwargs", "name_checkpoint", "SEED", "VLM_CHAT_TEMPLATE"]
+           "build_tiny_sd", "build_tiny_lm", "build_all", "tiny_judge_kwargs", "name_checkpoint", "SEED",
+           "VLM_CHAT_TEMPLATE"]
 
 #: every build starts from this torch seed, so the same call gives the same weights
 SEED = 0
@@ -313,6 +314,25 @@ def build_tiny_sd(path: str | Path) -> Path:
                                    image_encoder=None, requires_safety_checker=False)
     pipe.save_pretrained(path)
     return _mark(path, "sd", height=64, width=64, num_inference_steps=2)
+
+
+def build_tiny_lm(path: str | Path) -> Path:
+    """A tiny causal language model (a 2-layer Llama of width 32 with the tiny judge's tokenizer, random weights),
+    saved to ``path``; loads with ``AutoModelForCausalLM`` and ``AutoTokenizer`` (MT2IE's perplexity proxy)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    path = Path(path)
+    if _done(path, "lm"):
+        return path
+    _seed()
+    tokenizer = _vlm_tokenizer()
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=256,
+                         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+                         pad_token_id=tokenizer.pad_token_id)
+    LlamaForCausalLM(config).eval().save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return _mark(path, "lm")
 
 
 def build_all(root: str | Path) -> dict[str, Path]:

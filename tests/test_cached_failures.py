@@ -1,12 +1,18 @@
-"""No failure replayed as an answer (issue 40 item 5). As found: after a judge server that answered garbage was
-fixed, `t2ireason evaluate --name new` gave the same failures in 2.7 s without a request: the failed replies came
-from the response cache, and nothing said so. Now a reply that failed validation is forgotten by the cache (the
-evaluation's own journal still keeps it for its resume), one found in a cache written before that rule is asked
-again, and each evaluation says how many replies came from the cache and how to ask again."""
+"""What the response cache does with a reply an evaluation could not read.
+
+Issue 40 item 5: a failure must never be served as an answer, and an evaluation must say when its replies (and
+failures) came from the cache. Issue 50: deleting such a reply (``reject``) re-bought every re-asked
+conversation on every later evaluation (8 images scored three times: 32, 16 and 16 requests), and an evaluation
+with ``missing: fail`` deleted replies another evaluation used. Now a reply is a fact about its request: the
+cache keeps it, and each evaluation reads it with its own rules (a re-ask, ``missing: answered`` or ``fail``), so
+a deterministic judge is never asked the same thing twice, and what an evaluation could not read is counted."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -14,10 +20,134 @@ from PIL import Image
 
 from t2ireason import cli
 from t2ireason.benchmarks import get_benchmark
+from t2ireason.data import load_rows
 from t2ireason.judges.cache import CachedJudge, ResponseCache
-from t2ireason.judges.stored import StoredJudge
+from t2ireason.judges.scripted import ScriptedJudge
 from t2ireason.runs import Run
 from t2ireason.testing_http import Answer, serve
+
+
+def _prose_then_json(request) -> str:
+    """A deterministic judge whose first reply is prose, and whose reply to the re-ask is the JSON."""
+    if any(m.role == "assistant" for m in request.messages):
+        return json.dumps({"justification": "fits", "score": 8})
+    return "I would say the score is eight out of ten."
+
+
+def test_a_re_asked_conversation_is_bought_once(tmp_path):
+    bench = get_benchmark("prism-bench")
+    rows = load_rows(bench, limit=2)
+    images = [Image.new("RGB", (16, 16), c) for c in ("red", "blue")]
+    paid, scores = [], []
+    for _ in range(3):
+        inner = ScriptedJudge(_prose_then_json)
+        judge = CachedJudge(inner, tmp_path / "c.sqlite")
+        scores.append([r.score for r in bench.score(rows, images, judge, progress=False)])
+        paid.append(len(inner.requests))
+        judge.close()
+    assert paid == [8, 0, 0]  # 4 first asks and their 4 re-asks, then nothing: every reply is in the cache
+    assert scores == [[0.8, 0.8]] * 3
+    assert len(ResponseCache(tmp_path / "c.sqlite")) == 8  # the prose replies kept beside the JSON ones
+    assert judge.stats()["rejected"] == judge.stats()["rejected_cached"] == 4  # read again, never an answer
+
+
+def test_an_unreadable_cached_reply_is_never_an_answer(tmp_path):
+    """PRISM-Bench's official protocol (no re-ask): a reply the authors' script skips stays that image's
+    failure on every evaluation, from the cache, and is counted; the cache does not turn it into a score."""
+    bench = get_benchmark("prism-bench")
+    rows = load_rows(bench, limit=2)
+    images = [Image.new("RGB", (16, 16), c) for c in ("red", "blue")]
+    garbage = ScriptedJudge(lambda r: "no comment")
+    first = bench.score(rows, images, CachedJudge(garbage, tmp_path / "c.sqlite"), protocol="official")
+    assert all(r.failed for r in first) and len(garbage.requests) == 4
+    again = CachedJudge(ScriptedJudge([]), tmp_path / "c.sqlite")  # asks nothing: the replies are facts
+    second = bench.score(rows, images, again, protocol="official")
+    assert all(r.failed and r.score is None for r in second)
+    assert again.hits == 4 and again.rejected_cached == 4
+
+
+def _r2i_rows(n: int = 3) -> list[dict]:
+    bench = get_benchmark("r2i-bench")
+    return [row for row in load_rows(bench, limit=20) if len(row["questions"] or []) >= 2][:n]
+
+
+def _first_question_only(request) -> str:
+    """Answers the first question the request names and never the others, however often it is re-asked."""
+    keys = list(request.json_schema["properties"])
+    return json.dumps({keys[0]: 1})
+
+
+def test_r2i_missing_answered_is_served_from_the_cache_and_missing_fail_deletes_nothing(tmp_path):
+    bench = get_benchmark("r2i-bench")
+    rows = _r2i_rows()
+    images = [Image.new("RGB", (16, 16), (60 * i, 90, 160)) for i in range(len(rows))]
+
+    def evaluate(missing: str) -> tuple[int, list]:
+        inner = ScriptedJudge(_first_question_only)
+        judge = CachedJudge(inner, tmp_path / "c.sqlite")
+        results = bench.score(rows, images, judge, missing=missing, structured_output=True, progress=False)
+        judge.close()
+        return len(inner.requests), [r.score for r in results]
+
+    asked, answered = evaluate("answered")
+    assert asked == 3 * len(rows) and all(s is not None for s in answered)  # each asked, then re-asked twice
+    assert evaluate("answered") == (0, answered)  # the official preset's rule, from the cache
+    asked, failed = evaluate("fail")
+    assert asked == 0 and failed == [None] * len(rows)  # the same replies, read by this evaluation's rule
+    assert evaluate("answered") == (0, answered)  # the replies the failing evaluation used are still there
+
+
+_WORKER = textwrap.dedent("""
+    import json, sys, time
+    from pathlib import Path
+    from PIL import Image
+    from t2ireason.benchmarks import get_benchmark
+    from t2ireason.data import load_rows
+    from t2ireason.judges.cache import CachedJudge
+    from t2ireason.judges.scripted import ScriptedJudge
+
+    def reply(request):
+        if any(m.role == "assistant" for m in request.messages):
+            return json.dumps({"justification": "fits", "score": 8})
+        return "I would say the score is eight out of ten."
+
+    cache, go = sys.argv[1], Path(sys.argv[2])
+    bench = get_benchmark("prism-bench")
+    rows = load_rows(bench, limit=3)
+    images = [Image.new("RGB", (16, 16), (60 * i, 90, 160)) for i in range(3)]
+    while not go.exists():
+        time.sleep(0.01)
+    inner = ScriptedJudge(reply)
+    judge = CachedJudge(inner, cache)
+    scores = [r.score for r in bench.score(rows, images, judge, progress=False)]
+    judge.close()
+    print(json.dumps({"asked": len(inner.requests), "scores": scores}))
+""")
+
+
+@pytest.mark.slow
+def test_four_processes_over_one_cache_buy_each_reply_once(tmp_path):
+    """Four processes score the same images at once, three rounds: after the first, none asks the judge (before,
+    each process deleted the first replies the others had just stored, and they bought them again)."""
+    script, cache = tmp_path / "worker.py", tmp_path / "c.sqlite"
+    script.write_text(_WORKER)
+    paid = []
+    for round_ in range(3):
+        go = tmp_path / f"go{round_}"
+        procs = [subprocess.Popen([sys.executable, str(script), str(cache), str(go)], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for _ in range(4)]
+        go.touch()
+        outs = []
+        for proc in procs:
+            out, err = proc.communicate(timeout=180)
+            assert proc.returncode == 0, err
+            outs.append(json.loads(out))
+        assert all(o["scores"] == [0.8] * 3 for o in outs)
+        paid.append(sum(o["asked"] for o in outs))
+    assert 12 <= paid[0] <= 4 * 12 and paid[1:] == [0, 0]
+
+
+# -- through the command line: what an evaluation says ---------------------------------------------------
 
 
 def _run_with_images(folder: Path, limit: int = 6) -> Run:
@@ -38,11 +168,11 @@ def _is_image_request(request) -> bool:
     return bool(request.image_urls) and "ok" not in _schema(request).get("properties", {})
 
 
-def _argv(run: Run, server, name: str, cache: Path) -> list[str]:
+def _argv(run: Run, server, name: str, cache: Path | None) -> list[str]:
     """R2I-Bench's paper preset at temperature 0 (deterministic: its replies are cached)."""
     return ["evaluate", "--run", str(run.path), "--judge", f"openai:gpt-4o@{server.base_url}", "--preset", "paper",
             "--options", '{"structured_output": true}', "--judge-kwargs", '{"sampling": {"temperature": 0}}',
-            "--name", name, "--cache", str(cache), "--no-progress"]
+            "--name", name, *(["--cache", str(cache)] if cache else ["--no-cache"]), "--no-progress"]
 
 
 @pytest.fixture
@@ -62,72 +192,27 @@ def judge_server():
         yield server, state
 
 
-def test_a_failed_reply_is_not_served_from_the_cache_to_another_evaluation(judge_server, tmp_path, capsys,
-                                                                           monkeypatch):
+def test_failures_from_the_cache_are_said_and_no_cache_asks_again(judge_server, tmp_path, capsys, monkeypatch):
     server, state = judge_server
     run, cache = _run_with_images(tmp_path / "run"), tmp_path / "cache.sqlite"
     scorable = sum(1 for row in run.rows() if row["questions"])
     monkeypatch.setenv("OPENAI_API_KEY", "k")
 
     assert cli.main(_argv(run, server, "old", cache)) == 1  # every image failed: the judge answered garbage
-    asked_garbage = state["asked"]
-    assert asked_garbage == 3 * scorable  # each image asked, then re-asked twice
-    assert len(ResponseCache(cache)) == 0  # none of those failures kept for another evaluation
+    assert state["asked"] == 3 * scorable  # each image asked, then re-asked twice
+    assert len(ResponseCache(cache)) == 3 * scorable  # every reply kept: a fact about its request
     capsys.readouterr()
 
     state.update(fixed=True, asked=0)
-    assert cli.main(_argv(run, server, "new", cache)) == 0
-    assert state["asked"] == scorable  # the fixed judge is asked, not its failures replayed
-    scores = Run.open(run.path).scores("new")
-    assert scores["aggregate"]["r2i_score"] == pytest.approx(100.0)
-    assert scores["response_cache"] == {"file": str(cache), "replies": 0, "stale_failures_asked_again": 0}
-    assert "from the response cache" not in capsys.readouterr().out
-
-    state["asked"] = 0
-    assert cli.main(_argv(run, server, "again", cache)) == 0  # a third evaluation: every reply from the cache
+    assert cli.main(_argv(run, server, "replayed", cache)) == 1  # the same requests: the same replies, failed again
     assert state["asked"] == 0
-    assert Run.open(run.path).scores("again")["response_cache"]["replies"] == scorable
+    scores = Run.open(run.path).scores("replayed")
+    assert scores["num_failed"] == len(run.rows())  # never an answer
+    assert scores["response_cache"] == {"file": str(cache), "replies": 3 * scorable, "unread": 3 * scorable}
     out = capsys.readouterr().out
-    assert f"{scorable} replies from the response cache {cache} (--no-cache asks the judge again)" in out
+    assert (f"{3 * scorable} replies from the response cache {cache}, {3 * scorable} of them not read (re-asked "
+            "or failed) (--no-cache asks the judge again)") in out
 
-
-def test_a_failure_kept_by_an_older_cache_is_asked_again_and_counted(judge_server, tmp_path, capsys, monkeypatch):
-    """A cache written before failures were forgotten holds them: each is found as it comes back from the
-    cache, forgotten, asked again, and counted."""
-    server, state = judge_server
-    run, cache = _run_with_images(tmp_path / "run"), tmp_path / "cache.sqlite"
-    scorable = sum(1 for row in run.rows() if row["questions"])
-    monkeypatch.setenv("OPENAI_API_KEY", "k")
-    with monkeypatch.context() as old_version:  # a version that kept every reply
-        old_version.setattr(CachedJudge, "reject", StoredJudge.reject)
-        assert cli.main(_argv(run, server, "old", cache)) == 1
-    assert len(ResponseCache(cache)) == 3 * scorable
-    capsys.readouterr()
-
-    state.update(fixed=True, asked=0)
-    assert cli.main(_argv(run, server, "new", cache)) == 0
-    assert state["asked"] == scorable  # each first question asked again (its re-asks are never reached)
-    scores = Run.open(run.path).scores("new")
-    assert scores["aggregate"]["r2i_score"] == pytest.approx(100.0) and scores["num_reasks"] == 0
-    assert scores["response_cache"]["stale_failures_asked_again"] == scorable
-    assert f"{scorable} failed replies found in the cache, asked again" in capsys.readouterr().out
-
-
-def test_prisms_official_protocol_keeps_in_the_cache_only_what_the_authors_script_counts(tmp_path):
-    """The official protocol asks no re-ask: a reply the authors' script skips is that evaluation's outcome,
-    but it is not kept for another; the next evaluation asks the judge again."""
-    from t2ireason.data import load_rows
-    from t2ireason.judges.scripted import ScriptedJudge
-
-    bench = get_benchmark("prism-bench")
-    rows = load_rows(bench, limit=2)
-    images = [Image.new("RGB", (16, 16), c) for c in ("red", "blue")]
-    garbage = ScriptedJudge(lambda r: "no comment")
-    first = bench.score(rows, images, CachedJudge(garbage, tmp_path / "c.sqlite"), protocol="official")
-    assert all(r.failed for r in first) and len(garbage.requests) == 4  # skipped, as the authors' script does
-    fixed = ScriptedJudge(lambda r: '{"justification": "fine", "score": 8}')
-    again = bench.score(rows, images, CachedJudge(fixed, tmp_path / "c.sqlite"), protocol="official")
-    assert len(fixed.requests) == 4 and [r.score for r in again] == [0.8, 0.8]
-    cached = CachedJudge(ScriptedJudge([]), tmp_path / "c.sqlite")  # asks nothing: every answer is cached now
-    assert [r.score for r in bench.score(rows, images, cached, protocol="official")] == [0.8, 0.8]
-    assert cached.hits == 4
+    assert cli.main(_argv(run, server, "new", None)) == 0  # the way out said: the fixed judge is asked
+    assert state["asked"] == scorable
+    assert Run.open(run.path).scores("new")["aggregate"]["r2i_score"] == pytest.approx(100.0)

@@ -15,6 +15,7 @@ from PIL import Image
 from t2ireason import cli
 from t2ireason.benchmarks import get_benchmark
 from t2ireason.evaluation_metrics import metric_scorer
+from t2ireason.judges.base import Sampling
 from t2ireason.judges.scripted import ScriptedJudge
 from t2ireason.runs import Run
 
@@ -111,7 +112,7 @@ def test_the_metric_is_checked_before_anything_is_made(tmp_path, capsys):
     assert "r2i_score is R2I-Bench's metric" in error("--metric", "r2i_score")
     assert "unknown dsg option(s) ['dependancy']" in error("--metric", "dsg", "--judge", "openai:m@http://127.0.0.1:9/v1",
                                                          "--options", '{"dependancy": "paper"}')
-    assert "unknown preset 'official' for viescore" in error("--metric", "viescore", "--preset", "official")
+    assert "unknown preset 'authors' for viescore" in error("--metric", "viescore", "--preset", "authors")
     assert "CLIP model folder" in error("--metric", "clip_score", "--judge", str(tmp_path / "no-clip"))
     assert sorted(p.name for p in run.path.iterdir()) == before  # no evaluation folder, no journal
 
@@ -232,6 +233,10 @@ DSG_REPLIES = {"Task: given input prompts, describe each scene": "1 | entity - w
 
 def dsg_judge(written: list[str]) -> ScriptedJudge:
     """Writes each prompt's DSG (counted in ``written``) and answers: no hat in the second image."""
+    return ScriptedJudge(dsg_reply(written))
+
+
+def dsg_reply(written: list[str]):
     def reply(request):
         text = request.messages[0].text
         task = next((t for t in DSG_REPLIES if text.startswith(t)), None)
@@ -242,7 +247,7 @@ def dsg_judge(written: list[str]) -> ScriptedJudge:
         question = text.rsplit("Question: ", 1)[1]
         return "no" if dark and question.startswith("Is there a hat?") else "Yes."  # normalised as the authors do
 
-    return ScriptedJudge(reply)
+    return reply
 
 
 def test_dsg_as_an_evaluation_writes_each_prompts_questions_once_and_keeps_them(tmp_path):
@@ -258,6 +263,46 @@ def test_dsg_as_an_evaluation_writes_each_prompts_questions_once_and_keeps_them(
                          options={"dependency": "none"})
     assert len(written) == 6  # kept: no prompt's questions written twice
     assert [r.score for r in run.results(again["evaluation"])] == pytest.approx([2 / 3, 1.0])
+
+
+def test_dsg_questions_that_failed_are_recorded_once_and_asked_again_with_retry_failed(tmp_path, monkeypatch):
+    """A prompt whose DSG could not be written fails its images once: a second evaluation reads the failure (no
+    request); ``retry_failed`` (``evaluate --retry-failed``) scores those images again and asks for their
+    questions again (behind no response cache: behind one, a deterministic LLM gives its kept replies again)."""
+    from t2ireason.baselines.questions import Questions
+
+    run = run_with_images(tmp_path / "run", limit=2)
+    written: list[str] = []
+    broken = {"on": True}
+    good = dsg_reply(written)
+
+    def reply(request):
+        if broken["on"] and request.messages[0].text.startswith("Task: given input prompts, describe each scene"):
+            written.append("broken")
+            return "no tuples today"
+        return good(request)
+
+    def sampled():
+        return ScriptedJudge(reply, sampling=Sampling(temperature=1.0))
+
+    # no response cache (it would give a deterministic LLM's kept replies again); the questions' store in tmp_path
+    monkeypatch.setenv("T2IREASON_CACHE", str(tmp_path / "cache"))
+    cache = False
+    first = run.evaluate(sampled(), metric="dsg", cache=cache, progress=False)
+    assert first["num_failed"] == 2 and written == ["broken"] * 6  # 2 prompts, each asked and re-asked twice
+    again = run.evaluate(sampled(), metric="dsg", name="dsg-again", cache=cache, progress=False)
+    assert again["num_failed"] == 2 and len(written) == 6  # the failures read back: nothing asked
+    failed = run.results("dsg-again")
+    assert all("not asked again" in r.failure and r.replies == ["no tuples today"] * 3 for r in failed)
+
+    asked_again = []
+    rows = Questions.rows
+    monkeypatch.setattr(Questions, "rows", lambda self, rows_, judge, retry_failed=False: (
+        asked_again.append(retry_failed), rows(self, rows_, judge, retry_failed))[1])
+    broken["on"] = False
+    retried = run.evaluate(sampled(), metric="dsg", name="dsg-again", cache=cache, progress=False,
+                           retry_failed=True)
+    assert asked_again == [True] and retried["retried"] == 2 and retried["num_failed"] == 0
 
 
 @pytest.mark.slow

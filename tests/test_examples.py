@@ -76,3 +76,19 @@ def test_the_rl_loop_runs_offline_with_a_judged_reward(tiny_models, capsys):
     assert example("rl_loop").main(["--tiny", str(tiny_models["sd"].parent), "--steps", "2", "--group-size", "2"]) == 0
     records = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
     assert [r["step"] for r in records] == [1, 2] and all(0 < r["mean_reward"] < 1 for r in records)
+
+
+def test_best_of_n_never_keeps_a_failed_candidate_whatever_it_was_filled_with():
+    """Issue 50: a failed score is no longer NaN by default but its prompt's mean of the others, which ties
+    with them where they all scored the same: ``info["failed"]`` keeps it from winning."""
+    best_of_n = example("best_of_n")
+
+    class Pipe:
+        def __call__(self, prompts, generator, output_type):
+            return type("Out", (), {"images": torch.zeros(len(prompts), 3, 4, 4)})()
+
+    def reward(images, prompts):  # candidate 0 failed and was given the others' mean, 0.5
+        return [0.5, 0.5, 0.5], {"failed": [True, False, False], "num_failed": 1}
+
+    (result,) = best_of_n.best_of_n(Pipe(), reward, ["a prompt"], 3)
+    assert result["best"] == 1 and result["failed"] == 1

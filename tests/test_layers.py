@@ -20,7 +20,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "t2ireason"
 LAYERS = [
     ("files, images and statistics",
      ["version", "files", "images", "stats", "meta_eval", "results", "redaction", "progress", "console", "prompts",
-      "hub_ids", "difficulty", "processes"]),
+      "hub_ids", "difficulty", "difficulty_models", "processes"]),
     ("transport, judges and generators", ["transport", "judges", "parsing", "generation"]),
     ("benchmarks and scoring",
      ["benchmarks", "releases", "data", "scoring", "alignment", "baselines", "metric", "evaluation_metrics", "rewards",

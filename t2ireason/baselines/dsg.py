@@ -9,16 +9,19 @@ Record -> request -> reply -> score, for one image:
    dsg/parse_utils.py reads them (the text cut where the model starts another ``input:``, after an ``output:``
    it repeated; parent ids that are not numbers dropped, a 0 beside other parents dropped), and checked: a
    line that is not ``id | text``, ids that repeat, a question or parent list missing for a tuple or given for
-   none, or a parent that is no tuple is re-asked, then recorded as the prompt's failure;
+   none, or a parent that is no tuple is re-asked, then recorded as the prompt's failure (once, with the raw
+   replies: :mod:`.questions`); at most :data:`MAX_QUESTIONS` questions are kept, the cut said;
 2. a VLM judge answers each question about the image (:mod:`.answering`): the authors' chat-VLM prompt
    (``templates/dsg/vqa.txt``, dsg/vqa_utils.py GPT4o), the reply normalised as their code does (lower case,
    stripped, ``. , ? !`` removed) and required to be ``yes`` or ``no`` (else re-asked, then the question's
-   failure); or the likelier of "yes" and "no" (``answers="probability"``);
-3. the dependency rule zeroes a question whose parent failed: ``dependency="paper"`` (as the authors' README
-   pseudocode applies it, zeroing in place: a parent fails when answered "no" or zeroed by its own parent, so
-   a question fails with any ancestor answered "no"), ``"official"`` (the authors' calc_vqa_score in
-   dsg/vqa_utils.py, which made the paper's DSG-1k and TIFA160 figures: only the parents' own answers count)
-   or ``"none"``;
+   failure; ``other_answers="no"``, the official preset's: counted a "no" at once, as calc_vqa_score counts
+   it); or the likelier of "yes" and "no" (``answers="probability"``);
+3. the dependency rule zeroes a question whose parent failed: ``dependency="paper"`` (the authors' README
+   pseudocode as it runs: in the listed order, zeroing in place, so a parent zeroed by its own parent fails
+   the children listed after it), ``"official"`` (the authors' calc_vqa_score in dsg/vqa_utils.py, which made
+   the paper's DSG-1k and TIFA160 figures: only the parents' own answers count) or ``"none"``; an item whose
+   questions name a parent not among them is scored 0 unasked under ``official`` (as the authors' script
+   scores DSG-1k's tifa160_134) and fails alone under ``paper``;
 4. the image's score is the share of its questions that hold (0-1); a question the judge could not answer
    makes the image's score unknown (a failure naming it), unless a failed parent zeroes it anyway.
 
@@ -45,8 +48,9 @@ from ..results import ImageResult, QuestionResult
 from .answering import answer_choices
 from .questions import Made, QuestionBaseline, QuestionMethod, made_failure
 
-__all__ = ["DSG", "PRESETS", "DEPENDENCY_RULES", "QUESTION_SAMPLING", "parse_tuples", "parse_questions",
-           "parse_dependencies", "question_scores", "read_dsg_csv", "category_of", "dsg_request"]
+__all__ = ["DSG", "PRESETS", "DEPENDENCY_RULES", "QUESTION_SAMPLING", "MAX_QUESTIONS", "parse_tuples",
+           "parse_questions", "parse_dependencies", "question_scores", "missing_parents", "read_dsg_csv",
+           "category_of", "dsg_request"]
 
 #: the dependency rules (module docstring, step 3)
 DEPENDENCY_RULES = ("paper", "official", "none")
@@ -57,12 +61,22 @@ PRESETS = {
     # The paper's dependency rule; GPT-4o answering greedily (20 tokens, as the repository's GPT4o asks).
     "paper": {"judge": "openai:gpt-4o", "judge_kwargs": {"sampling": Sampling(temperature=0.0, max_tokens=20)},
               "llm": "openai:gpt-3.5-turbo", "options": {"dependency": "paper"}},
-    # dsg/vqa_utils.py's GPT4o as it is: 20 tokens, no temperature sent (the API's default, 1); calc_vqa_score.
-    "official": {"judge": "openai:gpt-4o", "judge_kwargs": {"sampling": Sampling(temperature=1.0, max_tokens=20)},
-                 "llm": "openai:gpt-3.5-turbo", "options": {"dependency": "official"}},
+    # dsg/vqa_utils.py's GPT4o as it is: max_tokens 20 and nothing else sent (the API's defaults, temperature 1
+    # and top_p 1, recorded as such); calc_vqa_score.
+    "official": {"judge": "openai:gpt-4o", "judge_kwargs": {"sampling": Sampling(temperature=1.0, max_tokens=20),
+                                                            "sampling_params": ["max_tokens"]},
+                 "llm": "openai:gpt-3.5-turbo", "options": {"dependency": "official", "other_answers": "no"}},
 }
 
-_SCORE_OPTIONS = frozenset({"answers", "dependency", "sampling", "max_reasks"})
+_SCORE_OPTIONS = frozenset({"answers", "dependency", "sampling", "max_reasks", "retry_failed", "other_answers"})
+#: what a chat answer that is neither yes nor no is: re-asked, then the question's failure ("fail"), or a "no"
+#: at once, as calc_vqa_score counts whatever is not "yes" ("no", the official preset's)
+OTHER_ANSWERS = ("fail", "no")
+
+#: the most questions kept of a DSG an LLM writes for one prompt: the authors' own DSG-1k has at most 52
+#: (midjourney_40; median 7, of 1,060 prompts; TIFA160's dev set at most 14), so 64 keeps every DSG they made,
+#: while an LLM that runs away (500 tuples) cannot cost 500 judge requests an image
+MAX_QUESTIONS = 64
 
 
 # -- reading the LLM's outputs, as dsg/parse_utils.py reads them -----------------------------------------------
@@ -166,6 +180,9 @@ def dsg_request(task: str, text: str, sampling: Sampling | None) -> ChatRequest:
     return ChatRequest.simple(verbatim("dsg", task).format(input=text), sampling=sampling)
 
 
+_PLURAL = {"tuple": "tuples", "question": "questions", "dependency": "dependencies"}
+
+
 class DSGMethod(QuestionMethod):
     """A prompt's DSG, made with the authors' three prompts."""
 
@@ -209,11 +226,18 @@ class DSGMethod(QuestionMethod):
                     "outputs": {task: p.texts for task, p in steps.items() if p is not None}}
             rows = []
             if failed is None:
-                for qid, text in tuples[k].value:
+                kept = tuples[k].value[:MAX_QUESTIONS]
+                ids = {qid for qid, _ in kept}
+                for qid, text in kept:  # a parent cut off by the cap is no parent (never a question's failure)
+                    parents = [p for p in dependencies[k].value[qid] if p in ids] or [0]
                     rows.append({"id": qid, "tuple": text, "category": category_of(text),
-                                 "question": questions[k].value[qid], "dependencies": dependencies[k].value[qid]})
+                                 "question": questions[k].value[qid], "dependencies": parents})
+                if len(tuples[k].value) > len(kept):
+                    info["cut"] = {"written": len(tuples[k].value), "kept": len(kept),
+                                   "note": f"the LLM wrote {len(tuples[k].value)} tuples; the first {MAX_QUESTIONS} "
+                                           f"are asked (the authors' DSG-1k has at most 52 a prompt)"}
             row = {"id": str(ident), "prompt": prompt, "questions": rows, "extra": json_text({"questions_by": info})}
-            out.append(Made(row, None if failed is None else made_failure(f"DSG {failed[0]}s", failed[1])))
+            out.append(Made(row, None if failed is None else made_failure(f"DSG {_PLURAL[failed[0]]}", failed[1])))
         return out
 
 
@@ -225,44 +249,40 @@ def question_scores(questions: Sequence[dict[str, Any]], answers: dict[int, bool
     missing or one it hangs on), and the questions zeroed by a parent. ``answers``: id -> True (yes), False
     (no) or None (no answer).
 
-    ``"paper"``: a question fails when it or any of its ancestors is answered "no" (a parent zeroed by its own
-    parent fails its children); ``"official"``: when it or one of its parents is answered "no"
-    (calc_vqa_score reads the parents' own answers); ``"none"``: its own answer. A question never hangs on
-    itself (a parent list naming it, or a cycle back to it)."""
+    ``"paper"``: the README's pseudocode, in the questions' order, zeroing in place: a question fails when it
+    or one of its parents fails, a parent's state being what it is when the question is reached (its own
+    answer, or zero when a parent listed before it zeroed it); so a grandparent's "no" reaches a grandchild
+    when the parent comes first in the list, as in every DSG but 3 of DSG-1k's 5,085 images scored.
+    ``"official"``: when it or one of its parents is answered "no" (calc_vqa_score reads the parents' own
+    answers); ``"none"``: its own answer. A question never hangs on itself (a parent list naming it, or a
+    cycle back to it). A parent that is no question is an error (:func:`missing_parents`) under the rules
+    that read the dependencies."""
     if rule not in DEPENDENCY_RULES:
         raise ValueError(f"dependency must be one of {', '.join(DEPENDENCY_RULES)}, got {rule!r}")
     parents = {q["id"]: [p for p in q["dependencies"] or [] if p != 0] for q in questions}
-    missing = sorted({p for ps in parents.values() for p in ps if p not in parents})
+    own: dict[int, float | None] = {q: (None if answers.get(q) is None else float(answers[q])) for q in parents}
+    status: dict[int, float | None] = dict(own)
+    zeroed: set[int] = set()
+    if rule == "none":  # the dependencies are not read
+        return status, zeroed
+    missing = missing_parents(questions)
     if missing:
         raise ValueError(f"the dependencies name question(s) {missing}, which are not among the questions")
-
-    def hangs_on(q: int) -> set[int]:
-        if rule == "none":
-            return set()
-        if rule == "official":
-            return set(parents[q]) - {q}
-        seen: set[int] = set()
-        stack = list(parents[q])
-        while stack:
-            p = stack.pop()
-            if p != q and p not in seen:
-                seen.add(p)
-                stack.extend(parents[p])
-        return seen
-
-    status: dict[int, float | None] = {}
-    zeroed: set[int] = set()
-    for q in parents:
-        states = [answers.get(p) for p in hangs_on(q)]
-        own = answers.get(q)
-        if False in states:
+    for q in parents:  # in the questions' order, as the pseudocode's dict is
+        states = [(status if rule == "paper" else own)[p] for p in parents[q] if p != q]
+        if 0.0 in states:
             zeroed.add(q)
             status[q] = 0.0
-        elif own is False:
-            status[q] = 0.0
-        else:
-            status[q] = None if own is None or None in states else 1.0
+        elif None in states and own[q] != 0.0:
+            status[q] = None
     return status, zeroed
+
+
+def missing_parents(questions: Sequence[dict[str, Any]]) -> list[int]:
+    """The parents the questions' dependencies name that are not among them (DSG-1k's ``tifa160_134`` has no
+    question 1, which its other questions name)."""
+    ids = {q["id"] for q in questions}
+    return sorted({p for q in questions for p in q["dependencies"] or [] if p != 0 and p not in ids})
 
 
 # -- the released DSG-1k questions -----------------------------------------------------------------------------
@@ -316,21 +336,30 @@ class DSG(QuestionBaseline):
               **options: Any) -> list[ImageResult]:
         """One result per image. Options: ``answers`` ("chat", default, or "probability"), ``dependency``
         ("paper", default, "official", "none"), ``sampling`` (the judge's, a Sampling or its fields),
-        ``max_reasks`` (follow-ups when an answer is not yes or no, default 2). ``rows``: the prompts (strings,
+        ``max_reasks`` (follow-ups when an answer is not yes or no, default 2), ``other_answers`` ("fail",
+        default: such an answer is re-asked, then the question's failure; "no": counted a "no" at once, as the
+        authors' calc_vqa_score counts whatever is not "yes"; the official preset's), ``retry_failed`` (ask again
+        for the questions of a prompt whose question writing failed before; default False: read the recorded
+        failure). ``rows``: the prompts (strings,
         or dicts with a ``prompt``, an ``id``, and the prompt's DSG as ``dsg_questions`` when it is given, as
         :func:`read_dsg_csv` gives it; a row's other fields are not read)."""
         opts = self.options(options, _SCORE_OPTIONS)
         rule = opts.get("dependency", "paper")
         if rule not in DEPENDENCY_RULES:
             raise ValueError(f"dependency must be one of {', '.join(DEPENDENCY_RULES)}, got {rule!r}")
+        other = opts.get("other_answers", "fail")
+        if other not in OTHER_ANSWERS:
+            raise ValueError(f"other_answers must be one of {', '.join(OTHER_ANSWERS)}, got {other!r}")
         made, failures, loaded, answers, sampling = self.asked(rows, images, judge, opts)
         if not made:
             return []
         results, asked = self.to_ask(images, made, failures, loaded)
+        asked = [item for item in asked if not _broken(item[0], item[1], rule)]
         vqa = verbatim("dsg", "vqa")
         items = [(image, vqa.format(question=q["question"]), ("yes", "no"))
                  for _, row, image in asked for q in row["questions"]]
-        replies = iter(answer_choices(judge, items, answers=answers, normalise=_normalised, sampling=sampling,
+        normalise = _normalised if other == "fail" else _yes_or_no
+        replies = iter(answer_choices(judge, items, answers=answers, normalise=normalise, sampling=sampling,
                                       max_reasks=opts.get("max_reasks", 2), progress=progress))
         for result, row, _ in asked:
             _scored(result, row, [next(replies) for _ in row["questions"]], rule)
@@ -349,6 +378,31 @@ class DSG(QuestionBaseline):
         return out
 
 
+def _yes_or_no(text: str) -> str:
+    """A VQA reply as calc_vqa_score counts it: "yes" once normalised (:func:`_normalised`), else "no"."""
+    return "yes" if _normalised(text) == "yes" else "no"
+
+
+def _broken(result: ImageResult, row: dict[str, Any], rule: str) -> bool:
+    """Whether ``row``'s questions name a parent that is not among them (DSG-1k's ``tifa160_134``): then,
+    unasked, the image is scored 0 under the ``official`` rule (what the authors' t2i_eval_dsg1k.py gives the
+    item: its answers set to one empty answer, every question zeroed) and fails alone under ``paper``; under
+    ``none`` the dependencies are not read and it is scored as any other."""
+    missing = missing_parents(row["questions"])
+    if not missing or rule == "none":
+        return False
+    said = f"its questions name parent(s) {missing}, which are not among its {len(row['questions'])} questions"
+    result.context = {"missing_parents": missing, "dependency_rule": rule}
+    if rule == "official":
+        result.score = 0.0
+        result.subscores = {"without_dependency": None, "questions": float(len(row["questions"]))}
+        result.context["note"] = f"{said}: scored 0 unasked, as the authors' script scores such an item"
+    else:
+        result.failure = (f"{said}: not asked, the paper's rule cannot be applied (the official rule scores such "
+                          "an item 0, as the authors' script does)")
+    return True
+
+
 def _normalised(text: str) -> str:
     """A VQA reply as the authors' GPT4o.vqa normalises it: lower case, stripped, . , ? ! removed."""
     return text.lower().strip().replace(".", "").replace(",", "").replace("?", "").replace("!", "")
@@ -364,9 +418,16 @@ def _scored(result: ImageResult, row: dict[str, Any], answers: list, rule: str) 
                                                reasoning=a.choice if a.choice is not None else a.error))
         result.replies.extend(a.replies)
         result.reasks += a.reasks
+    made_by = json.loads(row.get("extra") or "{}").get("questions_by") or {}
     result.context = {"dependencies": {str(q["id"]): q["dependencies"] for q in row["questions"]},
                       "zeroed_by_a_parent": sorted(zeroed), "dependency_rule": rule,
-                      "questions_by": (json.loads(row.get("extra") or "{}").get("questions_by") or {}).get("model")}
+                      "questions_by": made_by.get("model")}
+    read_as_no = [q["id"] for q, a in zip(row["questions"], answers)
+                  if a.choice == "no" and a.replies and _normalised(a.replies[-1]) != "no"]
+    if read_as_no:  # other_answers="no": a reply neither yes nor no counted a "no", as the authors' code counts it
+        result.context["read_as_no"] = read_as_no
+    if made_by.get("cut"):  # the LLM wrote more than MAX_QUESTIONS: said with the image, not only in the store
+        result.context["questions_cut"] = made_by["cut"]
     probabilities = {str(q["id"]): a.probabilities for q, a in zip(row["questions"], answers) if a.probabilities}
     if probabilities:
         result.context["probabilities"] = probabilities

@@ -5,9 +5,11 @@ benchmarks' criteria are, by :class:`~t2ireason.rewards.criteria.Criteria` (one 
 :class:`QuestionMethod`): keyed by the metric, the prompt, the LLM's identity and the method (its templates,
 its version, the sampling it asks with), kept in ``criteria.sqlite`` under file locks, so that a prompt's
 questions are asked for once, whatever the processes, and every later evaluation reads the same ones. A
-generation that fails (a reply still malformed after its re-asks) is not kept: the prompt's images fail
-with the reason, and it is asked again the next time. A row given with its questions (a released question
-set: DSG-1k, TIFA v1.0) is scored as given.
+generation that fails (a reply still malformed after its re-asks) is recorded once too, with the LLM's raw
+replies: the prompt's images fail with the reason and those replies, in this evaluation and every later one,
+without asking the LLM again; ``retry_failed=True`` (``t2ireason evaluate --retry-failed``) asks again. One
+that failed because the LLM could not answer at all (its server down) is not recorded: asked again next time.
+A row given with its questions (a released question set: DSG-1k, TIFA v1.0) is scored as given.
 """
 
 from __future__ import annotations
@@ -22,11 +24,12 @@ from typing import Any
 from ..images import ImageError, load_images
 from ..judges.base import Sampling
 from ..results import ImageResult
-from ..rewards.criteria import Criteria, Made, Method
+from ..rewards.criteria import KEPT_FAILURE, Criteria, Made, Method
 from .answering import ANSWERS
 from .base import Baseline, failed_image, image_source, prompt_rows
 
-__all__ = ["QuestionMethod", "Questions", "QuestionBaseline", "Made", "LLM_UNAVAILABLE", "made_failure"]
+__all__ = ["QuestionMethod", "Questions", "QuestionBaseline", "Made", "LLM_UNAVAILABLE", "made_failure",
+           "question_replies"]
 
 #: ends the failure of a prompt whose questions the LLM could not be asked for (its server failed): its images'
 #: failures are retryable (``t2ireason evaluate --retry-failed``), the questions being asked for again
@@ -36,6 +39,14 @@ LLM_UNAVAILABLE = " (the LLM could not answer; asking again may succeed)"
 def made_failure(what: str, parsed: Any) -> str:
     """The failure of a prompt whose ``what`` could not be made (``parsed``: the last ask's outcome)."""
     return f"{what}: {parsed.error}" + (LLM_UNAVAILABLE if parsed.transient else "")
+
+
+def question_replies(row: dict[str, Any]) -> list[str]:
+    """The LLM's raw replies that made (or failed to make) ``row``'s questions, in the order asked."""
+    import json
+
+    outputs = (json.loads(row.get("extra") or "{}").get("questions_by") or {}).get("outputs") or []
+    return [text for texts in (outputs.values() if isinstance(outputs, dict) else [outputs]) for text in texts]
 
 
 #: bumped when a method changes in a way its templates do not show: older questions are then made again
@@ -66,6 +77,10 @@ class QuestionMethod(Method):
 
     def configs(self, row: dict[str, Any]) -> list[str]:
         return []
+
+    def keeps_failure(self, made: Made) -> bool:
+        """A malformed reply's failure is kept (asked for once); an LLM that could not answer is asked again."""
+        return not made.failure.endswith(LLM_UNAVAILABLE)
 
     def method(self) -> dict[str, Any]:
         """The version, the templates' text and the sampling the questions are asked with: another of any makes
@@ -120,10 +135,12 @@ class Questions:
                 self._criteria[id(llm)] = Criteria(self.method, llm, cache=self.store)
             return self._criteria[id(llm)]
 
-    def rows(self, rows: Sequence[dict[str, Any]], judge: Any) -> tuple[list[dict[str, Any]], list[str | None]]:
-        """Each row with its questions, and per row None or why it has none (its image then fails, unasked)."""
+    def rows(self, rows: Sequence[dict[str, Any]], judge: Any, retry_failed: bool = False
+             ) -> tuple[list[dict[str, Any]], list[str | None]]:
+        """Each row with its questions, and per row None or why it has none (its image then fails, unasked);
+        ``retry_failed``: a prompt whose questions failed before is asked for again."""
         criteria = self.criteria(judge)
-        return criteria.rows([r["prompt"] for r in rows], rows, [r["id"] for r in rows])
+        return criteria.rows([r["prompt"] for r in rows], rows, [r["id"] for r in rows], retry_failed=retry_failed)
 
     def llm_identity(self, judge: Any) -> dict[str, Any] | None:
         return self.criteria(judge).llm_identity()
@@ -163,7 +180,8 @@ class QuestionBaseline(Baseline):
               ) -> tuple[list[dict[str, Any]], list[str | None], list[Any], str, Sampling | None]:
         """Each prompt's row with its questions (given, or made: after the images are opened, so that an image
         that cannot be had is said before any question is paid for), per row None or why it has none, the
-        images loaded, and the ``answers`` and ``sampling`` options checked."""
+        images loaded, and the ``answers`` and ``sampling`` options checked. ``retry_failed`` (option): a prompt
+        whose questions failed before is asked for again."""
         answers = options.get("answers", "chat")
         if answers not in ANSWERS:
             raise ValueError(f"answers must be one of {', '.join(ANSWERS)}, got {answers!r}")
@@ -175,13 +193,14 @@ class QuestionBaseline(Baseline):
         if not rows:
             return [], [], [], answers, sampling
         loaded = load_images(images)
-        made, failures = self.questions.rows(rows, judge)
+        made, failures = self.questions.rows(rows, judge, bool(options.get("retry_failed")))
         return made, failures, loaded, answers, sampling
 
     def to_ask(self, images: Sequence[Any], made: Sequence[dict[str, Any]], failures: Sequence[str | None],
                loaded: Sequence[Any]) -> tuple[list[ImageResult], list[tuple[ImageResult, dict[str, Any], Any]]]:
         """One result per image, in order, and the ``(result, row, image)`` of those whose questions are to be
-        asked: an image whose prompt has no questions (and why: retryable when the LLM could not answer) or that
+        asked: an image whose prompt has no questions (and why: retryable when the LLM could not answer; with
+        the LLM's raw replies, and ``context["questions_failed"]``, when its replies could not be read) or that
         could not be opened fails here, unasked."""
         results: list[ImageResult] = []
         asked: list[tuple[ImageResult, dict[str, Any], Any]] = []
@@ -190,6 +209,9 @@ class QuestionBaseline(Baseline):
             if why is not None or not row.get("questions"):
                 results.append(failed_image(row, source, why or f"the prompt has no {self.pretty_name} questions"))
                 results[-1].retryable = bool(why and why.endswith(LLM_UNAVAILABLE))
+                if why:
+                    results[-1].replies = question_replies(row)
+                    results[-1].context["questions_failed"] = "recorded" if why.endswith(KEPT_FAILURE) else "now"
             elif isinstance(image, ImageError):
                 results.append(failed_image(row, source, f"image: {image}"))
             else:

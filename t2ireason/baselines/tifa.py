@@ -4,7 +4,9 @@ Record -> request -> reply -> score, for one image:
 
 1. an LLM writes the prompt's questions once (kept: :mod:`.questions`) with the authors' published few-shot
    prompt (``templates/tifa/question_generation.txt``, tifascore/question_gen.py: the caption appended, then
-   "Entities"), read as their parse_resp reads it: ``About <element> (<type>):`` blocks of ``Q:``, ``Choices:``
+   "Entities"), read in the format their parse_resp reads (every line, spaces and a carriage return stripped,
+   where theirs skips the reply's first six lines and keeps a stray carriage return): ``About <element>
+   (<type>):`` blocks of ``Q:``, ``Choices:``
    (", "-separated) and ``A:`` lines, the reply ending at its first blank line (the stop sequence their
    openai_completion sends), types outside the paper's 12 left out, animal and human merged;
 2. the question filter: a question asked twice is kept once, and a question whose answer is none of its choices
@@ -55,7 +57,7 @@ PRESETS = {
     "paper": {"judge": None, "llm": "openai:gpt-3.5-turbo"},
 }
 
-_SCORE_OPTIONS = frozenset({"answers", "sampling", "max_reasks"})
+_SCORE_OPTIONS = frozenset({"answers", "sampling", "max_reasks", "retry_failed"})
 
 
 def question_request(caption: str, sampling: Sampling | None) -> ChatRequest:

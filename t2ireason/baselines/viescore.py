@@ -10,37 +10,51 @@ Record -> request -> reply -> score, for one image:
 2. each reply is the JSON the context asks for, ``{"score": [...], "reasoning": "..."}`` (the authors' parser
    also takes a bare list of scores or a bare number): SC one score, PQ two, each 0 to 10; any other reply is
    re-asked in the same conversation, then recorded as the image's failure with every raw reply (the
-   authors' standalone code guesses a random score after one failed retry; never here);
+   authors' standalone code guesses a random score after one failed retry; never here). Read strictly: nothing
+   repaired, and a reply with two JSON objects refused (re-asked), never read by one of them;
 3. SC = min(SC scores), PQ = min(PQ scores), O = sqrt(SC x PQ) (0-10, the paper's Eq. 1); the image's score is
-   O / 10 (0-1), SC, PQ and O kept in its subscores and each reasoning with its question.
+   O / 10 (0-1), SC, PQ and O kept in its subscores and each reasoning with its question. A score that is not a
+   whole number (7.5) is read as given (``paper``), or cut to its integer part as the authors' analysis does
+   (``official``: ``int()``, 7.5 -> 7 -> 0.7).
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from typing import Any
 
 from ..images import ImageError, JudgeImage, load_images
 from ..judges.base import ChatRequest, Sampling
-from ..parsing import ReplyParseError, as_score, ask_structured, extract_json, score_list
+from ..parsing import ReplyParseError, as_score, ask_structured, score_list, strict_json_values
 from ..prompts import verbatim
 from ..results import ImageResult, QuestionResult
 from .base import Baseline, failed_image, image_source, prompt_rows
 
 __all__ = ["VIEScore", "PRESETS", "ASPECTS", "reply_schema", "parse_reply", "viescore_requests"]
 
+#: the paper's judge as paper_implementation/mllm_tools/openai.py (GPT4o) calls it: gpt-4o-2024-05-13, a payload
+#: of max_tokens 1400 and nothing else (the API's defaults stand, temperature 1 and top_p 1, recorded as such)
+_JUDGE = {"judge": "openai:gpt-4o-2024-05-13",
+          "judge_kwargs": {"sampling": Sampling(temperature=1.0, max_tokens=1400), "sampling_params": ["max_tokens"]}}
+
 PRESETS = {
-    # The paper's GPT-4o results (paper_implementation/mllm_tools/openai.py, GPT4o): gpt-4o-2024-05-13,
-    # max_tokens 1400, no temperature sent (the API's default, 1).
-    "paper": {"judge": "openai:gpt-4o-2024-05-13",
-              "judge_kwargs": {"sampling": Sampling(temperature=1.0, max_tokens=1400)}},
+    # The paper's GPT-4o results, each score read as given (7.5 is 7.5).
+    "paper": dict(_JUDGE),
+    # The same, each score read as the authors' analysis reads it (analyze_json.ipynb: int(), 7.5 -> 7).
+    "official": {**_JUDGE, "options": {"fractional_scores": "truncate"}},
 }
+
+#: how a score that is not a whole number is read: as given ("keep") or cut to its integer part ("truncate",
+#: the authors' analyze_json.ipynb: ``[int(score) for score in scores]``)
+FRACTIONAL_SCORES = ("keep", "truncate")
+DELIMITER = "||V^=^V||"
 
 #: each request's template and the aspects its scores rate, in order (the rules' own words)
 ASPECTS = {"SC": ("sc_t2i", ("semantic consistency",)), "PQ": ("pq", ("naturalness", "artifacts"))}
 
-_SCORE_OPTIONS = frozenset({"sampling", "max_reasks", "structured_output"})
+_SCORE_OPTIONS = frozenset({"sampling", "max_reasks", "structured_output", "fractional_scores"})
 
 
 def reply_schema(n: int) -> dict[str, Any]:
@@ -52,12 +66,15 @@ def reply_schema(n: int) -> dict[str, Any]:
 
 
 def parse_reply(text: str, n: int) -> tuple[list[float], str | None]:
-    """``(scores, reasoning)`` from a reply: a JSON object with ``score`` (a list of ``n`` scores, or one score
-    when ``n`` is 1) and ``reasoning``, or a bare list of ``n`` scores, or a bare number when ``n`` is 1."""
+    """``(scores, reasoning)`` from a reply, read strictly: one JSON object with ``score`` (a list of ``n``
+    scores, or one score when ``n`` is 1) and ``reasoning`` (between the authors' ``||V^=^V||`` delimiters when
+    the reply has both, else the one object in it), or a bare list of ``n`` scores, or a bare number when ``n``
+    is 1. Nothing is repaired (quotes, commas), and a reply holding two JSON objects (or lists) is refused, not
+    read by its last: either is re-asked."""
     stripped = text.strip()
     if n == 1 and stripped.isdigit():
         return [as_score(stripped, lo=0, hi=10)], None
-    value = extract_json(text)
+    value = _strict_value(text)
     reasoning = None
     if isinstance(value, dict):
         if "score" not in value:
@@ -69,6 +86,31 @@ def parse_reply(text: str, n: int) -> tuple[list[float], str | None]:
         if not isinstance(value, list):
             value = [value]
     return score_list(value, n, lo=0, hi=10), reasoning
+
+
+def _strict_value(text: str) -> Any:
+    """The one JSON value a reply gives, as it is written (the authors' parser takes what lies between its two
+    delimiters, newlines dropped, as json.loads reads it)."""
+    if text.count(DELIMITER) == 2:
+        inner = text[text.find(DELIMITER) + len(DELIMITER): text.rfind(DELIMITER)].replace("\n", "").strip()
+        try:
+            return json.loads(inner)
+        except ValueError:
+            raise ReplyParseError(f"the text between the {DELIMITER} delimiters is not JSON as written "
+                                  "(read strictly: not repaired)") from None
+    values = strict_json_values(text)
+    # as the authors' parser: a reply with braces is read by its object, one without by its list of scores
+    kind, name = (dict, "object") if "{" in text else (list, "list")
+    found = [v for v in values if isinstance(v, kind)]
+    if len(found) > 1:
+        raise ReplyParseError(f"the reply holds {len(found)} JSON {name}s: give one")
+    if found:
+        return found[0]
+    if kind is dict:
+        raise ReplyParseError("the reply's JSON object does not decode as written (read strictly: not repaired)")
+    if not text.strip():
+        raise ReplyParseError("empty reply")
+    raise ReplyParseError("no JSON object found in the reply as written (read strictly: not repaired)")
 
 
 def viescore_requests(prompt: str, image: JudgeImage, sampling: Sampling | None = None,
@@ -103,8 +145,13 @@ class VIEScore(Baseline):
         """One result per image. Options: ``sampling`` (the judge's: a Sampling or its fields), ``max_reasks``
         (follow-ups when a reply is not the asked JSON, default 2), ``structured_output`` (also send
         :func:`reply_schema`, for judges that enforce one; default False: the paper's judge saw the plain
-        prompt). ``rows``: the prompts (strings, or dicts with a ``prompt`` and an ``id``)."""
+        prompt), ``fractional_scores`` ("keep", default: 7.5 is 7.5; "truncate": 7.5 is 7, as the authors'
+        analysis reads it with ``int()``; the official preset's). ``rows``: the prompts (strings, or dicts with a
+        ``prompt`` and an ``id``)."""
         opts = self.options(options, _SCORE_OPTIONS)
+        fractional = opts.get("fractional_scores", "keep")
+        if fractional not in FRACTIONAL_SCORES:
+            raise ValueError(f"fractional_scores must be one of {', '.join(FRACTIONAL_SCORES)}, got {fractional!r}")
         sampling = Sampling(**opts["sampling"]) if isinstance(opts.get("sampling"), dict) else opts.get("sampling")
         rows = prompt_rows(rows)
         if len(rows) != len(images):
@@ -124,7 +171,7 @@ class VIEScore(Baseline):
         parsed = iter(ask_structured(judge, requests, parsers, max_reasks=opts.get("max_reasks", 2),
                                      progress=progress))
         for result in asked:
-            _scored(result, {key: next(parsed) for key in ASPECTS})
+            _scored(result, {key: next(parsed) for key in ASPECTS}, fractional)
         return results
 
     def aggregate(self, results: Sequence[ImageResult], **options: Any) -> dict[str, Any]:
@@ -137,14 +184,18 @@ class VIEScore(Baseline):
         return out
 
 
-def _scored(result: ImageResult, parsed: dict[str, Any]) -> None:
-    """The image's aspects, SC, PQ and O (or why not)."""
+def _scored(result: ImageResult, parsed: dict[str, Any], fractional: str = "keep") -> None:
+    """The image's aspects, SC, PQ and O (or why not); ``fractional="truncate"``: each score cut to its integer
+    part, as the authors' analysis reads it (the scores as given kept in the context)."""
     failures = []
     for key, p in parsed.items():
         result.replies.extend(p.texts)
         result.reasks += p.reasks
         aspects = ASPECTS[key][1]
         scores, reasoning = p.value if p.ok else ([None] * len(aspects), None)
+        if p.ok and fractional == "truncate" and any(s != int(s) for s in scores):
+            result.context.setdefault("scores_as_given", {})[key] = list(scores)
+            scores = [float(int(s)) for s in scores]
         for aspect, score in zip(aspects, scores):
             result.questions.append(QuestionResult(question=aspect, score=score, group=key, id=aspect,
                                                    reasoning=reasoning))

@@ -1,10 +1,11 @@
-"""Command-line glue: ``t2ireason engine {run,estimate,sample,agreement}`` (registered by ``t2ireason.cli``)."""
+"""Command-line glue: ``t2ireason engine {run,estimate,sample,curate,zh,gcot-review,gcot-agreement,status,agreement}`` (registered by ``t2ireason.cli``)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 from ..benchmarks.flux_reason import CHARACTERISTICS
 from ..engine.work import STAGE_NAMES
@@ -143,10 +144,61 @@ def add_engine_args(parser: argparse.ArgumentParser) -> None:
     sample.add_argument("--seed", type=int, default=0, help="k-means seed")
     sample.add_argument("--limit", type=positive_int, default=None, help="read at most N rows of --data")
     sample.add_argument("--out", required=True, help="folder for captions/{en,zh}/<track>.jsonl (PRISM-Bench layout)")
+    _add_curation_args(sub)
     status = sub.add_parser("status", help="each stage's tasks and statistics, from datatrove's logs in the work folder")
     status.add_argument("--work", required=True, help="work folder of a run")
     agree = sub.add_parser("agreement", help="agreement of the quality filter with the filled-in human review")
     agree.add_argument("review", help="review.csv of <work>/review/quality with human_verdict columns filled in")
+
+
+def _add_curation_args(sub: Any) -> None:
+    from .options import add_judge_args, positive_int
+
+    tracks = ("imagination", "entity", "text_rendering", "style", "affection", "composition", "long_text")
+    curate = sub.add_parser("curate", help="PRISM-Bench's curated half (appendix C.1): elements drawn from each "
+                                           "track's pools, composed into prompts by an LLM",
+                            description="Write the curated 50 prompts of each track (seed 004, appendix C.1) into "
+                                        "OUT/captions/en/<track>.jsonl beside the representative half of `engine "
+                                        "sample`. Long Text expands the captions of the dataset's best images "
+                                        "(--data). See t2ireason.engine.curation.")
+    add_judge_args(curate)
+    curate.add_argument("--out", required=True, help="folder for captions/en/<track>.jsonl (PRISM-Bench layout)")
+    curate.add_argument("--tracks", nargs="+", choices=tracks, default=[t for t in tracks if t != "long_text"],
+                        help="tracks to curate (default: all but long_text, which needs --data)")
+    curate.add_argument("--n", type=positive_int, default=50, help="curated prompts per track (50 in the paper)")
+    curate.add_argument("--seed", type=int, default=0, help="the elements drawn, and the LLM's sampling seed")
+    curate.add_argument("--temperature", type=float, default=1.0, help="the LLM's sampling temperature")
+    curate.add_argument("--data", default=None, help="for long_text: an engine release folder or FLUX-Reason-6M")
+    curate.add_argument("--limit", type=positive_int, default=None, help="read at most N rows of --data")
+    curate.add_argument("--max-reasks", type=int, default=2, help="re-asks of a reply that misses a check")
+    review = sub.add_parser("gcot-review", help="the human review of GCoT annotations (appendix B.5): a sample "
+                                                "of images with their captions and GCoT on a review page",
+                            description="Draw N images with a GCoT into OUT: the images, review.json and "
+                                        "review.html (open it in a browser: accept, reject or correct each GCoT, "
+                                        "then export; each reviewer sends one file). Then: t2ireason engine "
+                                        "gcot-agreement OUT FILES... [--apply RELEASE].")
+    review.add_argument("--data", required=True, help="an engine release folder, or FLUX-Reason-6M (Hub id or copy)")
+    review.add_argument("--out", required=True, help="a new folder for the review")
+    review.add_argument("--n", type=positive_int, default=500, help="GCoTs to review (500 in the paper)")
+    review.add_argument("--reviewers", nargs="+", default=["2"],
+                        help="how many reviewers (a number) or their names (every item goes to every reviewer)")
+    review.add_argument("--seed", default=None, help="the draw's seed (default: a fresh one, kept in review.json)")
+    review.add_argument("--limit", type=positive_int, default=None, help="read at most N rows of --data")
+    verdicts = sub.add_parser("gcot-agreement", help="the GCoT review's pass rate (the paper's 96%%) and the "
+                                                     "reviewers' agreement; --apply writes the decisions back")
+    verdicts.add_argument("review", help="the review folder of `engine gcot-review`")
+    verdicts.add_argument("ratings", nargs="+", help="the reviewers' exported files (or folders of them)")
+    verdicts.add_argument("--apply", default=None, metavar="RELEASE",
+                          help="write the decisions into this engine release: corrected GCoTs replace theirs, "
+                               "rejected ones are emptied")
+    zh = sub.add_parser("zh", help="PRISM-Bench-ZH (section 3.1): every English prompt translated by an LLM, "
+                                   "Text rendering's text adapted to a Chinese context",
+                        description="Translate CAPTIONS/captions/en/<track>.jsonl into captions/zh/<track>.jsonl.")
+    add_judge_args(zh)
+    zh.add_argument("--captions", required=True, help="a PRISM-Bench layout folder with captions/en/<track>.jsonl")
+    zh.add_argument("--tracks", nargs="+", choices=tracks, default=None, help="tracks to translate (default: all found)")
+    zh.add_argument("--seed", type=int, default=0, help="the LLM's sampling seed")
+    zh.add_argument("--max-reasks", type=int, default=2, help="re-asks of a reply that is not Chinese")
 
 
 def _config(args: argparse.Namespace):
@@ -340,7 +392,103 @@ def _agreement(args: argparse.Namespace) -> int:
     return 0
 
 
+def _written(result: Any, out: str, language: str, what: str) -> int:
+    """Write each track made whole (a track with a failure is left as it was), say what was made and paid."""
+    from ..engine.curation import write_subset
+    from ..files import atomic_write_text
+
+    failed = {f["track"] for f in result.failures}
+    for track, lines in result.lines.items():
+        if track not in failed:
+            path = write_subset(out, language, track, lines)
+            print(f"{track}: {len(lines)} {what} -> {path}")
+    print(f"{result.requests} requests ({result.cached} from the response cache)")
+    if result.failures:
+        path = Path(out) / f"{'curation' if language == 'en' else 'zh'}_failures.jsonl"
+        atomic_write_text(path, "".join(json.dumps(f, ensure_ascii=False) + "\n" for f in result.failures))
+        print(f"{len(result.failures)} prompts got no usable reply; tracks {', '.join(sorted(failed))} were not "
+              f"written (each failure and every raw reply: {path}). Run again to ask only those (the rest comes "
+              f"from the response cache), or with another --seed")
+        return 1
+    return 0
+
+
+def _curate(args: argparse.Namespace) -> int:
+    from ..engine.curation import CURATED_TRACKS, curate, expand_long_text, long_text_sources
+    from ..judges import load_judge, validate_judge
+
+    if "long_text" in args.tracks and not args.data:
+        raise ValueError("the long_text track expands the captions of the dataset's images: give --data (an engine "
+                         "release folder or FLUX-Reason-6M)")
+    validate_judge(args.judge, args.judge_kwargs)
+    rows = None
+    if "long_text" in args.tracks:  # read before anything is paid for
+        from ..benchmarks.flux_reason import stream
+
+        rows = long_text_sources(stream(args.data, limit=args.limit), args.n)
+        if not rows:
+            raise ValueError(f"{args.data}: no row has a caption to expand")
+    llm = load_judge(args.judge, cache=args.cache, **args.judge_kwargs)
+    result = curate(llm, [t for t in args.tracks if t in CURATED_TRACKS], n=args.n, seed=args.seed,
+                    temperature=args.temperature, max_reasks=args.max_reasks, progress=True)
+    if rows is not None:
+        more = expand_long_text(llm, rows, seed=args.seed, max_reasks=args.max_reasks, progress=True)
+        result.lines.update(more.lines)
+        result.failures += more.failures
+        result.requests += more.requests
+        result.cached += more.cached
+    return _written(result, args.out, "en", "curated prompts")
+
+
+def _gcot_review(args: argparse.Namespace) -> int:
+    from ..benchmarks.flux_reason import stream
+    from ..study.gcot_review import PAGE_FILE, make_gcot_review
+
+    reviewers = int(args.reviewers[0]) if len(args.reviewers) == 1 and args.reviewers[0].isdigit() \
+        else args.reviewers
+    review = make_gcot_review(stream(args.data, limit=args.limit), args.out, n=args.n, reviewers=reviewers,
+                              seed=args.seed)
+    print(f"{len(review['items'])} GCoTs to review by {', '.join(review['raters'])}: open "
+          f"{Path(args.out) / PAGE_FILE} in a browser (each reviewer exports one file), then: t2ireason engine "
+          f"gcot-agreement {args.out} <files>")
+    return 0
+
+
+def _gcot_agreement(args: argparse.Namespace) -> int:
+    from ..study.gcot_review import apply_gcot_review, load_gcot_review, review_result
+
+    result = review_result(load_gcot_review(args.review), args.ratings)
+    for problem in result["problems"]:
+        print(f"note: {problem}")
+    if not result["reviewed"]:
+        raise ValueError(f"no usable review answer in {' '.join(args.ratings)}")
+    alpha = result["alpha"]
+    print(f"{result['passed']} of {result['reviewed']} reviewed GCoTs passed ({100 * result['pass_rate']:.1f}%; the "
+          f"paper reports {100 * result['paper_pass_rate']:.0f}%): {result['corrected']} corrected, "
+          f"{result['removed']} removed; {result['unreviewed']} not reviewed")
+    if result["items_with_two_reviewers"]:
+        print(f"reviewers agree on {100 * result['agreement']:.1f}% of {result['items_with_two_reviewers']} items "
+              f"reviewed twice or more (accept or not); Krippendorff's alpha "
+              + ("undefined (every verdict the same)" if alpha != alpha else f"{alpha:.3f}"))
+    if args.apply:
+        counts = apply_gcot_review(args.apply, result)
+        print(f"written into {args.apply}: {counts['corrected']} GCoTs corrected, {counts['removed']} emptied "
+              f"(decisions in {Path(args.apply) / 'gcot_review.json'})")
+    return 0
+
+
+def _zh(args: argparse.Namespace) -> int:
+    from ..engine.curation import adapt_zh
+    from ..judges import load_judge, validate_judge
+
+    validate_judge(args.judge, args.judge_kwargs)
+    llm = load_judge(args.judge, cache=args.cache, **args.judge_kwargs)
+    result = adapt_zh(llm, args.captions, args.tracks, seed=args.seed, max_reasks=args.max_reasks, progress=True)
+    return _written(result, args.captions, "zh", "Chinese prompts")
+
+
 def run_engine_command(args: argparse.Namespace) -> int:
     """Run the action chosen on the command line; 0 when done, 1 when shards are left for another run."""
-    actions = {"run": _run, "estimate": _estimate, "sample": _sample, "agreement": _agreement, "status": _status}
+    actions = {"run": _run, "estimate": _estimate, "sample": _sample, "agreement": _agreement, "status": _status,
+               "curate": _curate, "zh": _zh, "gcot-review": _gcot_review, "gcot-agreement": _gcot_agreement}
     return actions[args.engine_action](args)

@@ -38,7 +38,7 @@ def _presets_help() -> str:
 
 #: the presets of the other metrics (--metric), written out: reading them imports what --help must not (a test
 #: holds them to the metrics' own)
-OTHER_PRESETS = "dsg: paper (default), official; viescore, tifa, vqascore, clip_score: paper"
+OTHER_PRESETS = "dsg, viescore: paper (default), official; tifa, vqascore, clip_score: paper"
 
 
 def _add_scoring_args(p: argparse.ArgumentParser) -> None:
@@ -61,7 +61,9 @@ def _add_scoring_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--retry-failed", action="store_true",
                    help="score again the images that failed because the judge was unreachable (time-outs, "
                         "server errors); a failed reply is not retried (with `run`, also draw again the images "
-                        "that failed for such a reason; a refusal is kept)")
+                        "that failed for such a reason; a refusal is kept); with DSG or TIFA, also the images "
+                        "whose prompt's questions could not be written, asking the LLM for them again (recorded "
+                        "once otherwise)")
     p.add_argument("--allow-failed", action="store_true",
                    help="accept a partial evaluation: exit 0 even when images were never made (generation "
                         "failures), are missing from the image folder (scored as not scored) or failed because the "
@@ -161,10 +163,10 @@ def _evaluate(run, args: argparse.Namespace) -> dict:
     said += f"; {scores['num_reasks']} re-asks"
     cache = scores.get("response_cache")
     if cache and cache["replies"]:  # answers not asked this time: said, with how to ask them again
-        said += (f"; {cache['replies']} replies from the response cache {cache['file']} (--no-cache asks the judge "
-                 "again)")
-    if cache and cache["stale_failures_asked_again"]:
-        said += f"; {cache['stale_failures_asked_again']} failed replies found in the cache, asked again"
+        said += f"; {cache['replies']} replies from the response cache {cache['file']}"
+        if cache.get("unread"):  # a failure replayed from the cache is said, never silent (issue 40)
+            said += f", {cache['unread']} of them not read (re-asked or failed)"
+        said += " (--no-cache asks the judge again)"
     shares = scores.get("processes") or []
     if len(shares) > 1:
         said += "; judged by " + ", ".join(f"process {s['rank']}: {s['images']}" for s in shares)

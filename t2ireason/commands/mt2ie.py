@@ -120,9 +120,16 @@ def add_mt2ie_args(p: argparse.ArgumentParser) -> None:
                         "repeat for several")
     p.add_argument("--aesthetic", action="store_true", help="also score each image's aesthetics 0-10 (appendix A)")
     p.add_argument("--difficulty", choices=agent.DIFFICULTY_METHODS, default="auto",
-                   help="prompt difficulty for weighted scores: auto = yngve with --parser, else word_count")
+                   help="prompt difficulty that weights the scores (section 6, appendix D) (default: auto = yngve, "
+                        "the paper's Yngve depth of the prompt's parse, by --parser or stanza's parser from the "
+                        "[mt2ie] extra; where neither can be had, word_count, said at the start and in every row: "
+                        "not the paper's); perplexity needs --perplexity-model")
     p.add_argument("--parser", type=_parser_callable, default=None, metavar="MODULE:FUNCTION",
-                   help="constituency parser for Yngve depth: a function text -> nltk.Tree")
+                   help="constituency parser for Yngve depth: a function text -> nltk.Tree (default: stanza's, "
+                        "pip install 't2ireason[mt2ie]'; its models in $STANZA_RESOURCES_DIR)")
+    p.add_argument("--perplexity-model", default=None, metavar="MODEL",
+                   help="with --difficulty perplexity: a causal LM (folder or Hub id, AutoModelForCausalLM; the "
+                        "paper's was Llama 2) whose perplexity of \"There's an image of a <prompt>\" is the difficulty")
     p.add_argument("--reference", type=_reference_arg, default=None,
                    help="reference ranking for Kendall's tau: model names best first, comma-separated, or "
                         "a JSON file (a list best first, or an object name -> score)")
@@ -179,7 +186,13 @@ def run_mt2ie_command(args: argparse.Namespace) -> int:
         preflight_generator(config, **options[name])
     scoring_judges, scoring_options = _named(args.scoring_judge, "--scoring-judge"), \
         _named(args.scoring_options, "--scoring-options")
+    if args.perplexity_model and args.difficulty != "perplexity":
+        raise ValueError("--perplexity-model is perplexity's model: give --difficulty perplexity too")
+    # before any judge or model is loaded: whether this run weights by the paper's Yngve depth, said at its start
+    difficulty, parser, lm, note = agent.resolve_difficulty(args.difficulty, args.parser, args.perplexity_model)
     procs = processes()  # in a launch, each process runs its share of the chains with its own judge
+    if note and procs.is_main:
+        print(note, flush=True)
     judge = load_judge(args.judge, cache=args.cache, **on_device(args.judge, args.judge_kwargs, procs.device))
     # before any image is drawn: the judge answers about an image, and gives VQAScore's probabilities (the agent's,
     # or a ranking metric's it judges); a ranking metric's own judge is asked by the agent before it draws
@@ -189,7 +202,7 @@ def run_mt2ie_command(args: argparse.Namespace) -> int:
                         iterations=args.iterations, seeds=args.seeds,
                         seed_prompts_per_seed=args.seed_prompts_per_seed, scoring=args.scoring,
                         scoring_judges=scoring_judges, scoring_options=scoring_options, cache=args.cache,
-                        aesthetic=args.aesthetic, difficulty=args.difficulty, parser=args.parser,
+                        aesthetic=args.aesthetic, difficulty=difficulty, parser=parser, lm=lm,
                         reference=args.reference, max_reasks=args.max_reasks,
                         prompt_temperature=args.temperature, generator_kwargs=options,
                         progress=not args.no_progress)

@@ -16,6 +16,16 @@ def _positive(text: str) -> int:
     return positive_int(text)
 
 
+def _seed(text: str) -> int:
+    try:
+        seed = int(text)
+    except ValueError:
+        seed = -1
+    if seed < 0:
+        raise argparse.ArgumentTypeError(f"a seed is a whole number >= 0, got {text!r}")
+    return seed
+
+
 def _raters(text: str) -> int | list[str]:
     """``3`` (rater1..rater3) or ``ana,ben,chloe``."""
     if text.strip().isdigit():
@@ -40,14 +50,24 @@ def add_rate_args(p: argparse.ArgumentParser) -> None:
                         "(default: as many as each image needs)")
     p.add_argument("--raters-per-item", type=_positive, default=None,
                    help="raters of each image (default: the paper's 3)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the sample, the raters' assignment and order")
+    p.add_argument("--seed", type=_seed, default=None,
+                   help="seed of the sample, the ids, names, sides and the raters' assignment and order (default: a "
+                        "secret one, kept in the key; one given here draws a reproducible study that anyone who "
+                        "guesses it can unblind)")
     p.add_argument("--evaluation", default=None, help="with --kind questions: the evaluation whose questions are asked")
     p.add_argument("--title", default=None, help="the study's title on the page (one that names a run or its model "
                                                   "is refused: the raters would read it)")
 
 
 def run_rate(args: argparse.Namespace) -> int:
+    import sys
+
     from ..study.sample import PAGE_FILE, RATINGS_DIR, make_study
+
+    if args.seed is not None and args.seed < 2 ** 64:
+        print(f"warning: --seed {args.seed}: the ids, image names and sides follow from the seed alone; a rater who "
+              "guesses it can recompute which run made each image from two runs of their own over the same prompts. "
+              "Without --seed a secret one is drawn and kept in the key", file=sys.stderr)
 
     study = make_study(args.runs, args.out, kind=args.kind, per_group=args.per_group, raters=args.raters,
                        raters_per_item=args.raters_per_item, seed=args.seed, evaluation=args.evaluation,
@@ -77,7 +97,7 @@ def add_agreement_args(p: argparse.ArgumentParser) -> None:
                         "ratings sit in, <study>/ratings)")
     p.add_argument("--evaluation", nargs="+", default=None,
                    help="the evaluations compared, a row each (default: every one finished in all the runs, whatever "
-                        "its metric: the benchmark's own first, then VQAScore, CLIPScore, DSG, VIEScore...)")
+                        "its metric; the rows in the order of the paper's table, then the metrics it has not)")
     p.add_argument("--export", default=None, metavar="FOLDER",
                    help="also write the study, its sample and the merged ratings as a Hub dataset folder")
     p.add_argument("--license", default=None, help="with --export: the license of the images and ratings")

@@ -26,7 +26,9 @@ loadable with ``datasets``); every record keeps which stage dropped or labelled 
    ratios, caption counts and word lengths) and a dataset card.
 
 Plus PRISM-Bench's representative prompt sampling (:mod:`.sampling`): per track, the top prompts by
-relevance, embedded, k-means with k = 50, the prompt nearest each centroid.
+relevance, embedded, k-means with k = 50, the prompt nearest each centroid; its curated half and the Chinese
+edition (:mod:`.curation`, appendix C.1 and section 3.1). The human review of GCoTs (appendix B.5) is the study
+kit's (:mod:`t2ireason.study.gcot_review`).
 
 How it runs
 -----------

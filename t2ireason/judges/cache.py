@@ -17,9 +17,12 @@ What makes two requests "the same" (the key, a SHA-256):
 Only deterministic requests are cached by default (greedy, or a fixed seed):
 a sampled reply is one draw, and replaying it would hide the sampling (a run
 keeps its own sampled replies for its resume: :mod:`t2ireason.judges.journal`).
-Replies with ``error`` set are never stored, and a reply the scorer could not read (it failed
-validation: :meth:`CachedJudge.reject`) is forgotten, so that a judge that answered garbage, once
-fixed, is asked again rather than its failures replayed. Each reply is committed as soon as
+Replies with ``error`` set are never stored. Every other reply is kept, whether or not the scorer could read
+it: a reply is a fact about a request, and each evaluation reads a cached reply with its own rules (re-asks in
+the conversation, R2I-Bench's ``missing: answered`` or ``missing: fail``), so a deterministic judge is never
+asked the same thing twice; a reply the evaluation could not read (:meth:`CachedJudge.reject`) is counted, never
+deleted (another evaluation may read it), and is never served as an answer, only read again.
+``mode="refresh"`` (or ``--no-cache``) asks the judge again, say once it has been fixed. Each reply is committed as soon as
 the wrapped judge produces it, so an interrupted run keeps its finished work,
 and several processes can share one cache file (WAL journal, busy time-outs,
 short transactions, retries when the database is locked).
@@ -398,12 +401,12 @@ class CachedJudge(StoredJudge):
     everything through. ``cache_nondeterministic=True`` also caches sampled
     (temperature > 0, no seed) requests. Replies served from the cache have
     ``cached=True``. A reply the scorer could not read (:meth:`reject`: it failed
-    validation) is forgotten, so that it is never served to another evaluation.
+    validation) is counted and kept: each evaluation reads what the cache gives with its own rules.
     Counts are in :attr:`hits`, :attr:`misses` (asked the
     judge, then stored unless the reply was an error), :attr:`bypassed` (not
-    cacheable: mode off or nondeterministic), :attr:`rejected` (replies forgotten
-    as unreadable), :attr:`stale` (of those, replies the cache had served: kept by
-    a version that did not forget them) and :meth:`stats`. ``max_size``: the file's
+    cacheable: mode off or nondeterministic), :attr:`rejected` (replies this judge's
+    evaluation could not read), :attr:`rejected_cached` (of those, replies the cache
+    had served) and :meth:`stats`. ``max_size``: the file's
     size limit (bytes, or ``"500MB"``; ``0`` or ``None`` for none; default
     :func:`default_max_size`), the least recently used replies evicted past it.
     """
@@ -419,7 +422,7 @@ class CachedJudge(StoredJudge):
                                    max_size=default_max_size() if max_size == "default" else max_size)
         if mode != "off":
             self.store.check()
-        self.hits = self.misses = self.bypassed = self.stored = self.rejected = self.stale = 0
+        self.hits = self.misses = self.bypassed = self.stored = self.rejected = self.rejected_cached = 0
         self._accepts_on_batch = accepts(getattr(judge, "answer_probability", None), "on_batch")
 
     @property
@@ -428,7 +431,7 @@ class CachedJudge(StoredJudge):
 
     def stats(self) -> dict[str, Any]:
         return {"hits": self.hits, "misses": self.misses, "bypassed": self.bypassed, "stored": self.stored,
-                "rejected": self.rejected, "stale": self.stale, "mode": self.mode, "path": str(self.path), "max_size": self.store.max_size}
+                "rejected": self.rejected, "rejected_cached": self.rejected_cached, "mode": self.mode, "path": str(self.path), "max_size": self.store.max_size}
 
     def clear(self) -> int:
         """Forget every cached answer of this judge (same identity); returns how many rows."""
@@ -484,17 +487,12 @@ class CachedJudge(StoredJudge):
         return {"hits": self.hits, "misses": self.misses}
 
     def reject(self, requests: Sequence[ChatRequest], replies: Sequence[Reply]) -> None:
-        """Forget ``replies`` (to ``requests``): they failed validation, and are never to be served to another
-        evaluation. Only the reply rejected is deleted (a valid reply stored since under the same key stays)."""
-        keyed = [(key[0], reply) for request, reply in zip(requests, replies)
-                 if (key := self.chat_key(request)) is not None]
-        if keyed:
-            held = self.store.get_many(key for key, _ in keyed)
-            gone = {key for key, reply in keyed if key in held and held[key].get("text") == reply.text}
-            if gone:
-                self.store.delete(gone)
-                self.rejected += len(gone)
-                self.stale += len({key for key, reply in keyed if key in gone and reply.cached})
+        """``replies`` (to ``requests``) failed this evaluation's validation: counted, not deleted. A reply is a
+        fact about its request; another evaluation (another re-ask rule, ``missing: answered``) may read it, and
+        a deterministic judge would give it again (issue 50: deleting it re-bought every re-asked conversation)."""
+        keyed = [reply for request, reply in zip(requests, replies) if self.chat_key(request) is not None]
+        self.rejected += len(keyed)
+        self.rejected_cached += sum(1 for reply in keyed if reply.cached)
         super().reject(requests, replies)
 
     def answer_probability(self, queries: Sequence[AnswerQuery], *, progress: bool | str = False) -> list[float]:

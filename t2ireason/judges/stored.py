@@ -107,9 +107,9 @@ class StoredJudge(Judge):
             close()
 
     def reject(self, requests: Sequence[ChatRequest], replies: Sequence[Reply]) -> None:
-        """``replies`` (to ``requests``) failed validation: the scorer could not read them. A store that serves
-        other evaluations (the response cache) forgets them; this one passes the word down. The reply journal
-        keeps them: within one evaluation a reply received is that evaluation's answer, replayed on resume."""
+        """``replies`` (to ``requests``) failed validation: the scorer could not read them. Every store keeps
+        them (a reply is a fact about its request, read by each evaluation with its own rules); the response cache
+        counts them, and this one passes the word down."""
         reject = getattr(self.judge, "reject", None)
         if reject is not None:
             reject(requests, replies)

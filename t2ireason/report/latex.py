@@ -63,7 +63,9 @@ def _width(text: str, size: float, bold: bool = False) -> float:
 
 
 _TEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-                "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+                "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+                # OT1, pdflatex's default font encoding, sets these as other glyphs ("<" as an inverted "!")
+                "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}"}
 
 
 #: letters pdflatex's text fonts lack (it stops: "Unicode character τ"), written as math (the agreement tables' τ, ρ, α)
@@ -71,7 +73,7 @@ _TEX_MATH = {"τ": r"$\tau$", "ρ": r"$\rho$", "α": r"$\alpha$"}
 
 
 def _tex(text: str) -> str:
-    text = re.sub(r"[\\&%$#_{}~^]", lambda m: _TEX_SPECIAL[m.group()], str(text)).replace("\n", " ")
+    text = re.sub(r"[\\&%$#_{}~^<>|]", lambda m: _TEX_SPECIAL[m.group()], str(text)).replace("\n", " ")
     return re.sub("[" + "".join(_TEX_MATH) + "]", lambda m: _TEX_MATH[m.group()], text)
 
 
@@ -160,8 +162,8 @@ class _Grid:
         for n, line in enumerate(self.header):
             cells = [(f"\\rotatebox{{90}}{{{cell.tex()}}}" if self._upright(n, m) else cell.tex(broken.get((n, m))), span)
                      for m, (cell, span) in enumerate(line)]
-            out.append(" & ".join(text if span == 1 else f"\\multicolumn{{{span}}}{{c}}{{{text}}}"
-                                  for text, span in cells) + " \\\\")
+            out.append(_line(" & ".join(text if span == 1 else f"\\multicolumn{{{span}}}{{c}}{{{text}}}"
+                                        for text, span in cells)))
             if n < len(self.header) - 1:  # a rule under each heading that spans columns
                 start, rules = 1, []
                 for _, span in line:
@@ -174,8 +176,16 @@ class _Grid:
             if i in (self.headings or {}):
                 out += (["\\midrule"] if i else []) + [
                     f"\\multicolumn{{{len(row)}}}{{@{{}}l}}{{\\textit{{{_tex(self.headings[i])}}}}} \\\\"]
-            out.append(" & ".join(c.tex() for c in row) + " \\\\")
+            out.append(_line(" & ".join(c.tex() for c in row)))
         return out + ["\\bottomrule", "\\end{tabular}"]
+
+
+def _line(cells: str) -> str:
+    """A row of a tabular: after the line above's ``\\\\`` (or ``\\midrule``), a row starting with ``[`` would be
+    read as their optional argument ("Missing number", "Illegal unit of measure", or a label silently eaten as a
+    space: "[2cm] ours") and one starting with ``*`` as ``\\\\*`` (spaces before either skipped): ``{}`` ends the
+    search for it."""
+    return ("{}" if cells.lstrip()[:1] in ("[", "*") else "") + cells + " \\\\"  # TeX skips spaces before [
 
 
 def _groups(columns: Sequence[str]) -> list[tuple[str, list[str]]]:

@@ -38,7 +38,9 @@ COLUMN_WIDTH = 3.4  # inches: one column of a two-column paper (ACL, CVPR: 3.25-
 PAGE_WIDTH = 7.0  # inches: both columns (ACL 6.3, CVPR 6.9 in); a figure this wide spans them
 _STYLE = {"font.size": 7.5, "axes.titlesize": 8, "axes.labelsize": 7.5, "xtick.labelsize": 7, "ytick.labelsize": 7,
           "legend.fontsize": 7, "pdf.fonttype": 42, "ps.fonttype": 42, "axes.spines.top": False,
-          "axes.spines.right": False}
+          "axes.spines.right": False,
+          # every text drawn comes from names users give (runs, models, categories): "$x$" is text, not math
+          "text.parse_math": False}
 # Okabe-Ito: tells apart under every common colour-vision deficiency and in greyscale print
 _COLOURS = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
 _SUMMARY = re.compile(r"^(overall|avg\.?|average|mean|all|total)$", re.IGNORECASE)

@@ -36,7 +36,7 @@ def load_reward(name: str | Mapping[Any, float], judge: Any = None, *, criteria_
                 options: dict[str, Any] | None = None, criteria_llm_kwargs: dict[str, Any] | None = None,
                 cache: str | bool = False, criteria_cache: str | bool = True, dimension: str | None = None,
                 track: str | None = None, language: str | None = None, question: str | None = None,
-                model: Any = None, clip_kwargs: dict[str, Any] | None = None, on_failure: str = "nan",
+                model: Any = None, clip_kwargs: dict[str, Any] | None = None, on_failure: str = "mean",
                 value_range: tuple[float, float] = (0.0, 1.0), max_in_flight: int = 2, workers: int = 1) -> Reward:
     """A reward: ``scores, info = reward(images, prompts, metadata=None)``, ``reward.submit(...)`` (see
     :class:`Reward`).
@@ -60,8 +60,10 @@ def load_reward(name: str | Mapping[Any, float], judge: Any = None, *, criteria_
     general alignment template, ``en``). ``question``: VQAScore's. ``model`` (and ``clip_kwargs``:
     ``device``, ``dtype``, ``batch_size``, ``revision``, ``prefix``): CLIPScore's model.
 
-    ``on_failure``: what an image whose score failed gets (:data:`ON_FAILURE`: ``"nan"`` by default,
-    ``"none"``, ``"zero"``, ``"mean"``; the count is ``info["num_failed"]``). ``value_range``: the range of
+    ``on_failure``: what an image whose score failed gets (:data:`ON_FAILURE`: ``"mean"`` by default, the
+    mean of its prompt's other images in the call, no push either way in its group; ``"nan"`` for a loop that
+    masks NaN itself, ``"none"``, ``"zero"``; the count is ``info["num_failed"]``, how each was filled
+    ``info["per_image"][i]["filled"]``). ``value_range``: the range of
     float images (``(0, 1)``, or ``(-1, 1)``). ``max_in_flight``: how many submitted calls may be
     unfinished (a further ``submit`` waits); ``workers``: how many are scored at once (1: one step at a time;
     more only for a judge that takes concurrent calls, an HTTP one).

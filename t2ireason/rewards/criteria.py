@@ -26,7 +26,9 @@ keyed by the metric, the prompt with the fields it came with, the criteria LLM's
 (templates and version): made once, then read by every later call and every process. Processes (and
 threads) making criteria at once take a file lock per key (hashed into :data:`LOCK_STRIPES` lock files), so
 a prompt's criteria are asked for once even when several workers meet it together. A generation that
-fails is not kept: it is asked again the next time.
+fails is not kept: it is asked again the next time; except for a method that keeps its failures
+(:meth:`Method.keeps_failure`: DSG's and TIFA's questions), whose failure is recorded once, with its row, and
+read back by every later call unless it asks again (``retry_failed``).
 """
 
 from __future__ import annotations
@@ -150,6 +152,10 @@ class Method:
     def configs(self, row: dict[str, Any]) -> list[str]:
         """The dataset configs ``row`` belongs to."""
         raise NotImplementedError
+
+    def keeps_failure(self, made: Made) -> bool:
+        """Whether the failure ``made`` is kept, read back by every later call rather than asked for again."""
+        return False
 
     def method(self) -> dict[str, Any]:
         """What besides the inputs and the LLM decides the rows: the version and the templates' text."""
@@ -382,10 +388,12 @@ class Criteria:
         return self.method.metric
 
     def rows(self, prompts: Sequence[str], metadata: Sequence[dict[str, Any]],
-             ids: Sequence[Any] | None = None) -> tuple[list[dict[str, Any]], list[str | None]]:
+             ids: Sequence[Any] | None = None, *, retry_failed: bool = False
+             ) -> tuple[list[dict[str, Any]], list[str | None]]:
         """One row per prompt, and per prompt None or why it has no criteria (its row then has none, so
         its images fail with that reason). A prompt met several times is made once. ``ids`` name the rows
-        (default: the metadata's ``id``, else a hash of the prompt)."""
+        (default: the metadata's ``id``, else a hash of the prompt). ``retry_failed``: a failure kept by an
+        earlier call (:meth:`Method.keeps_failure`) is made again rather than read back."""
         rows: list[dict[str, Any] | None] = [None] * len(prompts)
         failures: list[str | None] = [None] * len(prompts)
         keys: list[str | None] = [None] * len(prompts)
@@ -400,7 +408,7 @@ class Criteria:
             inputs = self.method.inputs(prompt, meta)
             keys[i] = self._key(inputs)
             wanted.setdefault(keys[i], (inputs, ident))
-        made = self._made(wanted) if wanted else {}
+        made = self._made(wanted, retry_failed) if wanted else {}
         for i, key in enumerate(keys):
             if key is not None:
                 row, failures[i] = made[key]
@@ -434,8 +442,10 @@ class Criteria:
             return None
         return {k: v for k, v in self.llm.identity().items() if not SECRET_NAME.fullmatch(str(k))}
 
-    def _made(self, wanted: dict[str, tuple[dict[str, Any], Any]]) -> dict[str, tuple[dict, str | None]]:
-        """key -> (row, failure) for every wanted key: from memory, the file, or made now (under the keys' locks)."""
+    def _made(self, wanted: dict[str, tuple[dict[str, Any], Any]],
+              retry_failed: bool = False) -> dict[str, tuple[dict, str | None]]:
+        """key -> (row, failure) for every wanted key: from memory, the file, or made now (under the keys' locks).
+        A kept failure is read back (said to be an earlier call's) unless ``retry_failed``."""
         with self._lock:
             out: dict[str, tuple[dict, str | None]] = {k: (self.used[k], None) for k in wanted if k in self.used}
         missing = [k for k in wanted if k not in out]
@@ -446,12 +456,15 @@ class Criteria:
                     stored = {k: {"row": self.used[k]} for k in missing if k in self.used}
                 if self.store is not None:
                     stored.update(self.store.get_many([k for k in missing if k not in stored]))
-                out.update({k: (v["row"], None) for k, v in stored.items()})
+                if retry_failed:
+                    stored = {k: v for k, v in stored.items() if not v.get("failure")}
+                out.update({k: (v["row"], _kept_failure(v.get("failure"))) for k, v in stored.items()})
                 todo = [k for k in missing if k not in stored]
                 if todo:
                     made = dict(zip(todo, self._make([wanted[k][0] for k in todo], [wanted[k][1] for k in todo])))
                     kept = [(k, "criteria", self.llm_identity() or {}, {"metric": self.metric, "inputs": wanted[k][0]},
-                             {"row": m.row, "notes": m.notes}) for k, m in made.items() if m.failure is None]
+                             {"row": m.row, "notes": m.notes, **({"failure": m.failure} if m.failure else {})})
+                            for k, m in made.items() if m.failure is None or self.method.keeps_failure(m)]
                     if kept and self.store is not None:
                         self.store.put_many(kept)
         out.update({k: (m.row, m.failure) for k, m in made.items()})
@@ -513,6 +526,14 @@ class Criteria:
             m = made[k]
             out.append(Made(m.row, m.failure, {**m.notes, **({"written_first": written} if written else {})}))
         return out
+
+
+#: ends the failure of a prompt read back from the store: made and failed by an earlier call, not asked again
+KEPT_FAILURE = " (recorded when first asked, not asked again; retry_failed asks again)"
+
+
+def _kept_failure(failure: str | None) -> str | None:
+    return None if not failure else failure + KEPT_FAILURE
 
 
 def _short_hash(text: str) -> str:

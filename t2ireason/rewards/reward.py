@@ -24,9 +24,15 @@ from .scorers import Scorer
 
 __all__ = ["Reward", "Component", "ON_FAILURE"]
 
-#: what an image whose score failed gets: None, NaN (the default: these loops mask it), 0, or the mean of
-#: the images scored in the same call (NaN when none was)
+#: what an image whose score failed gets: ``"mean"`` (the default), the mean of its prompt's other images scored in
+#: the same call, so that in its prompt's group (GRPO's, DDPO's per-prompt normalisation) its advantage is 0, no push
+#: either way (:func:`_on_failure` says what a group with no image scored gets); ``"nan"``, for a loop that masks
+#: NaN itself (neither Flow-GRPO's trainer nor trl's ``DDPOTrainer`` does: one NaN makes its group's advantages NaN,
+#: or the whole batch's under global normalisation); ``"none"``; ``"zero"`` (a push down)
 ON_FAILURE = ("none", "nan", "zero", "mean")
+#: what an image gets under ``"mean"`` where nothing at all was scored in its call: the middle of the 0-1 scale
+#: (every image of the call the same value: per prompt and over the batch, advantages of 0)
+SCALE_MIDDLE = 0.5
 
 
 @dataclass(frozen=True)
@@ -51,7 +57,8 @@ class Reward:
 
     ``info``: ``components`` (each component's per-image scores, after ``on_failure``), ``failed`` (per
     image, whether any component failed), ``num_failed``, ``num_reasks``, ``per_image`` (each image's
-    failure, its components' raw scores and each metric's full result), ``judge`` (each metric's judge
+    failure, its components' raw scores, ``filled``: what each failed component was given instead, and each
+    metric's full result), ``judge`` (each metric's judge
     identity), ``criteria`` (per metric, how many rows were given, read from the cache, made, failed),
     ``weights`` and ``on_failure``. A judge that cannot answer at all raises
     (:class:`~t2ireason.judges.JudgeUnavailable`), from the call or from the future's ``result()``.
@@ -60,7 +67,7 @@ class Reward:
     change them in place before the future is done (a tensor on an accelerator is copied there, at once).
     """
 
-    def __init__(self, components: Sequence[Component], *, on_failure: str = "nan",
+    def __init__(self, components: Sequence[Component], *, on_failure: str = "mean",
                  value_range: tuple[float, float] = (0.0, 1.0), max_in_flight: int = 2, workers: int = 1,
                  owned: Sequence[Any] = ()):
         if on_failure not in ON_FAILURE:
@@ -196,7 +203,8 @@ class Reward:
     def _combine(self, prompts: list[str], results: dict[Scorer, list]) -> tuple[list[Any], dict[str, Any]]:
         n = len(prompts)
         raw = {c.key: [c.scorer.value(r, c.part) for r in results[c.scorer]] for c in self.components}
-        filled = {key: _on_failure(values, self.on_failure) for key, values in raw.items()}
+        fills = {key: _on_failure(values, self.on_failure, prompts) for key, values in raw.items()}
+        filled = {key: values for key, (values, _) in fills.items()}
         scores: list[Any] = []
         for i in range(n):
             parts = [(c.weight, filled[c.key][i]) for c in self.components]
@@ -207,6 +215,8 @@ class Reward:
             failures = [f"{s.name}: {results[s][i].failure}" for s in self.scorers if results[s][i].failure]
             per_image.append({"prompt": prompts[i], "failure": "; ".join(failures) or None,
                               "components": {key: values[i] for key, values in raw.items()},
+                              # what each failed component was given instead, and why that value
+                              "filled": {key: hows[i] for key, (_, hows) in fills.items() if hows[i]},
                               "results": {s.name: results[s][i].to_dict() for s in self.scorers}})
         info = {
             "components": filled,
@@ -222,14 +232,40 @@ class Reward:
         return scores, info
 
 
-def _on_failure(values: list[float | None], policy: str) -> list[Any]:
-    """The values with each failure (None) replaced as ``policy`` says."""
+def _on_failure(values: list[float | None], policy: str, prompts: Sequence[str]
+                ) -> tuple[list[Any], list[str | None]]:
+    """The values with each failure (None) replaced as ``policy`` says, and per image how (None: scored).
+
+    ``"mean"``: the mean of the scored images of the same prompt in this call (the trainers' groups are the
+    images of one prompt), so the group's mean is unchanged and the failed image's advantage in it is 0; a
+    prompt none of whose images scored: every one of them the mean of the call's scored images (equal values:
+    advantages of 0 in their group, and about 0 over the batch); nothing scored at all: :data:`SCALE_MIDDLE`."""
     if policy == "none":
-        return list(values)
+        return list(values), [None] * len(values)
+    if policy in ("nan", "zero"):
+        fill = math.nan if policy == "nan" else 0.0
+        return [fill if v is None else v for v in values], [policy if v is None else None for v in values]
     scored = [v for v in values if v is not None]
-    fill = {"nan": math.nan, "zero": 0.0,
-            "mean": math.fsum(scored) / len(scored) if scored else math.nan}[policy]
-    return [fill if v is None else v for v in values]
+    by_prompt: dict[str, list[float]] = {}
+    for p, v in zip(prompts, values):
+        if v is not None:
+            by_prompt.setdefault(p, []).append(v)
+    out: list[Any] = []
+    how: list[str | None] = []
+    for p, v in zip(prompts, values):
+        if v is not None:
+            out.append(v)
+            how.append(None)
+        elif by_prompt.get(p):
+            out.append(math.fsum(by_prompt[p]) / len(by_prompt[p]))
+            how.append(f"the mean of its prompt's {len(by_prompt[p])} image(s) scored in this call")
+        elif scored:
+            out.append(math.fsum(scored) / len(scored))
+            how.append(f"no image of its prompt scored: the mean of the {len(scored)} image(s) scored in this call")
+        else:
+            out.append(SCALE_MIDDLE)
+            how.append(f"no image of this call scored: the middle of the scale, {SCALE_MIDDLE}")
+    return out, how
 
 
 def _metadata(metadata: Any, n: int) -> list[dict[str, Any]]:

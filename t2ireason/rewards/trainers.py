@@ -14,7 +14,9 @@ Checked against the trainers' own code:
 
 Every call goes through the reward's own :meth:`~.reward.Reward.submit`, so a trainer's pool of threads scores at most
 ``workers`` calls at once and never more than ``max_in_flight`` wait (a local judge is not asked from 8 threads).
-A score that failed is NaN in these shapes (a tensor takes no None).
+A failed score is filled as ``on_failure`` says (by default its prompt's mean of the others: no push either way in
+its group); with ``on_failure="none"`` it is NaN in these shapes (a tensor takes no None), which neither trainer
+masks.
 """
 
 from __future__ import annotations

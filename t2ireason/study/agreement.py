@@ -11,9 +11,10 @@ papers' meta-evaluation tables report them.
 
 Every evaluation finished in all the study's runs is a row, whatever its metric (the benchmark's own,
 VQAScore, CLIPScore, DSG, VIEScore, a user's module: ``scores.json``'s ``metric``), each image's score read
-as the run reads any evaluation's; the benchmark's own metric first, each row labelled by its metric and
-judge (:mod:`t2ireason.study.layouts` lays the tables out). Each figure pooled or per group comes with its
-95% percentile bootstrap interval over the images (pairs, questions) of that group
+as the run reads any evaluation's; the rows in the order of the paper's table (``Protocol.rows``), each
+labelled by its metric and judge (:mod:`t2ireason.study.layouts` lays the tables out). Each figure pooled or
+per group comes with its n, and is withheld from fewer than ``MIN_ITEMS`` (3) items (τ of two is ±1), and
+with its 95% percentile bootstrap interval over the images (pairs, questions) of that group
 (:func:`t2ireason.stats.paired_bootstrap`, ``bootstrap`` for a share; seeded); a resample with no
 statistic (its ratings or scores all equal) is dropped from the interval and counted (``resamples``, said
 in the tables' notes). The statistics themselves are :mod:`t2ireason.meta_eval`'s. Inter-rater agreement
@@ -42,8 +43,8 @@ from scipy.stats import ConstantInputWarning
 from ..files import atomic_write_json, atomic_write_text, inside
 from ..results import Cell, PaperTable
 from ..version import __version__
-from .layouts import metric_title, tables
-from .protocols import group_of, level_of
+from .layouts import MIN_ITEMS, metric_title, tables
+from .protocols import group_of, level_of, protocol
 from .ratings import Ratings, krippendorff_alpha, merge, read_ratings
 from .sample import (
     STUDY_FILE,
@@ -139,6 +140,30 @@ def _dropped_resamples(name: str, figures: dict[str, Any], groups: dict[str, str
                 out.append({"evaluation": name, "group": None if group is None else groups.get(group, group),
                             "statistic": stat, "degenerate": k, "resamples": target[f"{stat}_ci_resamples"]})
     return out
+
+
+_COUNTED = (("kendall_tau", "n"), ("spearman_rho", "n"), ("pairwise_accuracy", "n"), ("accuracy", "n_accuracy"))
+
+
+def _withhold_tiny(figures: dict[str, Any]) -> None:
+    """Each figure (pooled, per group) from fewer than :data:`MIN_ITEMS` items set to NaN, its interval with it, its
+    value kept under ``withheld``; the averages over the groups taken again over the figures kept."""
+    for target in [figures, *figures.get("per_group", {}).values()]:
+        for stat, count in _COUNTED:
+            if stat not in target or count not in target or target[count] >= MIN_ITEMS:
+                continue
+            if not math.isnan(target[stat]):
+                target.setdefault("withheld", {})[stat] = target[stat]
+            target[stat] = math.nan
+            if f"{stat}_ci" in target:
+                target[f"{stat}_ci"] = [None, None]
+                target[f"{stat}_ci_degenerate"] = 0
+    if "calibrated" in figures and figures.get("n", 0) < MIN_ITEMS:
+        figures["calibrated"]["pairwise_accuracy"] = math.nan
+    per = list(figures.get("per_group", {}).values())
+    for stat in figures.get("group_average", {}):
+        kept = [p[stat] for p in per if not math.isnan(p[stat])]
+        figures["group_average"][stat] = float(np.mean(kept)) if kept else math.nan
 
 
 def _floats(values: Sequence[float | None]) -> np.ndarray:
@@ -267,8 +292,12 @@ def _raters(study: dict[str, Any], ratings: Ratings, merged: dict[str, Any]) -> 
     def alpha(us: list[dict[str, float]]) -> float:
         return krippendorff_alpha(us, study["raters"], level=level, domain=domain)
 
-    return {"alpha": alpha(everything), "level": level,
-            "per_group": {g: alpha(units[g]) for g in study["groups"] if g in units},
+    # a group of fewer than MIN_ITEMS units: its alpha withheld (NaN, kept under "withheld"), as the tables' figures
+    per_group = {g: alpha(units[g]) for g in study["groups"] if g in units}
+    withheld = {g: a for g, a in per_group.items() if len(units[g]) < MIN_ITEMS and not math.isnan(a)}
+    return {"alpha": alpha(everything) if len(everything) >= MIN_ITEMS else math.nan, "level": level,
+            "per_group": {g: math.nan if len(units[g]) < MIN_ITEMS else a for g, a in per_group.items()},
+            "per_group_n": {g: len(units[g]) for g in per_group}, "withheld": withheld, "n": len(everything),
             "items": len(merged), "ratings": sum(len(ratings.answers[i]) for i in merged),
             "raters": len(ratings.files), "fewer_raters": sum(len(ratings.answers[i]) < study["raters_per_item"]
                                                                for i in merged)}
@@ -289,7 +318,7 @@ def _questions_source(run: Any) -> str:
 
 def _rows(study: dict[str, Any], runs: list[Any], names: list[str]) -> list[dict[str, Any]]:
     """Each evaluation as a table row: its metric (``scores.json``'s, else its settings', else the benchmark's), its
-    judge, its label (metric and judge), the benchmark's own metric first."""
+    judge, its label (metric and judge), in the order of the paper's table."""
     from ..judges.spec import judge_name
 
     bench = runs[0].bench
@@ -307,8 +336,10 @@ def _rows(study: dict[str, Any], runs: list[Any], names: list[str]) -> list[dict
             if r["own"]:
                 by = runs[0].questions_by(r["questions"])
                 r["label"] = f"{metric_title(r['metric'])} ({by} × {r['judge'] or r['evaluation']})"
-    # the benchmark's own metric first, in the run's order; then the baselines by name, as the papers list theirs
-    rows = [r for r in rows if r["own"]] + sorted((r for r in rows if not r["own"]), key=lambda r: r["label"].lower())
+    # in the order of the paper's table (its metrics: PROTOCOLS' rows; the benchmark's own first where the paper has
+    # no table), then any other metric in the order the evaluations came; one metric's evaluations in that order too
+    order = {m: i for i, m in enumerate(protocol(study["benchmark"]).rows or (bench.metric,))}
+    rows.sort(key=lambda r: order.get(r["metric"], len(order)))
     labels = [r["label"] for r in rows]
     for r in rows:  # two evaluations alike (another preset, other options): told apart by their names
         if labels.count(r["label"]) > 1:
@@ -397,6 +428,7 @@ def compute_agreement(study: dict[str, Any], runs: Sequence[str | os.PathLike], 
         with warnings.catch_warnings():  # constant ratings or scores in a group: its figure is not defined (–)
             warnings.simplefilter("ignore", ConstantInputWarning)
             figures = _COMPUTE[study["kind"]](items, merged, judged)
+        _withhold_tiny(figures)
         if figures.get("n_excluded"):
             what = "questions" if study["kind"] == "questions" else "rated items"
             problems.append(f"evaluation {name}: {figures['n_excluded']} {what} have no score (the judge failed, or "

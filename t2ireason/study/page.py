@@ -54,6 +54,8 @@ def page_data(study: dict[str, Any]) -> dict[str, Any]:
             entry["questions"] = [{"id": q["id"], "question": q["question"], "criterion": q["criterion"],
                                    "levels": [{"value": (lo + hi) / 2, "label": _level_label(lo, hi)}
                                               for lo, hi in q["levels"]]} for q in it["questions"]]
+        if "reviewed" in it:  # a review item: the text under review, offered for correction
+            entry.update(reviewed=it["reviewed"], reviewed_title=it["reviewed_title"])
         items[it["id"]] = entry
     return {"format": RATINGS_FORMAT, "id": study["id"], "title": study["title"], "kind": study["kind"],
             "scale": study["protocol"]["scale"], "raters": study["raters"], "queues": study["queues"],

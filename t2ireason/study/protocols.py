@@ -52,17 +52,19 @@ class Protocol:
     table: str  # the paper's table this study's agreement fills
     decimals: int  # as that table prints its figures
     paper_sample: bool = True  # per_group and raters_per_item are the paper's
+    rows: tuple[str, ...] = ()  # the metrics as that table lists its rows, top to bottom (empty: no table)
 
 
 PROTOCOLS: dict[str, Protocol] = {
     "t2i-reasonbench": Protocol("t2i-reasonbench", "scale", (1, 5), 20, 3,
                                 "seed 000 (T2I-ReasonBench), section 4.2 and appendix C.2, Figures 15-18",
-                                "T2I-ReasonBench Table 1", 4),
+                                "T2I-ReasonBench Table 1", 4, rows=("t2i_reasonscore", "clip_score", "vqascore")),
     "prism-bench": Protocol("prism-bench", "scale", (1, 10), 20, 3,
-                            "seed 004 (PRISM-Bench), section 4.3", "PRISM-Bench Table 3", 3),
+                            "seed 004 (PRISM-Bench), section 4.3", "PRISM-Bench Table 3", 3,
+                            rows=("clip_score", "prism_score")),
     "r2i-bench": Protocol("r2i-bench", "preference", None, 20, 3,
                           "seed 003 (R2I-Bench), section 4.3 and appendix B.2", "R2I-Bench Tables 4 and 21", 3,
-                          paper_sample=False),
+                          paper_sample=False, rows=("clip_score", "dsg", "viescore", "vqascore", "r2i_score")),
     "worldgenbench": Protocol("worldgenbench", "questions", None, 20, 3,
                               "WorldGenBench's paper (seed 001) has no human study: the judge's own checklist "
                               "items are rated", "per-question agreement", 3, paper_sample=False),

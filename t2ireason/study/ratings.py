@@ -143,6 +143,13 @@ def _checked(study: dict[str, Any], item: dict[str, Any], swap: bool, answer: An
             return None, [f"the images were shown as {answer.get('shown')!r}, the study showed this rater {expected}"]
         # the image chosen as the page lists it, then as the runs made it (the key's sides)
         return VERDICTS["tie" if choice == "tie" else run_letter(item, expected[0 if choice == "A" else 1])], []
+    if kind == "review":
+        verdict, text = answer.get("verdict"), answer.get("text")
+        if verdict not in ("accept", "reject", "edit"):
+            return None, [f"verdict {verdict!r} is not accept, reject or edit"]
+        if verdict == "edit" and (not isinstance(text, str) or not text.strip()):
+            return None, ["an edit without its corrected text"]
+        return {"verdict": verdict, "text": text if verdict == "edit" else None}, []
     given = answer.get("questions")
     if not isinstance(given, dict):
         return None, ["no answers to questions (\"questions\" is not an object)"]

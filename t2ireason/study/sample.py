@@ -6,8 +6,10 @@ Two things are written, side by side::
     <study>/             the raters' folder: send it to them. It names no run and no model and orders
                          nothing by run
       index.html         the rating page (opens from file://, no server, no network), the study inside it
-      images/            every image rated, re-encoded as a PNG without metadata (a file's format, size on
-                         disk or metadata could tell one run's images from another's), named by an opaque token
+      images/            every image rated, re-encoded as an 8-bit RGB PNG, every one the same square size
+                         (the smallest longest side among the images), without profile or metadata (a file's
+                         format, mode, size or metadata could tell one run's images from another's), named by
+                         an opaque token
       ratings/           where the raters' exported files go (``t2ireason agreement`` reads it)
     <study>.key.json     the key, which stays with the organiser: the study (its id, kind, the paper's
                          protocol, the seed, the sample drawn, every item with its prompt, what the rater
@@ -21,7 +23,14 @@ prompts at random among those every run has an image for and the benchmark can s
 release gives no questions is left out: its ratings could never meet a judge's score), with a
 generator seeded by ``seed`` alone; each run's image of a drawn prompt is an item (A/B/tie: one item
 holds both runs' images). Item ids and image names are tokens drawn from the same generator, so the
-page lists the items in an order that has nothing to do with the runs. Each item is given to
+page lists the items in an order that has nothing to do with the runs.
+
+The seed is the study's secret: by default a 128-bit number from :mod:`secrets`, kept in the key only (the
+same study is drawn again from it, and verified), never in the raters' folder. The generator is SHA-256 over
+the seed and a counter (:class:`_KeyedRandom`), not Python's Mersenne Twister, whose state a rater could
+rebuild from the ids and names on the page and then read every item's sides. A seed given by hand (``seed=``,
+``--seed``) draws a reproducible study, but one a rater can guess (0, 1, 42...) lets them recompute the sides
+from two runs of their own over the same prompts: ``rate`` warns. Each item is given to
 ``raters_per_item`` raters, the least loaded first (ties broken at random, seeded), so that the raters
 share the work evenly; each rater sees their items in an order of their own.
 
@@ -39,6 +48,7 @@ import json
 import os
 import random
 import re
+import secrets
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -170,9 +180,13 @@ def _rater_names(raters: int | Sequence[str]) -> list[str]:
 
 def make_study(runs: Sequence[str | os.PathLike], out: str | os.PathLike, *, kind: str | None = None,
                per_group: int | None = None, raters: int | Sequence[str] | None = None,
-               raters_per_item: int | None = None, seed: int = 0, evaluation: str | None = None,
+               raters_per_item: int | None = None, seed: int | None = None, evaluation: str | None = None,
                title: str | None = None) -> dict[str, Any]:
     """Draw a rating study from ``runs`` (run folders of one benchmark) into the folder ``out``.
+
+    ``seed``: None (the default) for a secret one, drawn from :mod:`secrets` and kept in the key (or the key's,
+    where ``out`` already has one: an interrupted draw is resumed, the same study drawn again); a number of your
+    own draws a reproducible study that a rater who guesses the number can unblind.
 
     ``kind``: ``"scale"``, ``"preference"`` (exactly two runs) or ``"questions"`` (the judge's questions
     of ``evaluation``); default the paper's (:data:`~t2ireason.study.protocols.PROTOCOLS`). ``raters``:
@@ -230,7 +244,11 @@ def make_study(runs: Sequence[str | os.PathLike], out: str | os.PathLike, *, kin
     groups: dict[str, list[str]] = {}
     for rid in common:
         groups.setdefault(group_of(bench, images[0][rid][0]), []).append(rid)
-    rng = random.Random(seed)
+    if seed is None:
+        seed = _kept_seed(Path(out))
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise StudyError(f"the study's seed must be a whole number >= 0, got {seed!r}")
+    rng = _KeyedRandom(seed)
     sample = {g: sorted(rng.sample(ids, min(per_group, len(ids))), key=ids.index) for g, ids in groups.items()}
     tokens = _Tokens(rng)
 
@@ -284,6 +302,7 @@ def make_study(runs: Sequence[str | os.PathLike], out: str | os.PathLike, *, kin
         "groups": {g: group_title(bench, g) for g in sample},
         "sample": sample, "prompts_in_every_run": len(common) + len(unscorable), "unscorable": unscorable,
         "items": items, "queues": queues,
+        "image_side": _copy_side(list(sources.values())),  # every copy this square, in pixels
     }
     study["id"] = f"{bench}-{kind}-{_study_digest(study)}"
     study["title"] = _blind_title(title, opened, bench_obj.pretty_name, kind)
@@ -306,6 +325,50 @@ def _blind_title(title: str | None, runs: Sequence[Any], benchmark: str, kind: s
                 raise StudyError(f"the title {title!r} names {name!r} ({'run' if name == run.name else 'the model of run'} "
                                  f"{run.name}), which the raters would read: a study's page names no run or model")
     return title
+
+
+def _kept_seed(out: Path) -> int:
+    """The seed of the study already drawn into ``out`` (its key's), or a new secret one."""
+    key = key_file(out)
+    if key.is_file():
+        try:
+            seed = json.loads(key.read_text(encoding="utf-8")).get("seed")
+        except (ValueError, AttributeError):
+            seed = None
+        if isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0:
+            return seed
+    return secrets.randbits(128)
+
+
+class _KeyedRandom(random.Random):
+    """:class:`random.Random`'s draws (``sample``, ``random``, ``getrandbits``...) from SHA-256 of the seed and a
+    counter: the same seed, the same study; what the page shows of the draws (ids, names, orders) tells nothing of
+    the seed or of the other draws, as the Mersenne Twister's outputs would (its state is linear in them)."""
+
+    def seed(self, a: Any = None, version: int = 2) -> None:  # random.Random.__init__ calls it
+        self._key = hashlib.sha256(f"t2ireason-study:{a}".encode()).digest()
+        self._counter, self._pool = 0, b""
+
+    def _bytes(self, n: int) -> bytes:
+        while len(self._pool) < n:
+            self._pool += hashlib.sha256(self._key + self._counter.to_bytes(8, "big")).digest()
+            self._counter += 1
+        out, self._pool = self._pool[:n], self._pool[n:]
+        return out
+
+    def getrandbits(self, k: int) -> int:
+        if k < 0:
+            raise ValueError("number of bits must be non-negative")
+        return int.from_bytes(self._bytes((k + 7) // 8), "big") >> (-k % 8)
+
+    def random(self) -> float:
+        return self.getrandbits(53) * 2.0 ** -53
+
+    def getstate(self) -> Any:
+        return (self._key, self._counter, self._pool)
+
+    def setstate(self, state: Any) -> None:
+        self._key, self._counter, self._pool = state
 
 
 class _Tokens:
@@ -362,28 +425,65 @@ def _write(study: dict[str, Any], out: Path, sources: dict[str, Path]) -> None:
         for img in it["images"]:
             target = inside(out, img["file"])
             if not target.is_file():
-                _bare_copy(sources[img["file"]], target)
+                _bare_copy(sources[img["file"]], target, study["image_side"])
     atomic_write_text(out / PAGE_FILE, render_page(study))
 
 
-def _bare_copy(source: Path, target: Path) -> None:
-    """``source``'s pixels as a PNG and nothing else: no metadata (a generator's parameters, a maker's name),
-    the colours of an embedded profile converted to sRGB (as a browser would show them), whatever the format
-    it came in (a run's JPEGs beside another's PNGs would tell them apart)."""
+#: what a transparent part of an image is laid on, and what fills a copy around an image that is not square: the
+#: white of the page's image frames, so a copy looks as its image would on the page
+BACKGROUND = (255, 255, 255)
+
+
+def _copy_side(sources: Sequence[Path]) -> int:
+    """The side of every copy, in pixels: the smallest longest side among the study's images, so no image is
+    enlarged past its own size and every copy is the same square (a run's larger images, or ones of another
+    shape, would tell its copies apart)."""
+    from PIL import Image
+
+    sides = []
+    for source in sources:
+        try:
+            with Image.open(source) as im:
+                sides.append(max(im.size))
+        except (OSError, ValueError) as e:
+            raise StudyError(f"the image {source} cannot be copied into the study ({type(e).__name__}: {e})") from None
+    return min(sides)
+
+
+def _bare_copy(source: Path, target: Path, side: int) -> None:
+    """``source``'s pixels, and nothing else, as an 8-bit RGB PNG of ``side`` x ``side``, the same for every copy
+    of a study whatever the image's own format, mode, size or metadata (any of them could tell one run's images
+    from another's): the colours of an embedded profile converted to sRGB first (as a browser shows them), then
+    no profile kept; a transparent part laid on :data:`BACKGROUND`; scaled (Lanczos) to fit the square, keeping
+    its shape, and centred on :data:`BACKGROUND`; written from a new image, so no text, time, profile, EXIF or
+    resolution chunk of the source's reaches the copy."""
+    import numpy as np
     from PIL import Image, ImageCms
 
     try:
         with Image.open(source) as im:
             im.load()
             profile = im.info.get("icc_profile")
+            if im.mode.startswith("I;16"):  # a 16-bit grey PNG: its 0-65535 onto 0-255 (a plain convert clips at 255)
+                im = Image.fromarray((np.asarray(im, dtype=np.float64) / 257).round().astype(np.uint8), "L")
+            if im.mode in ("P", "PA") or (im.mode in ("L", "RGB") and "transparency" in im.info):
+                im = im.convert("RGBA")  # a palette's, or a colour key's, transparency as an alpha band
+            alpha = im.getchannel("A") if im.mode in ("LA", "RGBA", "La", "RGBa") else None
+            base = {"LA": "L", "La": "L", "RGBA": "RGB", "RGBa": "RGB"}.get(im.mode, im.mode)
+            colour = im.convert(base) if base != im.mode else im
             if profile:
-                mode = "RGBA" if "A" in im.getbands() else "RGB"
-                im = ImageCms.profileToProfile(im.convert(mode), io.BytesIO(profile), ImageCms.createProfile("sRGB"),
-                                               outputMode=mode)
-            elif im.mode not in ("1", "L", "LA", "P", "RGB", "RGBA"):
-                im = im.convert("RGBA" if "A" in im.getbands() else "RGB")
-            with atomic_file(target) as f:
-                im.save(f, format="PNG")
+                colour = ImageCms.profileToProfile(colour, io.BytesIO(profile), ImageCms.createProfile("sRGB"),
+                                                   outputMode="RGB")
+            picture = Image.new("RGB", im.size, BACKGROUND)
+            picture.paste(colour.convert("RGB"), mask=alpha)
+        scale = side / max(picture.size)
+        fit = (max(1, round(picture.width * scale)), max(1, round(picture.height * scale)))
+        if fit != picture.size:
+            picture = picture.resize(fit, Image.Resampling.LANCZOS)
+        copy = Image.new("RGB", (side, side), BACKGROUND)
+        copy.paste(picture, ((side - fit[0]) // 2, (side - fit[1]) // 2))
+        with atomic_file(target) as f:
+            copy.save(f, format="PNG")
     except (OSError, ValueError, ImageCms.PyCMSError) as e:
         raise StudyError(f"the image {source} cannot be copied into the study ({type(e).__name__}: {e})") from None
 

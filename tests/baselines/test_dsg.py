@@ -214,7 +214,7 @@ def test_questions_are_made_once_per_prompt_and_kept(tmp_path):
     assert [task_of(r) for r in other.requests][:3] == ["tuple", "question", "dependency"]
 
 
-def test_a_malformed_llm_reply_is_re_asked_then_the_prompt_fails_and_is_not_kept(tmp_path):
+def test_a_malformed_llm_reply_is_re_asked_then_the_prompt_fails_once_with_its_replies_kept(tmp_path):
     tuples = iter(["Sure! Here are the tuples: baby, mattress", TUPLES])
 
     def once_wrong(request):
@@ -232,9 +232,20 @@ def test_a_malformed_llm_reply_is_re_asked_then_the_prompt_fails_and_is_not_kept
     assert failed.score is None and failed.failure.startswith("DSG tuples: unparsable reply")
     assert sum(task_of(r) == "tuple" for r in never.requests) == 3  # asked, re-asked twice
     assert not any(task_of(r) == "vqa" for r in never.requests)  # no question, nothing asked about the image
+    assert failed.replies == ["I cannot do that."] * 3  # every raw reply of the failed step kept
+    assert failed.context["questions_failed"] == "now" and not failed.retryable
+    # the failure is recorded once: a later evaluation (another object, another process) reads it, asks nothing
     again = judge()
-    [scored] = DSG(store=tmp_path / "q2.sqlite").score([PROMPT], [image()], again)
-    assert scored.score == 1.0 and task_of(again.requests[0]) == "tuple"  # the failure was not kept
+    [still] = DSG(store=tmp_path / "q2.sqlite").score([PROMPT], [image()], again)
+    assert again.requests == [] and still.score is None and still.replies == ["I cannot do that."] * 3
+    assert still.failure.startswith("DSG tuples: unparsable reply") and "not asked again" in still.failure
+    assert still.context["questions_failed"] == "recorded"
+    # asked again only when told to (evaluate --retry-failed); what it makes then replaces the failure
+    [scored] = DSG(store=tmp_path / "q2.sqlite").score([PROMPT], [image()], again, retry_failed=True)
+    assert scored.score == 1.0 and task_of(again.requests[0]) == "tuple"
+    later = judge()
+    [kept] = DSG(store=tmp_path / "q2.sqlite").score([PROMPT], [image()], later)
+    assert kept.score == 1.0 and all(task_of(r) == "vqa" for r in later.requests)
 
 
 def test_a_question_with_no_yes_or_no_is_re_asked_then_fails_the_image_never_a_zero(tmp_path):
@@ -316,7 +327,7 @@ def test_options_and_inputs_are_checked_before_anything_is_asked():
     with pytest.raises(ValueError, match=r"rows\[0\] is a dict without a string 'prompt'"):
         dsg.score([{"text": PROMPT}], [image()], ScriptedJudge([]))
     setting = dsg.setting("official")
-    assert setting.judge == "openai:gpt-4o" and setting.options == {"dependency": "official"}
+    assert setting.judge == "openai:gpt-4o" and setting.options == {"dependency": "official", "other_answers": "no"}
     assert setting.judge_kwargs["sampling"].temperature == 1.0 and setting.judge_kwargs["sampling"].max_tokens == 20
     check_setting(dsg, setting)  # the preset's own options pass the benchmark checks
     with pytest.raises(ValueError, match="unknown preset 'gpt' for dsg"):
@@ -358,3 +369,89 @@ def test_the_question_llm_is_the_one_named_else_the_judge_named_else_the_presets
     assert own.spec == "openai:gpt-4.1" and own.llm_kwargs == {"timeout": 30} and own._loaded is None
     with pytest.raises(ValueError, match="viescore asks no LLM for questions"):
         load_baseline("viescore", llm="openai:gpt-4o")
+
+
+# -- issue 50: a runaway LLM, a missing parent, the pseudocode's order -------------------------------------------
+
+def test_an_llm_that_writes_hundreds_of_tuples_is_capped_and_the_cut_is_said(tmp_path):
+    from t2ireason.baselines.dsg import MAX_QUESTIONS
+
+    n = 500
+    many = judge(tuples="\n".join(f"{i} | entity - whole (thing{i})" for i in range(1, n + 1)),
+                 dependencies="\n".join(f"{i} | {0 if i == 1 else 1 if i < MAX_QUESTIONS + 5 else i - 1}"
+                                        for i in range(1, n + 1)),
+                 questions="\n".join(f"{i} | Is there thing {i}?" for i in range(1, n + 1)))
+    [result] = DSG(store=tmp_path / "q.sqlite").score([PROMPT], [image()], many)
+    assert sum(task_of(r) == "vqa" for r in many.requests) == MAX_QUESTIONS == 64  # not 500 judge requests
+    assert result.score == 1.0 and len(result.questions) == MAX_QUESTIONS
+    cut = result.context["questions_cut"]
+    assert cut["written"] == n and cut["kept"] == MAX_QUESTIONS and "at most 52" in cut["note"]
+    assert all(q["dependencies"] == [0] or max(q["dependencies"]) <= MAX_QUESTIONS
+               for q in result.context["dependencies"].values() for q in [{"dependencies": q}])
+
+
+def _item(i, ids, parents):
+    return {"id": f"item{i}", "prompt": f"a red cube number {i}",
+            "dsg_questions": [{"id": q, "tuple": f"entity - whole (thing{q})", "question": f"Is there a thing {q}?",
+                               "dependencies": parents.get(q, [0])} for q in ids]}
+
+
+@pytest.mark.parametrize("rule", ["official", "paper", "none"])
+def test_an_item_naming_a_missing_parent_is_scored_by_its_rule_and_the_others_score(rule):
+    """DSG-1k's tifa160_134 has no question 1, which its other questions name: the whole call raised after every
+    question was asked. Now the official rule scores it 0 unasked (what the authors' script gives it), the
+    paper's fails that image alone, unasked, and ``none`` reads no dependency."""
+    rows = [_item(0, [1, 2], {2: [1]}), _item(1, [2, 3, 4], {2: [1], 3: [1], 4: [2]}), _item(2, [1], {})]
+    scripted = judge()
+    results = DSG(store=False).score(rows, [image()] * 3, scripted, dependency=rule)
+    assert results[0].score == results[2].score == 1.0
+    broken = results[1]
+    asked = sum(task_of(r) == "vqa" for r in scripted.requests)
+    if rule == "none":
+        assert broken.score == 1.0 and asked == 6
+        return
+    assert asked == 3 and broken.context["missing_parents"] == [1]  # nothing paid for the broken item
+    if rule == "official":
+        assert broken.score == 0.0 and broken.failure is None and "scored 0" in broken.context["note"]
+    else:
+        assert broken.score is None and "parent(s) [1], which are not among its 3 questions" in broken.failure
+
+
+def test_the_paper_rule_follows_the_pseudocode_in_the_questions_order():
+    """The README's pseudocode zeroes in place, in the listed order: a child listed before its parent sees the
+    parent's own answer (3 of DSG-1k's 5,085 scored images), one listed after it the parent's zeroed state."""
+    child_first = [{"id": 3, "dependencies": [2]}, {"id": 1, "dependencies": [0]}, {"id": 2, "dependencies": [1]}]
+    answers = {1: False, 2: True, 3: True}
+    assert question_scores(child_first, answers, "paper")[0] == {3: 1.0, 1: 0.0, 2: 0.0}
+    assert question_scores(list(reversed(child_first)), answers, "paper")[0] == {2: 0.0, 1: 0.0, 3: 0.0}
+
+
+def test_the_official_preset_counts_an_answer_that_is_not_yes_a_no_as_the_authors_code_does():
+    scripted = judge({"Is there a mattress?": "It is hard to say.", "Is there a shirt?": "No."})
+    dsg = DSG(store=False)
+    [authors] = dsg.score([PROMPT], [image()], scripted, **dsg.setting("official").options)
+    assert authors.score == pytest.approx(2 / 5) and authors.failure is None and authors.reasks == 0
+    assert authors.context["read_as_no"] == [2]  # said: the reply was neither
+    [ours] = dsg.score([PROMPT], [image()], judge({"Is there a mattress?": "It is hard to say."}))
+    assert ours.score is None and ours.reasks == 2  # the default: re-asked, then the question's failure
+    with pytest.raises(ValueError, match="other_answers must be one of fail, no"):
+        dsg.score([PROMPT], [image()], scripted, other_answers="maybe")
+
+
+@pytest.mark.parametrize("metric, preset", [("dsg", "official"), ("viescore", "paper"), ("viescore", "official")])
+def test_the_presets_that_copy_the_authors_calls_send_only_max_tokens(metric, preset):
+    """dsg/vqa_utils.py's GPT4o and VIEScore's mllm_tools/openai.py send max_tokens and nothing else: the
+    API's defaults (temperature 1, top_p 1) stand, unsent, as the cards say."""
+    from t2ireason.judges import ChatRequest, load_judge
+
+    setting = get_baseline(metric, **({"store": False} if metric == "dsg" else {})).setting(preset)
+    judge = load_judge(f"{setting.judge}@http://127.0.0.1:9/v1", api_key="k", **setting.judge_kwargs)
+    request = ChatRequest.simple("Is there a cat?", image())
+    fields = judge._request_fields(request, judge.resolve_sampling(request), False)
+    sent = {k for k in fields if k not in ("model",)}
+    assert sent == {judge.max_tokens_param} and fields[judge.max_tokens_param] == setting.judge_kwargs["sampling"].max_tokens
+
+
+def test_a_failed_dependency_step_is_named_in_plain_english():
+    [failed] = DSG(store=False).score([PROMPT], [image()], judge(dependencies="no parents here"), max_reasks=0)
+    assert failed.failure.startswith("DSG dependencies: unparsable reply")  # was "DSG dependencys"

@@ -120,3 +120,10 @@ def test_a_scripted_judge_giving_the_released_answers_scores_the_images_as_the_a
             assert result.score is None and "'' is not one of 'yes', 'no'" in result.failure
         else:
             assert result.score == pytest.approx(expected["items"][f"{model}/{item}"]["with_dependency"]), item
+    # the official preset counts it a no, as the authors do: every item then scores as their calc_vqa_score
+    dsg = DSG(store=False)
+    results = dsg.score(list(rows.values()), [Image.new("RGB", (8, 8))] * len(items), ScriptedJudge(reply),
+                        **dsg.setting("official").options)
+    for item, result in zip(items, results):
+        assert result.score == pytest.approx(expected["items"][f"{model}/{item}"]["with_dependency"]), item
+    assert results[items.index("tifa160_108")].context["read_as_no"]

@@ -32,7 +32,8 @@ def test_viescore_sends_the_paper_presets_request_to_the_presets_model_behind_an
     assert len(asked) == 2
     # the SC and PQ requests are in flight together: the server may take either first
     [body] = [b for b in asked if "Text Prompt:" in b["messages"][0]["content"][0]["text"]]
-    assert body["model"] == "gpt-4o-2024-05-13" and body["temperature"] == 1.0
+    # only max_tokens, as the authors' payload: the API's default temperature and top_p stand (issue 50)
+    assert body["model"] == "gpt-4o-2024-05-13" and "temperature" not in body and "top_p" not in body
     assert body.get("max_tokens", body.get("max_completion_tokens")) == 1400  # the paper preset's, applied
     [message] = body["messages"]
     assert message["role"] == "user" and [p["type"] for p in message["content"]] == ["text", "image_url"]

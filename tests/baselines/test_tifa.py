@@ -145,3 +145,22 @@ def test_answers_by_probability_take_the_likeliest_choice():
                                        answers="probability")
     assert result.score == 0.0 and result.questions[0].reasoning == "dog"
     assert result.context["probabilities"] == {"what animal is this?": {"cat": 0.3, "dog": 0.6}}
+
+
+def test_a_prompt_whose_questions_cannot_be_written_fails_once_with_every_raw_reply(tmp_path):
+    """The card says a failed question-writing step keeps every raw reply: each image's ``replies`` hold the
+    LLM's, and a later evaluation reads the recorded failure without asking again (issue 50)."""
+    never = ScriptedJudge(lambda r: "I would rather not." if is_generation(r) else "yes")
+    [failed] = TIFA(store=tmp_path / "q.sqlite").score(["an orange cat"], [image()], never)
+    assert failed.score is None and failed.replies == ["I would rather not."] * 3
+    def answers(request):
+        if is_generation(request):
+            return REPLY
+        question = request.messages[0].content[1]
+        return "cat" if "what animal" in question else "orange" if "what color" in question else "yes"
+
+    again = ScriptedJudge(answers)
+    [still] = TIFA(store=tmp_path / "q.sqlite").score(["an orange cat"], [image()], again)
+    assert again.requests == [] and still.replies == ["I would rather not."] * 3 and "not asked again" in still.failure
+    [scored] = TIFA(store=tmp_path / "q.sqlite").score(["an orange cat"], [image()], again, retry_failed=True)
+    assert scored.score == 1.0

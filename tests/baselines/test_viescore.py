@@ -138,3 +138,34 @@ def test_the_aggregate_makes_a_table_of_the_mean_and_its_interval():
     cell = table.rows["my-model"]["VIEScore"]
     assert table.title == "VIEScore (0-100)" and cell.value == pytest.approx(40.0)  # sqrt(8 x 2) x 10
     assert cell.low == pytest.approx(40.0) and cell.high == pytest.approx(40.0)
+
+
+# -- issue 50: read strictly, and half scores as the authors' analysis reads them ------------------------------
+
+@pytest.mark.parametrize("text, match", [
+    ("{'score': [7], 'reasoning': 'single quotes'}", "not repaired"),
+    ('{"score": [7], "reasoning": "a trailing comma",}', "not repaired"),
+    ('{"score": [2], "reasoning": "first"} On second thought: {"score": [9], "reasoning": "last"}', "2 JSON objects"),
+    ('||V^=^V||{"score": [7], "reasoning": "x",}||V^=^V||', "delimiters is not JSON"),
+])
+def test_a_reply_is_read_strictly_never_repaired_nor_read_by_its_last_object(text, match):
+    with pytest.raises(ReplyParseError, match=match):
+        parse_reply(text, 1)
+
+
+def test_the_official_preset_truncates_half_scores_as_the_authors_analysis_does():
+    def reply(request):
+        if kind_of(request) == "SC":
+            return '{"score": [7.5], "reasoning": "mostly"}'
+        return '{"score": [9, 8.5], "reasoning": "natural"}'
+
+    vie = VIEScore()
+    [paper] = vie.score(["a cat"], [Image.new("RGB", (8, 8))], ScriptedJudge(reply))
+    assert paper.subscores["SC"] == 7.5 and paper.subscores["PQ"] == 8.5  # read as given
+    [official] = vie.score(["a cat"], [Image.new("RGB", (8, 8))], ScriptedJudge(reply),
+                           **vie.setting("official").options)
+    assert official.subscores["SC"] == 7.0 and official.subscores["PQ"] == 8.0  # int(): 7.5 -> 7 -> 0.7
+    assert official.score == pytest.approx(math.sqrt(7 * 8) / 10)
+    assert official.context["scores_as_given"] == {"SC": [7.5], "PQ": [9.0, 8.5]}
+    with pytest.raises(ValueError, match="fractional_scores must be one of keep, truncate"):
+        vie.score(["a cat"], [Image.new("RGB", (8, 8))], ScriptedJudge(reply), fractional_scores="round")

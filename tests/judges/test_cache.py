@@ -97,7 +97,7 @@ def test_second_run_is_served_from_cache(tmp_path):
     assert [r.cached for r in second] == [True] * 4 + [False]
     assert len(inner.requests) == 5  # only the new request reached the judge
     assert judge.stats() | {"path": None} == {"hits": 4, "misses": 5, "bypassed": 0, "stored": 5, "rejected": 0,
-                                              "stale": 0, "mode": "use", "path": None,
+                                              "rejected_cached": 0, "mode": "use", "path": None,
                                               "max_size": 2 * 1024**3}
     # the cached reply carries what the judge said about itself
     assert second[0].model == "scripted" and second[0].sampling == Sampling().to_dict()

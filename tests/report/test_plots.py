@@ -224,3 +224,26 @@ def test_the_report_numbers_figures_as_the_paper_numbers_its_tables(tmp_path):
     unscorable = [r for r in results if r.unscorable]
     assert unscorable and page.count('<span class="badge">not scorable</span>') == len(unscorable)
     assert page.count('<span class="badge fail">failed</span>') == sum(r.failed and not r.unscorable for r in results)
+
+
+# -- issue 50: names users give ------------------------------------------------------------------------------
+
+def test_names_with_dollar_signs_are_drawn_as_text_not_math(tmp_path):
+    """As found: a run named ``ev$\\undefinedmacro$il`` stopped the report (matplotlib read it as mathtext and
+    raised), and ``$\\frac{1}{2}$`` was drawn as a fraction."""
+    from matplotlib.text import Text
+
+    names = ["plain", r"ev$\undefinedmacro$il", r"$\frac{1}{2}$ model"]
+    columns = ["Logical $x$", "Numerical", "Causal"]
+    table = PaperTable(title="Runs of $5", columns=columns,
+                       rows={n: {c: Cell(50.0 + i) for c in columns} for i, n in enumerate(names)})
+    assert all(p.is_file() for p in plots.table_bars(table, tmp_path / "bars") + plots.table_radar(table, tmp_path / "radar"))
+    assert all(p.is_file() for p in plots.score_distribution({n: [10.0, 50.0, None] for n in names}, tmp_path / "dist",
+                                                              title="$\\bad$"))
+    with plt.rc_context(plots._STYLE):
+        fig = plots.bars_figure(table)
+    fig.canvas.draw()
+    drawn = [t for t in fig.findobj(Text) if "$" in t.get_text()]
+    assert {r"ev$\undefinedmacro$il", r"$\frac{1}{2}$ model"} <= {t.get_text() for t in drawn}
+    assert not [t.get_text() for t in drawn if t.get_parse_math()]
+    plt.close(fig)

@@ -201,3 +201,27 @@ def test_greek_letters_are_latex_math_and_a_table_too_tall_with_its_intervals_dr
     assert fitted.count("\\begin{tabular}") < wide_only.count("\\begin{tabular}") and "\\resizebox" not in fitted
     assert to_latex([small], intervals=True, width=ONE_COLUMN, height=ONE_COLUMN_HEIGHT) == to_latex(
         [small], intervals=True, width=ONE_COLUMN)  # what fits is laid out as before
+
+
+# -- issue 50: names users give ------------------------------------------------------------------------------
+
+NAMES = ["plain", "[oops] model", "[2cm] ours", "*starred", "a<b>c|d", "x_y & 50% $#{}~^\\", " [spaced] out"]
+
+
+def test_rows_named_with_latex_specials_start_no_line_latex_reads_as_an_argument():
+    """A row after ``\\\\`` (or ``\\midrule``) starting with ``[`` was read as that command's optional argument;
+    one starting with ``*`` as ``\\\\*``; ``<``, ``>``, ``|`` came out as other glyphs in pdflatex's OT1 fonts."""
+    table = PaperTable("Runs", ["Overall", "[a] col"], {n: {"Overall": Cell(61.0), "[a] col": Cell(50.0)} for n in NAMES})
+    for width in (None, ONE_COLUMN):
+        lines = to_latex([table], width=width).splitlines()
+        assert not [line for line in lines if line.lstrip()[:1] in ("[", "*")]
+        starts = {line.split(" & ")[0] for line in lines}
+        assert {"{}[oops] model", "{}*starred", "a\\textless{}b\\textgreater{}c\\textbar{}d"} <= starts
+
+
+@pytest.mark.skipif(PDFLATEX is None, reason="needs pdflatex (Debian's texlive-latex-base; `make test` installs it)")
+def test_rows_named_with_latex_specials_compile(tmp_path):
+    """As found: a run named "[oops] model" stopped pdflatex ("Missing number", "Illegal unit of measure")."""
+    table = PaperTable("Runs", ["Overall", "Logical"], {n: {"Overall": Cell(61.0), "Logical": Cell(50.0)} for n in NAMES})
+    log = _compiled(tmp_path, to_latex([table], width=ONE_COLUMN))
+    assert "! " not in log and "Missing number" not in log

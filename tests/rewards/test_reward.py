@@ -202,7 +202,7 @@ def test_images_as_a_loop_holds_them_score_as_the_same_pictures(tmp_path):
         r2i_reward(tmp_path, value_range=(-1, 1))(bad, [PROMPTS[0]] * 2)
     nan = pixels.float() / 255
     nan[1, 0, 0, 0] = math.nan  # a sample gone wrong: it fails alone, said
-    scores, info = r2i_reward(tmp_path)(nan, [PROMPTS[0]] * 2)
+    scores, info = r2i_reward(tmp_path, on_failure="nan")(nan, [PROMPTS[0]] * 2)
     assert scores[0] == pytest.approx(EXPECTED) and math.isnan(scores[1])
     assert "must lie in [0, 1] (value_range); got NaN" in info["per_image"][1]["failure"]
 
@@ -302,7 +302,7 @@ def test_bad_arguments_are_one_clear_line(tmp_path):
 
 def test_a_failed_reply_error_is_recorded_not_scored(tmp_path):
     judge = ScriptedJudge([Reply(text="", model="m", sampling={}, error="HTTP 500", transient=True)])
-    scores, info = r2i_reward(tmp_path, judge=judge)([Image.new("RGB", (8, 8))], [PROMPTS[0]])
+    scores, info = r2i_reward(tmp_path, judge=judge, on_failure="nan")([Image.new("RGB", (8, 8))], [PROMPTS[0]])
     assert math.isnan(scores[0]) and "HTTP 500" in info["per_image"][0]["failure"]
 
 
@@ -434,8 +434,9 @@ def test_images_without_pixels_are_a_clear_error(tmp_path):
 def test_one_empty_prompt_fails_its_image_alone(tmp_path):
     with r2i_reward(tmp_path) as reward:
         scores, info = reward(torch.rand(3, 3, 8, 8), [PROMPTS[0], "  ", PROMPTS[1]])  # the batch failed before
-    assert scores[0] == pytest.approx(EXPECTED) and scores[2] == pytest.approx(EXPECTED) and math.isnan(scores[1])
+    assert scores == pytest.approx([EXPECTED] * 3)  # the empty prompt's own group: the call's mean (issue 50)
     assert "prompts[1] is empty" in info["per_image"][1]["failure"] and info["num_failed"] == 1
+    assert "no image of its prompt scored" in info["per_image"][1]["filled"]["r2i_score"]
 
 
 @pytest.mark.parametrize("name,kwargs,said", [

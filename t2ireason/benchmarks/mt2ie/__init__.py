@@ -88,8 +88,11 @@ class MT2IE(Benchmark):
         "metric_scores": "the ranking metrics scored beside the agent's own on the same image (VQAScore, CLIPScore, DSG, "
                          "VIEScore, TIFA: the paper's Table 3 baselines), each with its score (null when it failed) "
                          "and why",
-        "difficulty": "prompt difficulty: Yngve depth, or the Flesch-Kincaid / word-count fallback",
-        "difficulty_method": "how difficulty was computed (yngve, flesch_kincaid, word_count)",
+        "difficulty": "prompt difficulty: the Yngve depth of the prompt's parse (the paper's weight, section 6), or "
+                      "the appendix D proxy named in difficulty_method",
+        "difficulty_method": "how difficulty was computed: yngve (the paper's), or word_count, syllable_count, "
+                             "flesch_kincaid, perplexity (appendix D's proxies; a run without a constituency parser "
+                             "weights by word_count and is not the paper's)",
         "weighted_score": "score x difficulty (adaptive mode's ranking score)",
         "aesthetic": "optional aesthetic score 0 to 10 (appendix A)",
         "judge_replies": "every raw reply of the MLLM for this iteration, in order (prompt writing, scoring)",

@@ -40,7 +40,8 @@ appendix G calls N "prompt iterations").
   0-10 aesthetic score, in the ``aesthetic`` column; ``rank_models(...,
   metric="aesthetic")`` ranks by it.
 - Difficulty (section 6, appendix D): the Yngve score of the prompt's parse
-  (mean Yngve depth over words) when a constituency ``parser`` is given. The
+  (mean Yngve depth over words) by a constituency ``parser``: the one given, else
+  stanza's where the ``[mt2ie]`` extra is installed (:mod:`t2ireason.difficulty_models`). The
   paper weights ("standardizes") each score by multiplying it by its prompt's
   difficulty: ``weighted_score = score x difficulty``; adaptive rankings use it,
   iterative rankings the raw score (all models see the same prompts there).
@@ -58,9 +59,13 @@ Choices where the paper is silent, made here:
 - Random seeds vary the seed prompts, the prompt writer's sampling seed (from
   the chain and iteration) and each image's seed (from the run and iteration),
   never the process or the order of work.
-- Without a parser, difficulty falls back to the word count (appendix D,
+- Without a parser, ``difficulty="auto"`` falls back to the word count (appendix D,
   Table 4: the proxy most correlated with VQAScore, and always positive, so the
-  weighting never flips a score's sign, which the Flesch-Kincaid grade can).
+  weighting never flips a score's sign, which the Flesch-Kincaid grade can), says so
+  at the run's start (:func:`resolve_difficulty`'s note) and records it in every
+  row's ``difficulty_method``. Appendix D's other proxies can be chosen:
+  ``syllable_count``, ``flesch_kincaid``, and ``perplexity`` under a causal LM
+  (``lm``; the prompt after "There's an image of a", as the appendix computed it).
 - "Standardized" is taken as the paper defines it, the product score x
   difficulty; no further normalisation.
 - Rank variance and score spread over seeds are population figures (ddof=0);
@@ -99,6 +104,7 @@ from __future__ import annotations
 import os
 import random
 import re
+import warnings
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -106,7 +112,7 @@ from pathlib import Path
 from typing import Any
 
 from ...alignment import DEFAULT_VQASCORE_JUDGE
-from ...difficulty import METHODS, prompt_difficulty
+from ...difficulty import METHODS, PAPER_METHOD, prompt_difficulty
 from ...evaluation_metrics import metric_scorer
 from ...files import atomic_write_json
 from ...generation import Drawer, GenerationConfig, GeneratorError, image_seed, save_image_atomic
@@ -123,8 +129,8 @@ from .scorer import RankingMetric, Scorer, batch_or_each
 from .store import Store, describe, fold, run_row
 
 __all__ = ["run_mt2ie", "select_seed_prompts", "PAPER_JUDGE", "PAPER_SEEDS", "PAPER_ITERATIONS",
-           "PAPER_SEED_PROMPTS_PER_SEED", "SCORINGS", "RANKING_METRICS", "DIFFICULTY_METHODS", "MODEL_NAME",
-           "method_labels"]
+           "PAPER_SEED_PROMPTS_PER_SEED", "SCORINGS", "RANKING_METRICS", "DIFFICULTY_METHODS", "PAPER_DIFFICULTY",
+           "MODEL_NAME", "method_labels", "resolve_difficulty"]
 
 #: the paper's evaluator: VQAScore with Llava-v1.6-34b (section 4.2, Table 2)
 PAPER_JUDGE = DEFAULT_VQASCORE_JUDGE
@@ -136,6 +142,8 @@ SCORINGS = ("vqascore", "vqa_accuracy")
 #: the metrics that rank the models beside the agent's own score (seed 002, Tables 3 and 5), or as it
 RANKING_METRICS = ("vqascore", "clip_score", "dsg", "viescore", "tifa")
 DIFFICULTY_METHODS = ("auto", *METHODS)
+#: section 6: "Yngve score ... as the prompt difficulty weight"
+PAPER_DIFFICULTY = PAPER_METHOD
 #: a T2I model's name: it names files and folders
 MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
@@ -304,21 +312,52 @@ def refused(row: Mapping[str, Any]) -> bool:
     return str(row.get("failure") or "").startswith(REFUSED)
 
 
-def _difficulty_fn(method: str, parser: Callable[[str], Any] | None) -> tuple[str, Callable[[str], float]]:
+def resolve_difficulty(method: str, parser: Callable[[str], Any] | None = None, lm: Any = None
+                       ) -> tuple[str, Callable[[str], Any] | None, Any, str | None]:
+    """``(method, parser, lm, note)`` for ``difficulty=method``: ``auto`` is the paper's Yngve depth with ``parser``,
+    else with stanza's parser where the ``[mt2ie]`` extra is installed and loads
+    (:func:`t2ireason.difficulty_models.default_parser`), else the word count, with ``note`` saying that this run
+    cannot compute the paper's weight and why (said at the run's start). ``lm`` (perplexity's model: a folder, a
+    Hub id, or a callable text -> perplexity) is loaded here."""
     one_of("difficulty", method, DIFFICULTY_METHODS)
+    note = why = None
+    if method in ("auto", "yngve") and parser is None:
+        from ...difficulty_models import default_parser
+
+        parser, why = default_parser()
     if method == "auto":
-        method = "yngve" if parser is not None else "word_count"
+        method = PAPER_DIFFICULTY if parser is not None else "word_count"
+        if parser is None:
+            note = (f"MT2IE cannot compute the paper's difficulty weight (Yngve depth, section 6): {why}; this run "
+                    "weights by the word count instead, recorded in every row's difficulty_method and in the "
+                    "report: it is not the paper's")
     if method == "yngve" and parser is None:
-        raise ValueError("Yngve difficulty needs a constituency parser (parser=...); "
-                         "use difficulty='word_count' or 'flesch_kincaid' without one")
+        raise ValueError(f"Yngve difficulty needs a constituency parser: {why}; or use difficulty='word_count', "
+                         "'syllable_count', 'flesch_kincaid' or 'perplexity'")
+    if method == "perplexity":
+        if lm is None:
+            raise ValueError("perplexity difficulty needs a causal language model (--perplexity-model: a folder or "
+                             "Hub id AutoModelForCausalLM loads; the paper's was Llama 2)")
+        if not callable(lm):
+            from ...difficulty_models import Perplexity
+
+            lm = Perplexity(lm)
+    return method, parser, lm, note
+
+
+def _difficulty_fn(method: str, parser: Callable[[str], Any] | None, lm: Any = None
+                   ) -> tuple[str, Callable[[str], float], Any]:
+    method, parser, lm, note = resolve_difficulty(method, parser, lm)
+    if note:
+        warnings.warn(note, stacklevel=3)
     memo: dict[str, float] = {}
 
     def difficulty(prompt: str) -> float:
         if prompt not in memo:
-            memo[prompt] = prompt_difficulty(prompt, method, parser)
+            memo[prompt] = prompt_difficulty(prompt, method, parser, lm)
         return memo[prompt]
 
-    return method, difficulty
+    return method, difficulty, (parser, lm)
 
 
 def _judge_name(judge: Any) -> str:
@@ -389,7 +428,7 @@ def run_mt2ie(models: Mapping[str, Any], judge: Any, seed_prompts: Any = None, *
               scoring_judges: Mapping[str, Any] | None = None, scoring_options: Mapping[str, dict] | None = None,
               cache: str | bool = False,
               aesthetic: bool = False, difficulty: str = "auto", parser: Callable[[str], Any] | None = None,
-              reference: Sequence[str] | Mapping[str, float] | None = None, max_reasks: int = 2,
+              lm: Any = None, reference: Sequence[str] | Mapping[str, float] | None = None, max_reasks: int = 2,
               prompt_temperature: float = PROMPT_TEMPERATURE,
               generator_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
               progress: bool | str = True) -> dict[str, Any]:
@@ -424,7 +463,7 @@ def run_mt2ie(models: Mapping[str, Any], judge: Any, seed_prompts: Any = None, *
     for name in models:
         if not MODEL_NAME.fullmatch(name):
             raise ValueError(f"model name {name!r}: use letters, digits, '.', '_' and '-' (it names files)")
-    method, difficulty_of = _difficulty_fn(difficulty, parser)
+    method, difficulty_of, (parser, lm) = _difficulty_fn(difficulty, parser, lm)
     evaluator = judge if isinstance(judge, str) else _judge_name(judge)
     judge = load_judge(judge)
     pool = _load_seed_prompts(seed_prompts)
@@ -452,6 +491,7 @@ def run_mt2ie(models: Mapping[str, Any], judge: Any, seed_prompts: Any = None, *
         store.check_settings({
             "evaluator": judge.identity(), "scoring": scorings[0], "ranking_metrics": described, "aesthetic": aesthetic,
             "difficulty_method": method, "parser": describe(parser) if parser else None,
+            **({"perplexity_model": repr(lm)} if method == "perplexity" else {}),
             "prompt_temperature": prompt_temperature, "models": {name: describe(spec) for name, spec in models.items()},
         })
         store.add_seed_prompts(pool)

@@ -92,7 +92,10 @@ def rank_models(runs: Iterable[Mapping[str, Any]], reference: Sequence[str] | Ma
         for m, k in zip(scored, order):
             ranks[m][s] = float(k)
 
-    table: dict[str, Any] = {"mode": mode, "metric": metric, "seeds": seeds, "models": {}}
+    table: dict[str, Any] = {"mode": mode, "metric": metric, "seeds": seeds, "models": {},
+                             # how the rows' difficulty was computed: the paper's Yngve depth, or a proxy standing in
+                             "difficulty_methods": sorted({r["difficulty_method"] for r in rows
+                                                           if r.get("difficulty_method")})}
     for m in models:
         means = [v for v in per_seed[m].values() if math.isfinite(v)]
         kept = [v for s in seeds for v in values.get((m, s), [])]
@@ -140,6 +143,14 @@ def paper_tables(aggregate: dict[str, Any], label: str) -> list[PaperTable]:
             metric: Cell.of(s["mean"]), "std over seeds": Cell.of(s["std"]), "mean rank": Cell.of(s["mean_rank"]),
             "rank variance": Cell.of(s["rank_variance"]), "failed": Cell.of(s["failed"])}
     notes = [f"{len(aggregate.get('seeds') or [])} random seed(s)"]
+    methods = aggregate.get("difficulty_methods") or []
+    weighted = aggregate.get("metric") == "weighted_score"
+    if methods and methods != ["yngve"]:
+        others = ", ".join(m for m in methods if m != "yngve")
+        notes.append(f"prompt difficulty{' (the weight of each score)' if weighted else ''}: {', '.join(methods)}; "
+                     f"{others} is not the paper's Yngve depth (section 6): not the paper's protocol")
+    elif methods:
+        notes.append(f"prompt difficulty{' (the weight of each score)' if weighted else ''}: Yngve depth, the paper's")
     if aggregate.get("kendall_tau") is not None:
         seed_mean = aggregate.get("kendall_tau_seed_mean")
         notes.append(f"Kendall's tau vs the reference ranking: {aggregate['kendall_tau']:.3f}"

@@ -17,7 +17,7 @@ from functools import partial
 from typing import Any
 
 from ...images import ImageError, load_images
-from ...parsing import ask_structured, chat_unless_stale, reject_replies
+from ...parsing import ask_structured, reject_replies
 from ...results import ImageResult, PaperTable, QuestionResult
 from ...stats import summarize
 from ..base import given_path, one_of, paired, sampling_option, step_options
@@ -109,10 +109,9 @@ def score(bench: Any, rows: Sequence[dict[str, Any]], images: Sequence[Any], jud
                                 progress=progress)
         judgements = [paper_judgement(p) for p in parsed]
     else:
-        replies = chat_unless_stale(judge, requests, lambda _, reply: _unread(reply_judgement(reply)),
-                                    progress=progress)
+        replies = judge.chat(requests, progress=progress) if requests else []
         judgements = [reply_judgement(r) for r in replies]
-        unread = [i for i, j in enumerate(judgements) if _unread(j)]  # never served to another evaluation
+        unread = [i for i, j in enumerate(judgements) if _unread(j)]  # counted by the response cache
         reject_replies(judge, [requests[i] for i in unread], [replies[i] for i in unread])
     for i, result in enumerate(asked):
         _record(result, judgements[2 * i: 2 * i + 2])
@@ -120,8 +119,9 @@ def score(bench: Any, rows: Sequence[dict[str, Any]], images: Sequence[Any], jud
 
 
 def _unread(judgement: Judgement) -> bool:
-    """A reply the authors' script skips (its judge answered, but nothing it can count): not an answer to keep
-    in the response cache. One read without demjson3 is kept: with it installed, the same reply may count."""
+    """A reply the authors' script skips (its judge answered, but nothing it can count): this evaluation's
+    failure, counted by the response cache (which keeps it, as it keeps every reply). One read without demjson3
+    is not counted: with it installed, the same reply may count."""
     return judgement.outcome not in ("counted", "judge_error", "image_error", "unparsed_no_demjson3")
 
 
