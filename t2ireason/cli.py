@@ -56,6 +56,10 @@ COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Callable[[a
     # criteria for new prompts (what a reward makes, as a dataset)
     "criteria": _command("criteria", "criteria", "a benchmark's criteria made for a file of prompts, written as a "
                          "dataset its metric reads"),
+    "errors": _command("errors", "errors", "R2I-Bench Figure 6: a judge gives each failed image of a run one of the "
+                       "paper's error types; their counts and shares"),
+    "sweep": _command("sweep", "sweep", "a run's images scored with every question LLM x judge, each pair an "
+                      "evaluation (T2I-ReasonBench Table 1's LLM-MLLM combinations)"),
     # a judge against people: a rating study and its agreement
     "rate": _command("study", "rate", "a human rating study of runs' images as a paper ran it: the sample and a page for "
                      "the raters"),

@@ -38,7 +38,7 @@ from .benchmarks.base import Anomaly, Benchmark, OfficialRelease, ReleaseError
 from .files import UnsafePath, atomic_folder, inside
 
 __all__ = ["ResolvedSource", "ReleaseUnavailable", "ArchiveError", "open_source", "find_root", "outside_links",
-           "contained", "unpack",
+           "contained", "unpack", "RELEASE_CHECKS", "NOT_CHECKED",
            "fetch_official", "verify_files", "github_archive_url", "releases_cache", "ARCHIVE_LIMITS"]
 
 #: the GitHub archive of a commit; ``$T2IREASON_GITHUB_ARCHIVE_URL`` overrides it (same placeholders)
@@ -262,15 +262,27 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
+#: what a build's release check found (``verification["status"]``): every recorded file matched; some matched and
+#: others differ or are missing (the release, edited or incomplete); none matched (another revision, or another
+#: writing of the layout such as the project's samples); nothing could be checked (the project records no hashes)
+RELEASE_CHECKS = ("checked", "modified", "other files", "not checked")
+NOT_CHECKED = "release not checked"
+
+
 def verify_files(root: Path, official: OfficialRelease | None, *, enforce: bool) -> dict[str, Any]:
     """The release's files checked against the SHA-256 the project records (``official.files``).
 
-    Returns ``{"recorded", "verified", "mismatched", "missing", "enforced", "note"}``; with
-    ``enforce`` a mismatched or missing file is a :class:`ReleaseError` (the pinned revision was
-    asked for and something else came)."""
+    Returns ``{"status", "recorded", "verified", "mismatched", "missing", "enforced", "note"}``, ``status`` one
+    of :data:`RELEASE_CHECKS`: a release whose files the project records no hash of is ``"not checked"``, its
+    note starting with ``"release not checked"`` (what was read is not known to be the authors' files: a stand-in
+    reads as the real one); with ``enforce`` a mismatched or missing file is a :class:`ReleaseError` (the pinned
+    revision was asked for and something else came)."""
     if official is None or not official.files:
-        return {"recorded": 0, "verified": [], "mismatched": [], "missing": [], "enforced": False,
-                "note": "the project records no file hashes for this release: its files were not verified"}
+        where = f" of {official.repo} at {official.revision}" if official is not None else ""
+        return {"status": "not checked", "recorded": 0, "verified": [], "mismatched": [], "missing": [],
+                "enforced": False,
+                "note": f"{NOT_CHECKED}: the project records no file hashes for this release{where}, so its files "
+                        "were not verified: nothing tells the authors' files from a stand-in in the same layout"}
     base = root / official.subdir if official.subdir else root
     verified, mismatched, missing = [], [], []
     for rel, digest in sorted(official.files.items()):
@@ -281,8 +293,9 @@ def verify_files(root: Path, official: OfficialRelease | None, *, enforce: bool)
             mismatched.append(rel)
         else:
             verified.append(rel)
-    result = {"recorded": len(official.files), "verified": verified, "mismatched": mismatched, "missing": missing,
-              "enforced": enforce, "note": ""}
+    status = "checked" if not (mismatched or missing) else "modified" if verified else "other files"
+    result = {"status": status, "recorded": len(official.files),
+              "verified": verified, "mismatched": mismatched, "missing": missing, "enforced": enforce, "note": ""}
     if mismatched or missing:
         what = "; ".join(filter(None, [f"{len(mismatched)} differ ({', '.join(mismatched[:5])})" if mismatched else "",
                                        f"{len(missing)} missing ({', '.join(missing[:5])})" if missing else ""]))
@@ -420,7 +433,8 @@ def open_source(bench: Benchmark, source: str | os.PathLike | None, *, revision:
                 notes.append(f"{len(anomalies)} link(s) leading out of the release folder left unread (anomalies "
                              "'outside_link'); the release was read through a view of its folder without them")
             resolved = ResolvedSource(folder, kind, str(path), None, notes, anomalies=anomalies)
-            resolved.verification = verify_files(folder, official, enforce=False) if official and official.files else None
+            # no hashes recorded: "not checked"; a benchmark with no publication of its own (MT2IE) claims nothing
+            resolved.verification = verify_files(folder, official, enforce=False) if official is not None else None
             yield resolved
         return
     if is_archive(path):
@@ -431,10 +445,12 @@ def open_source(bench: Benchmark, source: str | os.PathLike | None, *, revision:
             if depth:
                 notes.append(f"the release's root in the archive is {root.relative_to(tmp)}/")
             resolved = ResolvedSource(root, "archive", str(path), None, notes)
-            resolved.verification = (verify_files(root, official, enforce=False)
-                                     if official and official.files else None)
+            resolved.verification = verify_files(root, official, enforce=False) if official is not None else None
             yield resolved
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         return
-    yield ResolvedSource(path, "file", str(path))  # a single data file, or a Hub id some readers stream
+    single = ResolvedSource(path, "file", str(path))  # a single data file, or a Hub id some readers stream
+    if official is not None:  # one file (or a stream): nothing the recorded hashes can check
+        single.verification = verify_files(path, None, enforce=False)
+    yield single

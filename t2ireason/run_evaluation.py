@@ -75,7 +75,7 @@ def _evaluate(run: Any, procs: Processes, name: str, setting: Any, settings: dic
     if recorded and recorded.get("settings") != settings:
         raise RunError(f"evaluation {name!r} of {run.path} was made with other settings "
                        f"({recorded.get('settings')}), not these ({settings}); pass another name to keep both")
-    items = run.image_items(failed=True, missing_ok=allow_missing)
+    items = run.image_items(run.question_rows(settings.get("questions")), failed=True, missing_ok=allow_missing)
     # an image missing from the image folder (allow_missing) is scored as one the generation never made
     not_made = {**{key: {"kind": "missing", "failure": f"no file at {path}"} for key, _, path in items
                    if not path.is_file()}, **run.generation_failures()}

@@ -259,7 +259,9 @@ class Run:
                 m["data"] = "./data"
                 m["built_from"] = str(Path(source).resolve())
                 m["build"] = {"license": report.license, "configs": report.configs,
-                              "anomalies": report.anomaly_counts()}
+                              "anomalies": report.anomaly_counts(),
+                              # t2ireason.releases.RELEASE_CHECKS: "not checked" when no hash is recorded
+                              "release_check": report.release_check}
 
             self.update(record)
         procs.barrier()
@@ -394,7 +396,7 @@ class Run:
                  judge_kwargs: dict | None = None, options: dict[str, Any] | None = None, name: str | None = None,
                  cache: str | bool = True, chunk_size: int = 32, progress: bool = True, retry_failed: bool = False,
                  lock_timeout: float = LOCK_TIMEOUT, preflight: bool = True,
-                 allow_missing: bool = False) -> dict[str, Any]:
+                 allow_missing: bool = False, questions: str | os.PathLike | None = None) -> dict[str, Any]:
         """Score the run's images with the benchmark's judge (or another ``metric``'s) and write ``scores.json``.
 
         ``metric``: the benchmark's own by default; else ``vqascore``, ``clip_score``, ``dsg``, ``viescore``,
@@ -421,7 +423,10 @@ class Run:
         before creating the run, and passes False). ``allow_missing``: an image missing from the image
         folder is counted as not scored, as one never made, instead of stopping the evaluation before it
         starts. ``scores.json`` says how many images were scored of how many, and why the others were not
-        (``coverage``: :func:`~t2ireason.results.coverage`).
+        (``coverage``: :func:`~t2ireason.results.coverage`). ``questions``: a folder of rows of the benchmark's
+        schema for the run's prompts (``t2ireason criteria`` writes one, with the questions another LLM made:
+        :meth:`question_rows`), whose questions this evaluation asks instead of the run's rows' own; recorded in its
+        settings (T2I-ReasonBench Table 1 scores each question LLM's questions with each judge).
 
         Returns the scores (as ``scores.json``) with ``retried``: how many failed images were
         scored again, and ``reused``: how many replies received before an interruption were
@@ -447,11 +452,61 @@ class Run:
                                       "judge": judge if isinstance(judge, str) or judge is None
                                       else evaluation_name(judge), "preset": preset, "judge_kwargs": judge_kwargs or {},
                                       "options": dict(options or {})}))  # recorded: never an API key
+        if questions is not None:  # only then: the settings of every evaluation made before stay as they were
+            settings["questions"] = _data_ref(questions, self.path)
+            self.question_rows(settings["questions"])  # a folder that does not fit the run: said before scoring
         from .run_evaluation import evaluate_run
 
         return evaluate_run(self, name, setting, settings, cache=cache, chunk_size=chunk_size, progress=progress,
                             retry_failed=retry_failed, preflight=preflight, lock_timeout=lock_timeout,
                             allow_missing=allow_missing, scorer=scorer)
+
+    def question_rows(self, questions: str | os.PathLike | None) -> list[dict[str, Any]]:
+        """The run's rows with the questions of ``questions`` (a folder of rows of the benchmark's schema, as
+        ``t2ireason criteria`` writes; relative to the run when it starts with ``./``), each row matched by its
+        id and prompt; the run's own rows for None. A prompt of the run the folder lacks, or gives another text,
+        is an error naming it: another prompt's questions are never asked about an image."""
+        rows = self.rows()
+        if questions is None:
+            return rows
+        from .data import load_rows
+
+        folder = self._resolve(str(questions)) if str(questions).startswith("./") else Path(questions)
+        if not folder.is_dir():
+            raise RunError(f"questions folder not found: {folder}")
+        bench = self.bench
+        made = {bench.row_id(r): r for r in load_rows(bench, str(folder))}
+        lacking = [bench.row_id(r) for r in rows if bench.row_id(r) not in made]
+        other = [bench.row_id(r) for r in rows if bench.row_id(r) in made
+                 and bench.prompt(made[bench.row_id(r)]) != bench.prompt(r)]
+        if lacking or other:
+            said = "; ".join(filter(None, [f"no row for {len(lacking)} ({', '.join(lacking[:3])})" if lacking else "",
+                                           f"another prompt for {len(other)} ({', '.join(other[:3])})" if other else ""]))
+            raise RunError(f"the questions in {folder} are not those of the prompts of run {self.name}: {said}; "
+                           "make them for the run's rows (t2ireason sweep does)")
+        return [made[bench.row_id(r)] for r in rows]
+
+    def questions_by(self, questions: str | None = None) -> str:
+        """Whose questions an evaluation asked (T2I-ReasonBench Table 1's LLM column): with ``questions`` (an
+        evaluation's ``settings["questions"]``) that folder's, else the run's rows': the LLM that made them
+        (``t2ireason criteria``, ``t2ireason sweep``), else the release's (T2I-ReasonBench's: DeepSeek-R1's), or
+        the sample's shipped with the package."""
+        from .judges.spec import portable_model
+
+        data = questions if questions is not None else self.data_source()
+        if data is None:
+            return "the sample's"
+        folder = self._resolve(data) if str(data).startswith("./") else Path(data)
+        report = folder / "build_report.json"
+        try:
+            made = json.loads(report.read_text(encoding="utf-8")) if report.is_file() else {}
+        except (OSError, ValueError):
+            made = {}
+        llm = made.get("criteria_llm") or {}
+        if made.get("made_by") == "t2ireason criteria" and llm.get("model"):
+            return portable_model(str(llm["model"]))[0]
+        by = getattr(self.bench, "release_questions_by", None)
+        return f"{by} (the release's)" if by else "the release's"
 
     def scores(self, name: str) -> dict[str, Any]:
         file = self.evaluation_dir(name) / SCORES_FILE

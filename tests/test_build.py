@@ -450,3 +450,42 @@ def test_metric_card_skeleton_renders_a_valid_card():
     with pytest.raises(Exception, match="'limitations' is undefined"):
         build.render_template("metric_card.md.j2", title="x", description="x", metric="x", benchmark=None,
                               how_to_use="", inputs=[], outputs=[], differences=[], citation="", references=[])
+
+
+@pytest.mark.parametrize("benchmark", ["t2i-reasonbench", "r2i-bench", "prism-bench"])
+def test_a_missing_license_is_refused_before_the_release_is_opened(benchmark, tmp_path, monkeypatch, capsys):
+    """The three real releases have no license the project knows: the build refuses at once, before the release
+    is found, unpacked or read (it took 48-94 s of reading before)."""
+    from t2ireason import releases
+
+    bench = get_benchmark(benchmark)
+    assert bench.license is None
+
+    def never(*args, **kwargs):
+        raise AssertionError("the release was opened before the missing license was refused")
+
+    monkeypatch.setattr(releases, "open_source", never)
+    monkeypatch.setattr(type(bench), "read_release", never)
+    source = Path("../shared/releases") / benchmark
+    with pytest.raises(build.BuildError, match="pass --license"):
+        build.build_dataset(benchmark, source, tmp_path / "out")
+    with pytest.raises(build.BuildError, match="pass --license"):  # nor fetched, with no source
+        build.build_dataset(benchmark, None, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    code = commands.main(commands.add_build_args, commands.run_build,
+                         [benchmark, "--source", str(source), "--out", str(tmp_path / "out")])
+    assert code == 2 and "pass --license" in capsys.readouterr().err
+
+
+def test_run_refuses_a_missing_license_before_anything(tmp_path, monkeypatch, capsys):
+    from t2ireason import cli
+    from t2ireason.commands import evaluate
+
+    def never(*args, **kwargs):
+        raise AssertionError("the judge was checked before the missing license was refused")
+
+    monkeypatch.setattr(evaluate, "_check_scoring", never)
+    code = cli.main(["run", "--benchmark", "r2i-bench", "--source", "../shared/releases/r2i-bench",
+                     "--out", str(tmp_path / "run"), "--model", str(tmp_path / "no-model"), "--judge", "scripted:x"])
+    assert code == 2 and "pass --license" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()

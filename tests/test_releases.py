@@ -384,3 +384,40 @@ def test_links_leading_out_of_the_release_are_never_read(tmp_path):
     released = len((WGB.sample_path() / "nature.jsonl").read_text().splitlines())
     assert "x1" not in nature and len(nature) == 2 * released  # the inside link was read as any file: rows twice
     assert (release / "notes.json").is_symlink()  # the release itself is left as it was
+
+
+def test_a_release_without_recorded_hashes_is_reported_not_checked(tmp_path):
+    """Issue 52: WorldGenBench's release has no recorded hashes, so a stand-in in its layout read as the real one.
+    The build says `release not checked` (report, summary, card) and a run built from it records it."""
+    from huggingface_hub import DatasetCard
+
+    from t2ireason.runs import Run
+
+    assert not WGB.official_release.files
+    report = build.build_dataset("worldgenbench", WGB.sample_path(), tmp_path / "out")
+    assert report.release_check == "not checked"
+    assert report.to_dict()["release_check"] == "not checked"
+    assert report.source_info["verification"]["note"].startswith("release not checked: ")
+    assert "  files: release not checked: the project records no file hashes" in report.summary()
+    assert "release not checked" in DatasetCard.load(tmp_path / "out" / "README.md").text
+    run = Run.create(tmp_path / "run", "worldgenbench", data=tmp_path / "run" / "data")
+    run.build(WGB.sample_path())
+    assert run.manifest["build"]["release_check"] == "not checked"
+
+
+def test_the_release_check_says_checked_modified_or_other_files(tmp_path, monkeypatch):
+    """With recorded hashes: every file matches (checked), some differ (modified: the release, edited), or none
+    match (other files: another revision or writing of the layout, such as the samples)."""
+    hashes = _hashes(R2I.sample_path())
+    monkeypatch.setattr(R2I, "official_release", OfficialRelease(
+        kind="github", repo="PLUM-Lab/R2I-Bench", revision=REV, files=hashes))
+    assert build.build_dataset("r2i-bench", R2I.sample_path(), tmp_path / "a", license="other").release_check == "checked"
+    edited = tmp_path / "edited"
+    shutil.copytree(R2I.sample_path(), edited)
+    first = next(iter(hashes))
+    (edited / first).write_bytes((edited / first).read_bytes() + b"\n")
+    assert build.build_dataset("r2i-bench", edited, tmp_path / "b", license="other").release_check == "modified"
+    monkeypatch.setattr(R2I, "official_release", OfficialRelease(
+        kind="github", repo="PLUM-Lab/R2I-Bench", revision=REV, files={k: "0" * 64 for k in hashes}))
+    assert build.build_dataset("r2i-bench", R2I.sample_path(), tmp_path / "c", license="other").release_check == \
+        "other files"

@@ -25,10 +25,20 @@ def add_criteria_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--benchmark", required=True, choices=sorted(METRIC_BENCHMARKS.values()),
                    help="whose criteria: r2i-bench (appendix A.4), t2i-reasonbench (stage I), worldgenbench "
                         "(the project's checklist prompt), prism-bench (a track, nothing made)")
-    p.add_argument("--prompts", required=True,
+    p.add_argument("--prompts", default=None,
                    help="file of prompts: .txt (a line each), .jsonl/.json (strings, or objects with a 'prompt' and "
                         "the fields given: id, reference_caption, dimension, idiom, explicit_meaning, track...), "
-                        ".csv or .parquet")
+                        ".csv or .parquet (or --create)")
+    p.add_argument("--create", default=None, metavar="CATEGORY/SUBCATEGORY",
+                   help="r2i-bench: make new prompts of this subcategory (e.g. logical/disjunctive) as the paper made its "
+                        "own (appendix A.4: the data-creation prompt with appendix A.2's definitions, then the "
+                        "explanation prompt), then their questions; instead of --prompts")
+    p.add_argument("--good-cases", default=None,
+                   help="with --create: a prompts file of exemplar prompts of the subcategory (with a reference_caption "
+                        "where known); the paper's were its experts' and are not published")
+    p.add_argument("--bad-cases", default=None,
+                   help="with --create: a text file of wrong examples, one a line (default: appendix A.2's two kinds)")
+    p.add_argument("--rounds", type=int, default=1, help="with --create: data-creation requests (10 cases each)")
     p.add_argument("--out", required=True, help="the dataset folder to write (Parquet per config, card, build_report.json)")
     p.add_argument("--criteria-llm", default=None,
                    help="the LLM that makes them, named like a judge: openai:<model>[@<base url>], hf:<model>, vllm:<model>")
@@ -49,20 +59,44 @@ def run_criteria(args: argparse.Namespace) -> int:
     from ..judges import load_judge, validate_judge
 
     metric = get_benchmark(args.benchmark).metric
-    records = read_prompts(args.prompts)
+    if (args.prompts is None) == (args.create is None):
+        raise ValueError("give --prompts (a file of prompts) or --create (new R2I-Bench prompts), one of them")
+    if args.create is not None:
+        from ..benchmarks.r2i_bench.creation import subcategory_definition
+
+        if metric != "r2i_score":
+            raise ValueError("--create makes R2I-Bench instances (appendix A.4): use it with --benchmark r2i-bench")
+        subcategory_definition(args.create)  # an unknown one is said before any LLM is loaded
+        if not args.good_cases:
+            raise ValueError("--create needs --good-cases: a file of exemplar prompts of the subcategory")
+        good = read_prompts(args.good_cases)
+        bad = read_prompts(args.bad_cases) if args.bad_cases else None
+    records = read_prompts(args.prompts) if args.prompts else []
     llm = None
     if args.criteria_llm is not None:
         validate_judge(args.criteria_llm, args.criteria_llm_kwargs)
         llm = load_judge(args.criteria_llm, **args.criteria_llm_kwargs)
     elif metric != "prism_score":
         raise ValueError(f"--criteria-llm is needed: {args.benchmark}'s criteria are made by an LLM")
+    if args.create is not None:
+        from ..benchmarks.r2i_bench.creation import new_records
+
+        try:
+            records, notes = new_records(args.create, llm, good_cases=good, rounds=args.rounds,
+                                         bad_cases=[r["prompt"] for r in bad] if bad else None)
+        except BaseException:
+            llm.close()
+            raise
+        print(f"{len(records)} new {args.create} prompts made with appendix A.4's data-creation and explanation "
+              "prompts" + (f"; {len(notes)} without an explanation (first: {notes[0]})" if notes else ""))
     choice = args.dimension if metric == "t2i_reasonscore" else args.track if metric == "prism_score" else None
     try:
         criteria = Criteria(metric, llm, cache=args.cache, choice=choice, language=args.language,
                             choice_hint="--dimension, or a 'dimension' field of the prompts file")
         ids = [r.get("id") if r.get("id") not in (None, "") else n for n, r in enumerate(records, 1)]
         rows, failures = criteria.rows([r["prompt"] for r in records], records, ids=ids)
-        report = write_criteria(criteria, rows, failures, args.out, source=str(args.prompts), license=args.license,
+        report = write_criteria(criteria, rows, failures, args.out, license=args.license,
+                                source=str(args.prompts) if args.prompts else f"created: {args.create}",
                                 overwrite=args.overwrite)
     finally:
         if llm is not None:

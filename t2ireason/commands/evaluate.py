@@ -321,6 +321,11 @@ def run_run(args: argparse.Namespace) -> int:
     main = processes().is_main  # in a launch, the processes share each step; one of them speaks and reports
     say = print if main else (lambda *a, **k: None)
     check_hub_args(args)
+    if args.source:  # a release without a known license is refused before any judge is asked or folder made
+        from ..benchmarks import get_benchmark
+        from ..build import require_license
+
+        require_license(get_benchmark(args.benchmark), args.license)
     config = generation_config(args, Path(args.out) / "images")
     setting = _check_scoring(args, args.benchmark, args.out)
     if not args.source:

@@ -37,13 +37,14 @@ def _run_tables(run: Run, evaluation: str, label: str, results: list) -> list:
     """The run's tables of the paper, each numbered as the paper numbers its layout under the run's judge
     (PRISM-Bench's Table 4 for Qwen2.5-VL-72B), the run's row with how it was measured and whether that is
     the protocol of the paper's table (:func:`~t2ireason.report.protocol.run_protocol`)."""
+    from ..error_types import error_type_tables
     from .protocol import table_protocol
 
     scores = run.scores(evaluation)
     tables = run.bench.paper_tables(scores["aggregate"], label)
     for t in tables:
         t.title, t.protocols[label] = table_protocol(run, scores, results, t.title)
-    return tables
+    return tables + error_type_tables(run, evaluation, label)  # R2I-Bench's Figure 6, where the types were given
 
 
 def _change_tables(bench: Any, group: Sequence[tuple[Run, str, str]], results: dict[str, list]) -> list:
@@ -67,6 +68,22 @@ def _change_tables(bench: Any, group: Sequence[tuple[Run, str, str]], results: d
             for t in bench.change_tables(scores["aggregate"], base.scores(base_n)["aggregate"], label, base_label):
                 t.title, t.protocols[label] = table_protocol(run, scores, results[label], t.title)
                 tables.append(t)
+    return tables
+
+
+def _sweep_tables(group: Sequence[tuple[Run, str, str]]) -> list:
+    """Each run's ``t2ireason sweep`` (T2I-ReasonBench Table 1's rows: a row per question LLM x judge), where it has
+    one whose pairs are all finished."""
+    from ..sweep import SWEEP_FILE, read_sweep, sweep_table
+
+    tables = []
+    for run in dict.fromkeys(run for run, _, _ in group):
+        if (run.path / SWEEP_FILE).is_file():
+            pairs = read_sweep(run)
+            if pairs and all((run.evaluation_dir(p.evaluation) / "scores.json").is_file() for p in pairs):
+                table = sweep_table(run, pairs)
+                table.title += f": {run.name}"
+                tables.append(table)
     return tables
 
 
@@ -133,7 +150,7 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
         bench = get_benchmark(bench_name)
         results = {label: run.results(n) for run, n, label in group}
         per_run = [_run_tables(run, n, label, results[label]) for run, n, label in group]
-        runs_tables = side_by_side(per_run + [_change_tables(bench, group, results)])
+        runs_tables = side_by_side(per_run + [_change_tables(bench, group, results)]) + _sweep_tables(group)
         aggregates = [run.scores(n)["aggregate"] for run, n, _ in group]
         for _, _, label in group:
             scored[f"{label} ({bench.pretty_name})"] = coverage(results[label])["text"]

@@ -251,7 +251,7 @@ class _T2I(Method):
         return out  # type: ignore[return-value]  # every slot is filled
 
     def configs(self, row: dict[str, Any]) -> list[str]:
-        return [row["dimension"]]
+        return [row["dimension"], "all"]
 
 
 class _Checklist(Method):

@@ -313,20 +313,7 @@ _QUESTIONS = ("t2i-reasonbench", "r2i-bench", "worldgenbench")
 def _questions_source(run: Any) -> str:
     """Whose questions the run's rows hold: the LLM that made them (``t2ireason criteria``), else the release's
     (or the sample's shipped with the package)."""
-    from ..judges.spec import portable_model
-
-    data = run.data_source()
-    if data is None:
-        return "the sample's"
-    report = Path(data) / "build_report.json"
-    try:
-        made = json.loads(report.read_text(encoding="utf-8")) if report.is_file() else {}
-    except (OSError, ValueError):
-        made = {}
-    llm = made.get("criteria_llm") or {}
-    if made.get("made_by") == "t2ireason criteria" and llm.get("model"):
-        return portable_model(str(llm["model"]))[0]
-    return "the release's"
+    return run.questions_by()
 
 
 def _rows(study: dict[str, Any], runs: list[Any], names: list[str]) -> list[dict[str, Any]]:
@@ -341,8 +328,14 @@ def _rows(study: dict[str, Any], runs: list[Any], names: list[str]) -> list[dict
         metric = scores.get("metric") or (scores.get("settings") or {}).get("metric") or bench.metric
         judge = judge_name(scores.get("judge") or {})
         label = metric_title(metric) + (f" ({judge})" if judge else "")
+        asked = (scores.get("settings") or {}).get("questions")
         rows.append({"evaluation": name, "metric": metric, "judge": judge, "own": metric == bench.metric,
-                     "label": label})
+                     "label": label, "questions": asked})
+    if any(r["own"] and r["questions"] for r in rows):  # T2I-ReasonBench Table 1: a row per question LLM x judge
+        for r in rows:
+            if r["own"]:
+                by = runs[0].questions_by(r["questions"])
+                r["label"] = f"{metric_title(r['metric'])} ({by} × {r['judge'] or r['evaluation']})"
     # in the order of the paper's table (its metrics: PROTOCOLS' rows; the benchmark's own first where the paper has
     # no table), then any other metric in the order the evaluations came; one metric's evaluations in that order too
     order = {m: i for i, m in enumerate(protocol(study["benchmark"]).rows or (bench.metric,))}
@@ -446,7 +439,8 @@ def compute_agreement(study: dict[str, Any], runs: Sequence[str | os.PathLike], 
            "computed": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"), "t2ireason_version": __version__,
            "runs": [r.name for r in opened], "rows": rows, "evaluations": per_evaluation,
            "questions": (", ".join(dict.fromkeys(_questions_source(run) for run in opened))
-                         if study["benchmark"] in _QUESTIONS else None),
+                         if study["benchmark"] in _QUESTIONS and not any(r["questions"] for r in rows)
+                         else None),  # an evaluation with questions of its own says whose in its row's label
            "judges": _judges_row(study, opened, rows),
            "raters": _raters(study, read, merged), "files": read.files, "problems": problems, "resamples": resamples,
            "left_out": sorted(gone), "merged": merged}

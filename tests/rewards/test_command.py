@@ -138,3 +138,59 @@ def test_criteria_without_dimension_points_to_the_option(tmp_path, capsys):
                      "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err
     assert code == 2 and "--dimension" in err and "load_reward" not in err, err
+
+
+def test_new_r2i_prompts_are_made_as_the_paper_made_its_own(tmp_path, capsys):
+    """Issue 52: R2I-Bench appendix A.4's data-creation and explanation prompts behind `t2ireason criteria --create`:
+    the subcategory's definitions (appendix A.2) and the good cases go into the creation prompt, each new prompt is
+    explained, the explanation is its assessment point, and its questions are made by the A.4 criteria pipeline."""
+    good = tmp_path / "good.jsonl"
+    good.write_text(json.dumps({"prompt": "Either the lamp or the candle is lit; the lamp is broken.",
+                                "reference_caption": "A lit candle beside a dark lamp."}) + "\n")
+    created = [{"Prompt": "Either the kettle or the pot boils; the pot is empty.", "Reference Caption": "A boiling kettle."},
+               {"Prompt": "Either the cat or the dog sleeps; the dog is running.", "Reference Caption": "A sleeping cat."}]
+
+    def reply(request):
+        text = request.text
+        if "Can you generate 10 test cases" in text:
+            return "Here are two:\n```json\n" + json.dumps(created) + "\n```"
+        if "Your task is to explain why" in text:
+            prompt = text.split("Prompt: ", 1)[1].split("\n", 1)[0]
+            return json.dumps({"Explanation": f"because of: {prompt}"})
+        return turn_reply(text)
+
+    with serve(reply) as server:
+        code = main(["criteria", "--benchmark", "r2i-bench", "--create", "logical/disjunctive", "--good-cases",
+                     str(good), "--criteria-llm", f"openai:test-model@{server.base_url}", "--no-cache",
+                     "--out", str(tmp_path / "made")])
+        asked = [r.text for r in server.requests]
+    assert code == 0, capsys.readouterr()
+    creation = next(t for t in asked if "Can you generate 10 test cases" in t)
+    assert creation.startswith("You are an expert in text-to-image generation. I am currently creating a benchmark")
+    assert "### Definition of Logical Reasoning:\nLogical reasoning involves using systematic, structured" in creation
+    assert "### Definition of Disjunctive Reasoning:\nDisjunctive reasoning involves premises in the form" in creation
+    assert "1. Prompt: Either the lamp or the candle is lit" in creation and "Reference Caption: A lit candle" in creation
+    assert "(1) No Effective Reasoning" in creation  # appendix A.2's negative examples by default
+    assert sum("Your task is to explain why" in t for t in asked) == 2
+    import datasets
+
+    rows = list(datasets.load_dataset(str(tmp_path / "made"), "all", split="test"))
+    assert [(r["prompt"], r["reference_caption"]) for r in rows] == [(c["Prompt"], c["Reference Caption"]) for c in created]
+    assert [r["assessment_point"] for r in rows] == [f"because of: {c['Prompt']}" for c in created]
+    assert [(r["category"], r["subcategory"], r["id"]) for r in rows] == [
+        ("logical", "disjunctive", "logical/disjunctive/1"), ("logical", "disjunctive", "logical/disjunctive/2")]
+    assert all(r["has_questions"] and [q["weight"] for q in r["questions"]] == [9.0, 2.0] for r in rows)
+    assert "2 new logical/disjunctive prompts made" in capsys.readouterr().out
+
+
+def test_creating_r2i_prompts_says_what_is_missing_before_any_llm_is_asked(tmp_path, capsys):
+    base = ["criteria", "--benchmark", "r2i-bench", "--criteria-llm", "openai:m@http://127.0.0.1:9", "--out",
+            str(tmp_path / "o")]
+    assert main([*base, "--create", "logical/nonsense", "--good-cases", "x.txt"]) == 2
+    assert "unknown R2I-Bench subcategory 'logical/nonsense'" in capsys.readouterr().err
+    assert main([*base, "--create", "logical/disjunctive"]) == 2
+    assert "--create needs --good-cases" in capsys.readouterr().err
+    assert main([*base]) == 2
+    assert "give --prompts (a file of prompts) or --create" in capsys.readouterr().err
+    assert main(["criteria", "--benchmark", "t2i-reasonbench", "--create", "logical/disjunctive", "--out", "o"]) == 2
+    assert "use it with --benchmark r2i-bench" in capsys.readouterr().err

@@ -12,6 +12,7 @@ import math
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -321,6 +322,14 @@ def test_whose_questions_the_benchmarks_metric_asked(tmp_path):
     release = tmp_path / "release"
     release.mkdir()
     (release / "build_report.json").write_text(json.dumps({"benchmark": "t2i-reasonbench"}))
-    assert _questions_source(SimpleNamespace(data_source=lambda: str(made))) == "gpt-5.1"
-    assert _questions_source(SimpleNamespace(data_source=lambda: str(release))) == "the release's"
-    assert _questions_source(SimpleNamespace(data_source=lambda: None)) == "the sample's"
+    from t2ireason.benchmarks import get_benchmark
+    from t2ireason.runs import Run
+
+    def run(data):  # Run.questions_by reads the run's data source, its benchmark and resolves its folder
+        fake = SimpleNamespace(data_source=lambda: data, bench=get_benchmark("t2i-reasonbench"), _resolve=Path)
+        fake.questions_by = lambda questions=None: Run.questions_by(fake, questions)
+        return fake
+
+    assert _questions_source(run(str(made))) == "gpt-5.1"
+    assert _questions_source(run(str(release))) == "DeepSeek-R1 (the release's)"  # Table 1's "Deepseek" rows
+    assert _questions_source(run(None)) == "the sample's"

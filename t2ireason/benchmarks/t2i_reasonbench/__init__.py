@@ -59,7 +59,8 @@ _AUTHORS_SCRIPTS = tuple(f"evaluation/Qwen2.5-VL/eval_{d}.py" for d in ("idiom",
 class T2IReasonBench(Benchmark):
     name = "t2i-reasonbench"
     pretty_name = "T2I-ReasonBench"
-    configs = tuple(DIMENSIONS)
+    #: the four dimensions, then ``all`` (every row of the four, as ``load_dataset(folder, "all")`` users expect)
+    configs = (*DIMENSIONS, "all")
     metric = "t2i_reasonscore"
     subscore_scale = 100.0  # its question groups (reason, detail, quality) are on 0-1
     license = None  # neither the paper nor the release states one: users must say
@@ -69,6 +70,8 @@ class T2IReasonBench(Benchmark):
     official_release = OfficialRelease(kind="github", repo=_AUTHORS_REPO, revision=_AUTHORS_COMMIT,
                                        files=recorded_hashes("t2i-reasonbench"), scripts=_AUTHORS_SCRIPTS)
     release_markers = ("prompts/idiom_interpretation.json",)
+    #: whose stage-1 questions the release holds (deepseek_evaluation_qs/: Table 1's "Deepseek" rows)
+    release_questions_by = "DeepSeek-R1"
     description = (
         "T2I-ReasonBench (Sun et al., 2025) tests reasoning-informed text-to-image generation with 800 prompts "
         "in four dimensions of 200 each: Idiom Interpretation (a sentence using an idiom figuratively), Textual "

@@ -155,6 +155,8 @@ def read_release(source: str | Path, options: dict[str, Any], *, license: str | 
     if unknown:
         raise TypeError(f"unknown option(s) {sorted(unknown)}; read_release takes {sorted(_READ_OPTIONS)}")
     configs = list(options.get("configs") or DIMENSIONS)
+    if "all" in configs:  # every dimension
+        configs = list(DIMENSIONS)
     bad = [c for c in configs if c not in DIMENSIONS]
     if bad:
         raise ValueError(f"unknown dimension(s) {bad}; known: {', '.join(DIMENSIONS)}")
@@ -174,6 +176,9 @@ def read_release(source: str | Path, options: dict[str, Any], *, license: str | 
         counts[config] = {"rows": len(rows), "pairs": sum(len(g["pairs"]) for r in rows for g in r["evaluation"]),
                           **{f"{role}_pairs": n for role, n in per_role.items()}}
     reader.unknown_data_files()
+    if out:  # the rows of every dimension read, in the dimensions' order (each row is also in its dimension's)
+        out["all"] = [row for rows in out.values() for row in rows]
+        counts["all"] = {k: sum(c[k] for c in counts.values()) for k in next(iter(counts.values()))}
     return Release(configs=out, anomalies=reader.anomalies, counts=counts, license=license,
                    source=str(reader.root), quarantine=reader.quarantine, files_read=reader.files_read)
 

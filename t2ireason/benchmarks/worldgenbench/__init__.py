@@ -37,9 +37,10 @@ class WorldGenBench(Benchmark):
     configs = DOMAINS
     metric = "knowledge_checklist_score"
     license = LICENSE
-    # The Hub dataset. Its commit could not be established here (no access to the Hub): the revision
-    # is the branch, so what it names can change; no file hash is recorded, nothing is claimed
-    # verified. Pin it (and record the hashes) once the files have been checked.
+    # The Hub dataset. Its data files could not be reached here (only its card and commits of it: see .release),
+    # so its commit and bytes are not known: the revision is the branch (what it names can change) and no file hash
+    # is recorded, so every build says "release not checked". Pin it, and record the hashes in
+    # release_hashes/worldgenbench.sha256 as the other releases do, once the files have been checked.
     official_release = OfficialRelease(kind="hub", repo="worldrl/WorldGenBench", revision="main")
     # a Hub dataset repository's root holds its card and, anywhere below it, the JSON data files
     release_markers = ("README.md", "**/*.json*")

@@ -1,10 +1,20 @@
 """WorldGenBench's release: the Hub dataset ``worldrl/WorldGenBench`` (JSON or JSON Lines files).
 
-Its exact field names were not available when this reader was written, so it maps field names through
-:data:`FIELD_NAMES` (candidates matched case- and separator-insensitively), which
-``read_release(field_map=...)`` overrides, and accepts the common shapes of a checklist (see
-:func:`normalize_checklist`). Every value is kept, what cannot be a row is quarantined with its raw
-text, and each irregularity is an anomaly.
+What the project could confirm of the release (its Hub pages: the dataset card and commits of it, read in
+November 2026; no file of its data could be reached): the card's YAML (license ``mit``, language ``en``,
+size ``1K<n<10K``, task ``text-to-image``, tags ``reasoning-datasets-competition`` and ``art``; the Hub lists
+its format as JSON); its text (732 humanities prompts, 3 for each of 244 countries or regions; 340 nature
+prompts over 6 disciplines; each prompt, "**Prompt**", paired with a "**Knowledge Checklist**" of binary
+(✓/✗) items; GPT-4o labels each item 1 or 0 and the reward is satisfied / total; the prompts were written by
+Claude 3.7). What it could not confirm: the names of the data files, their field names, the checklist's
+shape, whether records carry an id, the commit of the current files and their bytes. So the field names
+here remain a documented guess: :data:`FIELD_NAMES` (candidates matched case- and separator-insensitively;
+the card's two labels, ``Prompt`` and ``Knowledge Checklist``, are among them), which
+``read_release(field_map=...)`` (``t2ireason build worldgenbench --read-option field_map=...``) overrides,
+with the common shapes of a checklist (:func:`normalize_checklist`); the official release is fetched at
+``main`` with no recorded hash, so every build of it says ``release not checked``
+(:func:`t2ireason.releases.verify_files`): a stand-in in its layout is not told from the real one. Every
+value is kept, what cannot be a row is quarantined with its raw text, and each irregularity is an anomaly.
 """
 
 from __future__ import annotations

@@ -124,7 +124,7 @@ def official_turn(group: dict) -> str:
 def test_official_template_sends_the_scripts_text_byte_for_byte(release):
     """Every group of every sample row (irregular keys, rubric objects, shuffled keys included) as the scripts
     would send it: the release's record loaded with json.load and printed into their f-string."""
-    rows = [r for d in BENCH.configs for r in release.configs[d]]
+    rows = release.configs["all"]
     judge = ScriptedJudge(lambda r: "An image." if r.messages[-1].text == "Describe this image."
                           else '{"reason": [], "score": []}')
     BENCH.score(rows, [Image.new("RGB", (8, 8))] * len(rows), judge, template="official", max_reasks=0)

@@ -24,8 +24,12 @@ def test_sample_counts_equal_what_was_written(release):
         "textual": {"rows": 4, "pairs": 21, "reason_pairs": 15, "detail_pairs": 0, "quality_pairs": 6},
         "entity": {"rows": 4, "pairs": 19, "reason_pairs": 8, "detail_pairs": 6, "quality_pairs": 5},
         "scientific": {"rows": 4, "pairs": 23, "reason_pairs": 11, "detail_pairs": 6, "quality_pairs": 6},
+        "all": {"rows": 16, "pairs": 85, "reason_pairs": 49, "detail_pairs": 12, "quality_pairs": 24},
     }
-    sizes = {d: [[len(g["pairs"]) for g in r["evaluation"]] for r in rows] for d, rows in release.configs.items()}
+    # the all config: every dimension's rows, in the dimensions' order
+    assert release.configs["all"] == [r for d in DIMENSIONS for r in release.configs[d]]
+    sizes = {d: [[len(g["pairs"]) for g in r["evaluation"]] for r in rows] for d, rows in release.configs.items()
+             if d != "all"}
     assert sizes == {"idiom": [[4, 2], [3, 1], [5, 3], [3, 1]], "textual": [[4, 2], [3, 1], [5, 1], [3, 2]],
                      "entity": [[2, 2, 1], [1, 2, 2], [3, 1, 1], [2, 1, 1]],
                      "scientific": [[2, 1, 2], [3, 2, 1], [4, 1, 1], [2, 2, 2]]}
@@ -56,7 +60,7 @@ def test_every_quirk_survives_with_its_original_keys(release):
     assert sci2["prompt"] == "A pencil standing in a half-filled glass of water, seen from the side"
     assert sci2["evaluation_prompt"] == sci2["explicit_meaning"]
     assert _row(release, "textual", 3)["prompt"].endswith("café.")
-    mismatched = {(d, r["id"]) for d, rows in release.configs.items() for r in rows if r["evaluation_prompt"]}
+    mismatched = {(d, r["id"]) for d in DIMENSIONS for r in release.configs[d] if r["evaluation_prompt"]}
     assert mismatched == {("textual", 3), ("entity", 3), ("scientific", 2)}
 
     # pipeline records: rewritten prompt, reasoning, and extra keys kept
@@ -81,7 +85,7 @@ def test_anomalies_report_every_irregularity(release):
 
 
 def test_rows_fit_the_features_and_the_official_layout(release):
-    rows = [r for rows in release.configs.values() for r in rows]
+    rows = release.configs["all"]
     ds = datasets.Dataset.from_list(rows, features=BENCH.features)
     assert ds[0]["evaluation"][0]["pairs"][0]["question_key"] == "q1"
     from t2ireason.build import describe_features
@@ -124,8 +128,8 @@ def test_a_full_sized_release_keeps_every_pair(tmp_path):
             (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
             (tmp_path / rel).write_text(json.dumps(data))
     rel = BENCH.read_release(tmp_path)
-    assert sum(c["rows"] for c in rel.counts.values()) == 800
-    assert sum(c["pairs"] for c in rel.counts.values()) == expected
+    assert rel.counts["all"]["rows"] == sum(rel.counts[d]["rows"] for d in DIMENSIONS) == 800
+    assert rel.counts["all"]["pairs"] == sum(rel.counts[d]["pairs"] for d in DIMENSIONS) == expected
 
 
 def test_text_is_kept_byte_for_byte(release):
@@ -179,7 +183,7 @@ def test_a_dimension_with_no_files_is_absent_and_said_so(copy):
     for rel in DIMENSIONS["idiom"].files():
         (copy / rel).unlink()
     rel = BENCH.read_release(copy)
-    assert list(rel.configs) == ["textual", "entity", "scientific"]
+    assert list(rel.configs) == ["textual", "entity", "scientific", "all"]
     assert [k for k, _ in _kinds(rel, "idiom_interpretation.json")] == ["missing_file", "no_rows"]
 
 

@@ -197,12 +197,14 @@ def _questions_in_files(data: dict, overrides: dict) -> int:
 def _check_invariants(release, data, overrides):
     assert {a.kind for a in release.anomalies} <= set(ANOMALY_KINDS)
     # every question of the files is a pair of a row: none dropped
-    assert sum(c["pairs"] for c in release.counts.values()) == _questions_in_files(data, overrides)
-    assert sum(len(g["pairs"]) for rows in release.configs.values() for r in rows for g in r["evaluation"]) == \
-        sum(c["pairs"] for c in release.counts.values())
+    dimensions = {c: rows for c, rows in release.configs.items() if c != "all"}
+    pairs = sum(c["pairs"] for d, c in release.counts.items() if d != "all")
+    assert pairs == _questions_in_files(data, overrides) == (release.counts["all"]["pairs"] if dimensions else 0)
+    assert sum(len(g["pairs"]) for rows in dimensions.values() for r in rows for g in r["evaluation"]) == pairs
+    assert release.configs.get("all", []) == [r for rows in dimensions.values() for r in rows]
     # rows fit the schema the dataset is written with, and names stay unique file names
     schema = BENCH.features.arrow_schema
-    for config, rows in release.configs.items():
+    for config, rows in dimensions.items():
         pa.Table.from_pylist(rows, schema=schema)
         names = [r["name"] for r in rows]
         assert len(set(names)) == len(names)
