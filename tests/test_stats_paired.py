@@ -5,8 +5,16 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from t2ireason.stats_paired import (cell_values, formulas_from, holm, influence, joint_bootstrap,
-                                    min_detectable_difference, rank_intervals, sign_flip_test)
+from t2ireason.stats_paired import (
+    cell_values,
+    formulas_from,
+    holm,
+    influence,
+    joint_bootstrap,
+    min_detectable_difference,
+    rank_intervals,
+    sign_flip_test,
+)
 
 
 def mean_of(x, columns=("mean",)):

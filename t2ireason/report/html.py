@@ -124,7 +124,7 @@ def _table(t: PaperTable, number: int) -> dict[str, Any]:
     return {"id": f"table-{number}", "title": t.title, "note": t.note, "columns": t.columns,
             "intervals": any(c.low is not None for cells in t.rows.values() for c in cells.values()),
             "groups": [(group, [row(label) for label in labels]) for group, labels in grouped_rows(t)],
-            "rows": [row(label) for label in t.rows], "runs": runs}
+            "rows": [row(label) for label in t.rows], "runs": runs, "remarks": list(t.remarks)}
 
 
 def _figure(path: str | os.PathLike, out_dir: Path, embed: bool) -> dict[str, Any] | None:
