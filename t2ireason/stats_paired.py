@@ -31,8 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as sps
 
-__all__ = ["CellFormulas", "formulas_from", "prompt_parts", "cell_values", "joint_bootstrap", "sign_flip_test", "holm",
-           "rank_intervals", "influence", "min_detectable_difference"]
+__all__ = ["CellFormulas", "formulas_from", "prompt_parts", "cell_values", "joint_bootstrap", "draw_flips",
+           "sign_flip_test", "holm", "rank_intervals", "influence", "min_detectable_difference"]
 
 
 @dataclass
@@ -119,31 +119,36 @@ def joint_bootstrap(runs: Sequence[CellFormulas], *, n_resamples: int = 2000, se
     return np.stack(np.split(dist, np.cumsum(cells)[:-1], axis=0)).transpose(0, 2, 1)
 
 
-def _flips(n: int, n_resamples: int, rng: np.random.Generator) -> tuple[np.ndarray, bool]:
-    """Which prompts swap their two runs, one row per permutation: every one of the 2**n when that is no more
-    than ``n_resamples`` (the exact test, as scipy), else ``n_resamples`` drawn at random."""
+def draw_flips(n: int, n_resamples: int = 2000, seed: int = 0) -> tuple[np.ndarray, bool]:
+    """Which of ``n`` prompts swap their two runs, one row per permutation, and whether that is every one of the
+    2**n (when they are no more than ``n_resamples``: the exact test, as scipy) or ``n_resamples`` drawn at random
+    (seeded). Drawn once, they serve every pair of runs over those prompts."""
     if n < 31 and 2 ** n <= n_resamples:
         return np.array(list(itertools.product((0.0, 1.0), repeat=n))), True
-    return rng.integers(0, 2, size=(n_resamples, n)).astype(float), False
+    return np.random.default_rng(seed).integers(0, 2, size=(n_resamples, n), dtype=np.int8).astype(float), False
 
 
 def sign_flip_test(a: CellFormulas, b: CellFormulas, *, n_resamples: int = 2000, seed: int = 0,
-                   batch: int = 500) -> tuple[np.ndarray, np.ndarray]:
+                   flips: tuple[np.ndarray, bool] | None = None, batch: int = 500) -> tuple[np.ndarray, np.ndarray]:
     """Each cell's difference ``a - b`` and its two-sided p-value by the paired permutation test: under the
     null that the runs are exchangeable on each prompt, each prompt's two runs are swapped or not (all of a
     prompt's images together), the cells recomputed. The p-value is counted as scipy's ``permutation_test``
     counts it (``permutation_type="samples"``: ties within a relative 1e-14, one added to both counts of a
-    randomised test, two-sided as twice the smaller tail)."""
+    randomised test, two-sided as twice the smaller tail). ``flips``: :func:`draw_flips`'s, drawn once for
+    several pairs over the same prompts."""
     if a.num.shape != b.num.shape:
         raise ValueError("the two runs' cells are not over the same prompts and terms")
     observed = (cell_values(a) - cell_values(b))[0]
-    dnum, dden = b.num - a.num, b.den - a.den
+    terms = a.num.shape[1]
+    delta = np.hstack([b.num - a.num, b.den - a.den])
     na, da, nb, db = a.num.sum(0), a.den.sum(0), b.num.sum(0), b.den.sum(0)
-    flips, exact = _flips(a.prompts, n_resamples, np.random.default_rng(seed))
+    flips, exact = flips if flips is not None else draw_flips(a.prompts, n_resamples, seed)
+    if flips.shape[1] != a.prompts:
+        raise ValueError(f"flips of {flips.shape[1]} prompts for runs over {a.prompts}")
     null = []
     for start in range(0, flips.shape[0], batch):  # bounded memory: a batch of permutations at a time
-        s = flips[start:start + batch]
-        gn, gd = s @ dnum, s @ dden
+        g = flips[start:start + batch] @ delta
+        gn, gd = g[:, :terms], g[:, terms:]
         null.append(_combine(_ratios(na + gn, da + gd), a.weights) - _combine(_ratios(nb - gn, db - gd), b.weights))
     null = np.concatenate(null)
     gamma = np.abs(1e-14 * observed)

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..results import ImageResult, PaperTable
 from ..stats_paired import (
+    draw_flips,
     formulas_from,
     holm,
     joint_bootstrap,
@@ -291,8 +292,9 @@ def _compare_group(labels: list[str], formulas: dict[str, list[tuple]], titles: 
             continue
         dist = joint_bootstrap(runs, n_resamples=n_resamples, seed=seed)
         observed = {}
+        flips = draw_flips(len(order), n_resamples, seed)  # the same flips for every pair
         for i, j in itertools.combinations(range(len(labels)), 2):
-            diff, p = sign_flip_test(runs[i], runs[j], n_resamples=n_resamples, seed=seed)
+            diff, p = sign_flip_test(runs[i], runs[j], flips=flips)
             lo, hi = np.nanpercentile(dist[i] - dist[j], [2.5, 97.5], axis=0)
             adjusted = holm(p)
             for c, column in enumerate(columns):
