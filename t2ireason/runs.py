@@ -394,7 +394,7 @@ class Run:
                  judge_kwargs: dict | None = None, options: dict[str, Any] | None = None, name: str | None = None,
                  cache: str | bool = True, chunk_size: int = 32, progress: bool = True, retry_failed: bool = False,
                  lock_timeout: float = LOCK_TIMEOUT, preflight: bool = True,
-                 allow_missing: bool = False) -> dict[str, Any]:
+                 allow_missing: bool = False, repeats: int = 1) -> dict[str, Any]:
         """Score the run's images with the benchmark's judge (or another ``metric``'s) and write ``scores.json``.
 
         ``metric``: the benchmark's own by default; else ``vqascore``, ``clip_score``, ``dsg``, ``viescore``,
@@ -421,7 +421,11 @@ class Run:
         before creating the run, and passes False). ``allow_missing``: an image missing from the image
         folder is counted as not scored, as one never made, instead of stopping the evaluation before it
         starts. ``scores.json`` says how many images were scored of how many, and why the others were not
-        (``coverage``: :func:`~t2ireason.results.coverage`).
+        (``coverage``: :func:`~t2ireason.results.coverage`). ``repeats`` K > 1: a sampled judge is asked K times
+        about each image (each repeat a request of its own, cached, journaled and resumed; a greedy judge is
+        refused), each image scored by its first reply, and ``scores.json``'s ``judge_noise`` says the judge's
+        share of the variance, how much it widens the interval and how many images' repeats disagree
+        (:func:`~t2ireason.stats_paired.judge_noise`).
 
         Returns the scores (as ``scores.json``) with ``retried``: how many failed images were
         scored again, and ``reused``: how many replies received before an interruption were
@@ -433,8 +437,12 @@ class Run:
 
         if chunk_size < 1:
             raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+        if not isinstance(repeats, int) or repeats < 1:
+            raise ValueError(f"repeats must be a whole number >= 1, got {repeats!r}")
         bench = self.bench
         scorer = metric_scorer(metric, bench)  # None: the benchmark's own
+        if repeats > 1 and scorer is not None:
+            raise ValueError(f"repeats are asked of the benchmark's own judge, not of another metric ({metric})")
         setting = judge_setting(scorer or bench, preset, judge, judge_kwargs, options)
         if scorer is None:
             check_setting(bench, setting)
@@ -445,12 +453,13 @@ class Run:
         settings = redacted(jsonable({"metric": (scorer or bench).metric,
                                       "judge": judge if isinstance(judge, str) or judge is None
                                       else evaluation_name(judge), "preset": preset, "judge_kwargs": judge_kwargs or {},
-                                      "options": dict(options or {})}))  # recorded: never an API key
+                                      "options": dict(options or {}),
+                                      **({"repeats": repeats} if repeats > 1 else {})}))  # recorded: never an API key
         from .run_evaluation import evaluate_run
 
         return evaluate_run(self, name, setting, settings, cache=cache, chunk_size=chunk_size, progress=progress,
                             retry_failed=retry_failed, preflight=preflight, lock_timeout=lock_timeout,
-                            allow_missing=allow_missing, scorer=scorer)
+                            allow_missing=allow_missing, scorer=scorer, repeats=repeats)
 
     def scores(self, name: str) -> dict[str, Any]:
         file = self.evaluation_dir(name) / SCORES_FILE

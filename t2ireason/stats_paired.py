@@ -32,7 +32,7 @@ import numpy as np
 from scipy import stats as sps
 
 __all__ = ["CellFormulas", "formulas_from", "prompt_parts", "cell_values", "joint_bootstrap", "draw_flips",
-           "sign_flip_test", "holm", "rank_intervals", "influence", "min_detectable_difference"]
+           "sign_flip_test", "holm", "rank_intervals", "influence", "min_detectable_difference", "judge_noise"]
 
 
 @dataclass
@@ -236,3 +236,28 @@ def formulas_from(terms: Mapping[str, Sequence[Sequence[float]]], cells: Mapping
         for t, w in formula.items():
             weights[at[t], j] = w
     return CellFormulas(num, den, weights)
+
+
+def judge_noise(scores: np.ndarray | Sequence[Sequence[float | None]]) -> dict[str, float | int]:
+    """A sampled judge's own noise from ``scores`` (images x repeats; an image with a missing repeat left out):
+    one-way random effects over images, the repeats of an image its group. ``within`` is the variance between
+    repeats of one image (the mean square within, MSW), ``between`` the variance of the images' true scores
+    (``(MSB - MSW) / K``, at least 0; MSB is ``K`` times the variance of the images' means), ``judge_share``
+    ``within / (within + between)``; ``widening`` how much wider the run's interval is, from one reply per image,
+    than a noiseless judge's (``sqrt((between + within) / between)``); ``disagreeing`` the share of images whose
+    repeats are not all equal, ``mean_sd`` the mean over images of the repeats' standard deviation."""
+    x = np.asarray([[np.nan if v is None else v for v in row] for row in scores], dtype=float) \
+        if not isinstance(scores, np.ndarray) else scores.astype(float)
+    x = x[np.all(np.isfinite(x), axis=1)] if x.ndim == 2 else np.empty((0, 0))
+    n, k = x.shape if x.size else (0, 0)
+    if n < 2 or k < 2:
+        return {"images": int(n), "repeats": int(k)}
+    msw = float(x.var(axis=1, ddof=1).mean())
+    msb = float(k * x.mean(axis=1).var(ddof=1))
+    between = max(0.0, (msb - msw) / k)
+    total = between + msw
+    return {"images": int(n), "repeats": int(k), "within": msw, "between": between,
+            "judge_share": msw / total if total > 0 else math.nan,
+            "widening": math.sqrt(total / between) if between > 0 else math.inf,
+            "disagreeing": float(np.mean(np.ptp(x, axis=1) > 0)), "mean_sd": float(x.std(axis=1, ddof=1).mean()),
+            "f": msb / msw if msw > 0 else math.inf}
