@@ -180,7 +180,8 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
                                 [_run_row(run, n, label) for run, n, label in group] + about,
                                 subscore_scale=bench.subscore_scale))
         if found is not None and len(group) > 1:
-            sections.append(Section(f"{bench.pretty_name}: paired comparisons", {}, runs=found.html_rows()))
+            sections.append(Section(f"{bench.pretty_name}: paired comparisons", {}, runs=found.html_rows(),
+                                    kind="comparisons"))
     for part in metric_parts(other_metrics, out):  # VQAScore, CLIPScore, DSG, VIEScore... on a benchmark's prompts
         markdown.append(f"## {part.heading}\n\n{to_markdown(part.tables)}")
         headlines.append(to_markdown(part.tables[:1]))

@@ -180,6 +180,7 @@ def test_a_report_of_runs_writes_its_comparisons(tmp_path):
     assert "\\begin{tabular}" in report["comparisons_tex"].read_text()
     page = report["html"][0].read_text()
     assert "PRISM-Bench: paired comparisons" in page and "within noise" in page
+    assert page.count('<table class="comparisons">') == 1
     ranked = [r for r in csv.DictReader(io.StringIO(report["tables_csv"].read_text())) if r["rank_low"]]
     assert ranked and all(1 <= int(r["rank_low"]) <= int(r["rank_high"]) <= 3 for r in ranked)
     alone = write_report(runs[:1], tmp_path / "alone", n_resamples=300)
