@@ -32,7 +32,8 @@ import numpy as np
 from scipy import stats as sps
 
 __all__ = ["CellFormulas", "formulas_from", "prompt_parts", "cell_values", "joint_bootstrap", "draw_flips",
-           "sign_flip_test", "holm", "rank_intervals", "influence", "min_detectable_difference", "judge_noise"]
+           "sign_flip_test", "holm", "rank_intervals", "influence", "min_detectable_difference", "judge_noise",
+           "rows_kendall_tau"]
 
 
 @dataclass
@@ -261,3 +262,11 @@ def judge_noise(scores: np.ndarray | Sequence[Sequence[float | None]]) -> dict[s
             "widening": math.sqrt(total / between) if between > 0 else math.inf,
             "disagreeing": float(np.mean(np.ptp(x, axis=1) > 0)), "mean_sd": float(x.std(axis=1, ddof=1).mean()),
             "f": msb / msw if msw > 0 else math.inf}
+
+
+def rows_kendall_tau(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Kendall's tau-b of each row of ``x`` against the same row of ``y`` at once (NaN where a row is all ties):
+    the runs' order under two judges, one resample a row."""
+    from .stats import _kendall_tau_rows
+
+    return _kendall_tau_rows(np.asarray(x, dtype=float), np.asarray(y, dtype=float))
