@@ -45,12 +45,14 @@ def _now() -> str:
 
 def evaluate_run(run: Any, name: str, setting: Any, settings: dict[str, Any], *, cache: str | bool, chunk_size: int,
                  progress: bool, retry_failed: bool, preflight: bool, lock_timeout: float,
-                 allow_missing: bool = False, scorer: MetricScorer | None = None, repeats: int = 1) -> dict[str, Any]:
+                 allow_missing: bool = False, scorer: MetricScorer | None = None, repeats: int = 1,
+                 sample: int | None = None, seed: int = 0) -> dict[str, Any]:
     """Score the images of ``run`` (a :class:`~t2ireason.runs.Run`) for the evaluation ``name`` with the judge
     ``setting`` (checked already; ``settings``: what ``run.json`` records), under the evaluation's lock, and
     return the scores (see :meth:`t2ireason.runs.Run.evaluate`). ``scorer``: a metric other than the benchmark's
     own (:mod:`t2ireason.evaluation_metrics`), which then scores, loads its model and aggregates. ``repeats``:
-    ask the judge that many times per image (:func:`score_images`)."""
+    ask the judge that many times per image (:func:`score_images`); ``sample``: only the images of that many
+    prompts, stratified by category (:func:`sampled_items`)."""
     procs = processes()
     who = "another process" if procs.count == 1 else "another process (not of this launch)"
     busy = (f"evaluation {name!r} of {run.path} is being scored by {who} (waited {lock_timeout:g} s); "
@@ -60,7 +62,7 @@ def evaluate_run(run: Any, name: str, setting: Any, settings: dict[str, Any], *,
         try:
             return _evaluate(run, procs, name, setting, settings, cache=cache, chunk_size=chunk_size,
                              progress=progress, retry_failed=retry_failed, preflight=preflight,
-                             allow_missing=allow_missing, scorer=scorer, repeats=repeats)
+                             allow_missing=allow_missing, scorer=scorer, repeats=repeats, sample=sample, seed=seed)
         finally:
             if scorer is not None:
                 scorer.close()  # what it loaded besides the judge (a question LLM)
@@ -68,7 +70,8 @@ def evaluate_run(run: Any, name: str, setting: Any, settings: dict[str, Any], *,
 
 def _evaluate(run: Any, procs: Processes, name: str, setting: Any, settings: dict[str, Any], *, cache: str | bool,
               chunk_size: int, progress: bool, retry_failed: bool, preflight: bool,
-              allow_missing: bool = False, scorer: MetricScorer | None = None, repeats: int = 1) -> dict[str, Any]:
+              allow_missing: bool = False, scorer: MetricScorer | None = None, repeats: int = 1,
+              sample: int | None = None, seed: int = 0) -> dict[str, Any]:
     from .judges.journal import JournaledJudge, ReplyJournal
 
     recorded = run.reload()["evaluations"].get(name)  # as left by whichever process scored it last
@@ -76,6 +79,8 @@ def _evaluate(run: Any, procs: Processes, name: str, setting: Any, settings: dic
         raise RunError(f"evaluation {name!r} of {run.path} was made with other settings "
                        f"({recorded.get('settings')}), not these ({settings}); pass another name to keep both")
     items = run.image_items(failed=True, missing_ok=allow_missing)
+    if sample:
+        items = sampled_items(run.bench, items, sample, seed)
     # an image missing from the image folder (allow_missing) is scored as one the generation never made
     not_made = {**{key: {"kind": "missing", "failure": f"no file at {path}"} for key, _, path in items
                    if not path.is_file()}, **run.generation_failures()}
@@ -216,6 +221,20 @@ def _cache_counts(judge: Any) -> dict[str, Any]:
     if judge is None:
         return {}
     return {"from_cache": judge.hits, "stale": judge.stale, "cache": str(judge.path)}
+
+
+def sampled_items(bench: Any, items: list, n: int, seed: int) -> list:
+    """The items (``(key, row, path)``) of ``n`` of their prompts, drawn stratified by the prompts' category (the
+    benchmark's config of the row: :func:`~t2ireason.stats_paired.stratified_sample`); every image of a prompt
+    drawn is kept, in the items' order."""
+    from .stats_paired import stratified_sample
+
+    prompts = list(dict.fromkeys(bench.row_id(row) for _, row, _ in items))
+    config = {bench.row_id(row): bench.row_config(row) for _, row, _ in items}
+    if n > len(prompts):
+        raise ValueError(f"a sample of {n} prompts, but the run has {len(prompts)}")
+    chosen = {prompts[i] for i in stratified_sample([config[p] for p in prompts], n, seed)}
+    return [item for item in items if bench.row_id(item[1]) in chosen]
 
 
 def score_images(bench: Any, items: list, judge: Any, options: dict[str, Any],

@@ -394,7 +394,8 @@ class Run:
                  judge_kwargs: dict | None = None, options: dict[str, Any] | None = None, name: str | None = None,
                  cache: str | bool = True, chunk_size: int = 32, progress: bool = True, retry_failed: bool = False,
                  lock_timeout: float = LOCK_TIMEOUT, preflight: bool = True,
-                 allow_missing: bool = False, repeats: int = 1) -> dict[str, Any]:
+                 allow_missing: bool = False, repeats: int = 1, sample: int | None = None,
+                 seed: int = 0) -> dict[str, Any]:
         """Score the run's images with the benchmark's judge (or another ``metric``'s) and write ``scores.json``.
 
         ``metric``: the benchmark's own by default; else ``vqascore``, ``clip_score``, ``dsg``, ``viescore``,
@@ -425,7 +426,9 @@ class Run:
         about each image (each repeat a request of its own, cached, journaled and resumed; a greedy judge is
         refused), each image scored by its first reply, and ``scores.json``'s ``judge_noise`` says the judge's
         share of the variance, how much it widens the interval and how many images' repeats disagree
-        (:func:`~t2ireason.stats_paired.judge_noise`).
+        (:func:`~t2ireason.stats_paired.judge_noise`). ``sample`` N: score the images of only N of the run's
+        prompts, drawn stratified by category (each category its share; ``seed``), as the sample a paid judge
+        scores to certify a substitute (:mod:`t2ireason.study.certificate`).
 
         Returns the scores (as ``scores.json``) with ``retried``: how many failed images were
         scored again, and ``reused``: how many replies received before an interruption were
@@ -441,6 +444,8 @@ class Run:
             raise ValueError(f"repeats must be a whole number >= 1, got {repeats!r}")
         bench = self.bench
         scorer = metric_scorer(metric, bench)  # None: the benchmark's own
+        if sample is not None and (not isinstance(sample, int) or sample < 1):
+            raise ValueError(f"sample must be a whole number of prompts >= 1, got {sample!r}")
         if repeats > 1 and scorer is not None:
             raise ValueError(f"repeats are asked of the benchmark's own judge, not of another metric ({metric})")
         setting = judge_setting(scorer or bench, preset, judge, judge_kwargs, options)
@@ -454,12 +459,13 @@ class Run:
                                       "judge": judge if isinstance(judge, str) or judge is None
                                       else evaluation_name(judge), "preset": preset, "judge_kwargs": judge_kwargs or {},
                                       "options": dict(options or {}),
-                                      **({"repeats": repeats} if repeats > 1 else {})}))  # recorded: never an API key
+                                      **({"repeats": repeats} if repeats > 1 else {}),
+                                      **({"sample": sample, "seed": seed} if sample else {})}))  # never an API key
         from .run_evaluation import evaluate_run
 
         return evaluate_run(self, name, setting, settings, cache=cache, chunk_size=chunk_size, progress=progress,
                             retry_failed=retry_failed, preflight=preflight, lock_timeout=lock_timeout,
-                            allow_missing=allow_missing, scorer=scorer, repeats=repeats)
+                            allow_missing=allow_missing, scorer=scorer, repeats=repeats, sample=sample, seed=seed)
 
     def scores(self, name: str) -> dict[str, Any]:
         file = self.evaluation_dir(name) / SCORES_FILE

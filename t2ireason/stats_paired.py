@@ -27,13 +27,14 @@ import math
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import stats as sps
 
 __all__ = ["CellFormulas", "formulas_from", "prompt_parts", "cell_values", "joint_bootstrap", "draw_flips",
            "sign_flip_test", "holm", "rank_intervals", "influence", "min_detectable_difference", "judge_noise",
-           "rows_kendall_tau"]
+           "rows_kendall_tau", "stratified_sample"]
 
 
 @dataclass
@@ -270,3 +271,22 @@ def rows_kendall_tau(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     from .stats import _kendall_tau_rows
 
     return _kendall_tau_rows(np.asarray(x, dtype=float), np.asarray(y, dtype=float))
+
+
+def stratified_sample(strata: Sequence[Any], n: int, seed: int = 0) -> list[int]:
+    """``n`` of the items (their indices, in the items' order) drawn without replacement, each stratum (an
+    item's category) given its share of ``n`` by largest remainder (``n * size / total``, rounded so that the
+    shares sum to ``n``), the items within a stratum drawn at random (seeded)."""
+    total = len(strata)
+    if not 1 <= n <= total:
+        raise ValueError(f"a sample of {n} from {total} items: it must be between 1 and {total}")
+    groups: dict[Any, list[int]] = {}
+    for i, s in enumerate(strata):
+        groups.setdefault(s, []).append(i)
+    exact = {s: n * len(idx) / total for s, idx in groups.items()}
+    take = {s: int(math.floor(v)) for s, v in exact.items()}
+    for s in sorted(groups, key=lambda s: (-(exact[s] - take[s]), list(groups).index(s)))[: n - sum(take.values())]:
+        take[s] += 1
+    rng = np.random.default_rng(seed)
+    chosen = [i for s, idx in groups.items() for i in rng.choice(idx, size=take[s], replace=False).tolist()]
+    return sorted(chosen)

@@ -151,7 +151,8 @@ def _evaluate(run, args: argparse.Namespace) -> dict:
                           options=args.options, name=args.name, cache=args.cache, chunk_size=args.chunk_size,
                           progress=not args.no_progress, retry_failed=args.retry_failed,
                           lock_timeout=args.lock_timeout, preflight=False,  # asked before the run was made
-                          allow_missing=args.allow_failed, repeats=getattr(args, "repeats", 1))
+                          allow_missing=args.allow_failed, repeats=getattr(args, "repeats", 1),
+                          sample=getattr(args, "sample", None), seed=getattr(args, "seed", 0))
     judge = scores["judge"]
     failed, transient = scores["num_failed"], scores.get("num_retryable", 0)
     said = f"{failed} failed"
@@ -238,6 +239,10 @@ def add_evaluate_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", default=None, help="Hub dataset id or built folder of a new run (default: the shipped sample)")
     p.add_argument("--configs", nargs="+", default=None, help="configs of a new run (default: all)")
     p.add_argument("--limit", type=positive_int, default=None, help="only the first N prompts (new run)")
+    p.add_argument("--sample", type=positive_int, default=None, metavar="N",
+                   help="score the images of only N of the run's prompts, drawn stratified by category (each its share), e.g. the "
+                        "sample a paid judge scores to certify a cheaper one (`t2ireason certify`)")
+    p.add_argument("--seed", type=int, default=0, help="the seed of --sample's draw (default 0)")
     p.add_argument("--data-revision", default=None, help="revision of a Hub dataset --data (new run)")
     p.add_argument("--images", default=None,
                    help="folder of images to score (generate output, or the official layout); default: <run>/images")

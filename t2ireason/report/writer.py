@@ -97,6 +97,17 @@ def _run_row(run: Run, evaluation: str, label: str) -> dict[str, Any]:
             "t2i-reason": scores.get("t2ireason_version")}
 
 
+def _cite_certificates(group: Sequence[tuple[Run, str, str]], tables: Sequence[Any]) -> None:
+    """Under each table holding a run judged by a certified substitute judge, the certificate's line (the run
+    stays apart from the paper's rows: its judge is not theirs)."""
+    from ..study.certificate import certificate_line, run_certificates
+
+    said = [(label, f"{label}: {certificate_line(cert)}") for run, n, label in group
+            for cert in run_certificates(run.path, n)]
+    for t in tables:
+        t.remarks += [line for label, line in said if label in t.rows and line not in t.remarks]
+
+
 def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike, *, evaluation: str | None = None,
                  embed_images: bool = False, title: str | None = None, published: bool = False,
                  compare: bool = True, n_resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
@@ -152,6 +163,7 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
         if found is not None:
             found.annotate(tables)
             compared.append((bench.pretty_name, found, len(group)))
+        _cite_certificates(group, tables)
         markdown.append(f"## {bench.pretty_name}\n\n{to_markdown(tables)}")
         headlines.append(to_markdown(tables[:1]))
         csv_parts.append(to_csv(tables))

@@ -32,9 +32,12 @@ from ..files import atomic_write_json, atomic_write_text
 from ..stats import kendall_tau, paired_bootstrap, spearman_rho
 from ..stats_paired import cell_values, formulas_from, joint_bootstrap, rows_kendall_tau
 
-__all__ = ["certify", "write_certificate", "certificate_line", "CERTIFICATE_FILE"]
+__all__ = ["certify", "write_certificate", "certificate_line", "run_certificates", "CERTIFICATE_FILE",
+           "CERTIFICATE_DIR"]
 
 CERTIFICATE_FILE = "certificate.json"
+#: where ``t2ireason agreement --reference --substitute`` writes a certificate in each run
+CERTIFICATE_DIR = "certificates"
 
 
 def _judge(run: Any, evaluation: str) -> str:
@@ -152,3 +155,16 @@ def write_certificate(cert: dict[str, Any], out: str | os.PathLike) -> list[Path
 
 def read_certificate(path: str | os.PathLike) -> dict[str, Any]:
     return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def run_certificates(run_path: str | os.PathLike, evaluation: str) -> list[dict[str, Any]]:
+    """The certificates written into a run whose substitute is its evaluation ``evaluation``."""
+    found = []
+    for file in sorted(Path(run_path).glob(f"{CERTIFICATE_DIR}/*/{CERTIFICATE_FILE}")):
+        try:
+            cert = read_certificate(file)
+        except (OSError, ValueError):
+            continue
+        if cert.get("substitute_evaluation") == evaluation:
+            found.append(cert)
+    return found
