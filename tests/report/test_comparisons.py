@@ -185,3 +185,26 @@ def test_a_report_of_runs_writes_its_comparisons(tmp_path):
     assert ranked and all(1 <= int(r["rank_low"]) <= int(r["rank_high"]) <= 3 for r in ranked)
     alone = write_report(runs[:1], tmp_path / "alone", n_resamples=300)
     assert "comparisons_csv" not in alone and "within noise" in alone["tables_md"].read_text()
+
+
+def test_r2i_bench_cells_are_compared_as_its_tables_compute_them(tmp_path):
+    """R2I-Bench's Table 3 (the micro Overall, each category's mean), Table 13 and the per-category tables: each
+    cell's per-prompt form gives the printed value, so every one is compared; a benchmark that declares none is
+    said to be left out."""
+    from study.runs import scored_run
+
+    bench = get_benchmark("r2i-bench")
+    runs = [scored_run(tmp_path, "r2i-bench", name) for name in ("A", "B")]
+    group = [(run, "scripted", run.name) for run in runs]
+    results = {run.name: run.results("scripted") for run in runs}
+    per_run = [bench.paper_tables(run.scores("scripted")["aggregate"], run.name) for run in runs]
+    found = compare_runs(bench, group, results, per_run, n_resamples=200)
+    assert not found.left_out
+    compared = {(r["table"], r["column"]) for r in found.rows}
+    assert {(t.title, c) for t in per_run[0] for c in t.columns} == compared
+    assert ("R2I-Bench Table 3: R2I-Score", "Overall") in compared
+    other = [scored_run(tmp_path / "w", "worldgenbench", name) for name in ("A", "B")]
+    wgb = get_benchmark("worldgenbench")
+    found = compare_runs(wgb, [(r, "scripted", r.name) for r in other], {r.name: r.results("scripted") for r in other},
+                         [wgb.paper_tables(r.scores("scripted")["aggregate"], r.name) for r in other], n_resamples=100)
+    assert not found.rows and "declares no per-prompt form" in found.left_out[0]
