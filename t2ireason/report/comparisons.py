@@ -20,6 +20,7 @@ import numpy as np
 
 from ..results import ImageResult, PaperTable
 from ..stats_paired import (
+    cell_values,
     draw_flips,
     formulas_from,
     holm,
@@ -236,12 +237,12 @@ def compare_runs(bench: Any, group: Sequence[tuple[Any, str, str]], results: dic
                                                   f"{len(prompts[a] & prompts[b])} in common)")
         found.left_out += [f"{x} and {y}: {why}" for x in ga for y in gb]
     for labels in groups:
-        _compare_group(labels, formulas, per_run_titles(group, per_run), found, n_resamples=n_resamples, seed=seed,
+        _compare_group(labels, formulas, _titles(group, per_run), found, n_resamples=n_resamples, seed=seed,
                        alpha=alpha, power=power)
     return found
 
 
-def per_run_titles(group: Sequence[tuple[Any, str, str]], per_run: Sequence[Sequence[PaperTable]]
+def _titles(group: Sequence[tuple[Any, str, str]], per_run: Sequence[Sequence[PaperTable]]
                    ) -> dict[str, list[str]]:
     return {label: [t.title for t in tables] for (_, _, label), tables in zip(group, per_run)}
 
@@ -256,8 +257,6 @@ def _checked(declared: list[tuple], tables: Sequence[PaperTable], label: str, fo
         columns = [c for c in cells if c in table.columns and not is_change(c)]
         names = list(terms)
         f = formulas_from(terms, cells, [at[i] for i in ids], len(order), columns, names)
-        from ..stats_paired import cell_values
-
         values = cell_values(f)[0] if order else np.full(len(columns), np.nan)
         kept = {}
         for column, v in zip(columns, values):
@@ -304,8 +303,6 @@ def _compare_group(labels: list[str], formulas: dict[str, list[tuple]], titles: 
                        "significant": bool(adjusted[c] < alpha)}
                 found.rows.append(row)
                 observed[(i, j, c)] = row
-        from ..stats_paired import cell_values
-
         values = np.stack([cell_values(r)[0] for r in runs])
         for c, column in enumerate(columns):
             lower = lower_is_better(column)
