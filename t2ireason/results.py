@@ -76,6 +76,11 @@ class Cell:
     value: float | int | None  # an int is a count, shown without decimals
     low: float | None = None
     high: float | None = None
+    #: beside the value where the run differs significantly from the column's best run (a report's comparisons)
+    mark: str = ""
+    #: the ends of the run's 95% rank interval among a report's runs (None: not computed, or unknown)
+    rank_low: int | None = None
+    rank_high: int | None = None
 
     @classmethod
     def of(cls, x: Any) -> Cell:
@@ -163,6 +168,8 @@ class PaperTable:
     groups: dict[str, str] = field(default_factory=dict)
     #: row label -> how the row was measured
     protocols: dict[str, RowProtocol] = field(default_factory=dict)
+    #: lines said under the table: how its runs were compared, what difference its prompts can detect
+    remarks: list[str] = field(default_factory=list)
 
     @property
     def apart(self) -> dict[str, str]:

@@ -46,11 +46,14 @@ def _now() -> str:
 
 def evaluate_run(run: Any, name: str, setting: Any, settings: dict[str, Any], *, cache: str | bool, chunk_size: int,
                  progress: bool, retry_failed: bool, preflight: bool, lock_timeout: float,
-                 allow_missing: bool = False, scorer: MetricScorer | None = None) -> dict[str, Any]:
+                 allow_missing: bool = False, scorer: MetricScorer | None = None, repeats: int = 1,
+                 sample: int | None = None, seed: int = 0) -> dict[str, Any]:
     """Score the images of ``run`` (a :class:`~t2ireason.runs.Run`) for the evaluation ``name`` with the judge
     ``setting`` (checked already; ``settings``: what ``run.json`` records), under the evaluation's lock, and
     return the scores (see :meth:`t2ireason.runs.Run.evaluate`). ``scorer``: a metric other than the benchmark's
-    own (:mod:`t2ireason.evaluation_metrics`), which then scores, loads its model and aggregates."""
+    own (:mod:`t2ireason.evaluation_metrics`), which then scores, loads its model and aggregates. ``repeats``:
+    ask the judge that many times per image (:func:`score_images`); ``sample``: only the images of that many
+    prompts, stratified by category (:func:`sampled_items`)."""
     procs = processes()
     who = "another process" if procs.count == 1 else "another process (not of this launch)"
     busy = (f"evaluation {name!r} of {run.path} is being scored by {who} (waited {lock_timeout:g} s); "
@@ -60,7 +63,7 @@ def evaluate_run(run: Any, name: str, setting: Any, settings: dict[str, Any], *,
         try:
             return _evaluate(run, procs, name, setting, settings, cache=cache, chunk_size=chunk_size,
                              progress=progress, retry_failed=retry_failed, preflight=preflight,
-                             allow_missing=allow_missing, scorer=scorer)
+                             allow_missing=allow_missing, scorer=scorer, repeats=repeats, sample=sample, seed=seed)
         finally:
             if scorer is not None:
                 scorer.close()  # what it loaded besides the judge (a question LLM)
@@ -68,7 +71,8 @@ def evaluate_run(run: Any, name: str, setting: Any, settings: dict[str, Any], *,
 
 def _evaluate(run: Any, procs: Processes, name: str, setting: Any, settings: dict[str, Any], *, cache: str | bool,
               chunk_size: int, progress: bool, retry_failed: bool, preflight: bool,
-              allow_missing: bool = False, scorer: MetricScorer | None = None) -> dict[str, Any]:
+              allow_missing: bool = False, scorer: MetricScorer | None = None, repeats: int = 1,
+              sample: int | None = None, seed: int = 0) -> dict[str, Any]:
     from .judges.journal import JournaledJudge, ReplyJournal
 
     recorded = run.reload()["evaluations"].get(name)  # as left by whichever process scored it last
@@ -76,6 +80,8 @@ def _evaluate(run: Any, procs: Processes, name: str, setting: Any, settings: dic
         raise RunError(f"evaluation {name!r} of {run.path} was made with other settings "
                        f"({recorded.get('settings')}), not these ({settings}); pass another name to keep both")
     items = run.image_items(run.question_rows(settings.get("questions")), failed=True, missing_ok=allow_missing)
+    if sample:
+        items = sampled_items(run.bench, items, sample, seed)
     # an image missing from the image folder (allow_missing) is scored as one the generation never made
     not_made = {**{key: {"kind": "missing", "failure": f"no file at {path}"} for key, _, path in items
                    if not path.is_file()}, **run.generation_failures()}
@@ -108,6 +114,12 @@ def _evaluate(run: Any, procs: Processes, name: str, setting: Any, settings: dic
     try:
         if mine or (procs.is_main and (todo or not info)):
             judge = _load(setting, cache, procs, preflight and any(key not in not_made for key, _, _ in mine), scorer)
+            if repeats > 1:  # before anything is asked or recorded: a greedy judge needs no repeats
+                from .benchmarks.base import sampling_option
+                from .judges.repeats import check_sampled
+
+                check_sampled(sampling_option(setting.options.get("sampling")) or judge.default_sampling,
+                              f"judge {getattr(judge, 'model', judge)}")
             if procs.is_main:
                 from .scoring import judge_record
 
@@ -130,7 +142,7 @@ def _evaluate(run: Any, procs: Processes, name: str, setting: Any, settings: dic
             _score(run, name, files, journaled, {**setting.options, **({"retry_failed": True} if retry else {})},
                    mine, total=len(items), done=done,
                    chunk_size=chunk_size, progress=progress and procs.is_main, not_made=not_made,
-                   launch=procs.count > 1, scorer=scorer)
+                   launch=procs.count > 1, scorer=scorer, repeats=repeats)
             share.update(reused=getattr(journaled, "reused", 0), seconds=round(time.perf_counter() - started, 3))
         share.update(_cache_counts(judge))
         adapted = getattr(judge, "concurrency_record", lambda: None)()
@@ -225,16 +237,43 @@ def _cache_counts(judge: Any) -> dict[str, Any]:
     return {"from_cache": judge.hits, "unread": judge.rejected_cached, "cache": str(judge.path)}
 
 
+def sampled_items(bench: Any, items: list, n: int, seed: int) -> list:
+    """The items (``(key, row, path)``) of ``n`` of their prompts, drawn stratified by the prompts' category (the
+    benchmark's config of the row: :func:`~t2ireason.stats_paired.stratified_sample`); every image of a prompt
+    drawn is kept, in the items' order."""
+    from .stats_paired import stratified_sample
+
+    prompts = list(dict.fromkeys(bench.row_id(row) for _, row, _ in items))
+    config = {bench.row_id(row): bench.row_config(row) for _, row, _ in items}
+    if n > len(prompts):
+        raise ValueError(f"a sample of {n} prompts, but the run has {len(prompts)}")
+    chosen = {prompts[i] for i in stratified_sample([config[p] for p in prompts], n, seed)}
+    return [item for item in items if bench.row_id(item[1]) in chosen]
+
+
 def score_images(bench: Any, items: list, judge: Any, options: dict[str, Any],
-                 not_made: dict[str, dict[str, Any]] | None = None) -> list[ImageResult]:
+                 not_made: dict[str, dict[str, Any]] | None = None, repeats: int = 1) -> list[ImageResult]:
     """``items`` (``(key, row, image path)``) scored by ``judge`` with the benchmark's ``score`` (or another
     metric's scorer's, :class:`~t2ireason.evaluation_metrics.MetricScorer`). An image the generation could not
     make (``not_made``) is the benchmark's failed image, as one it cannot read is (nothing is asked about it),
-    with the generation's reason: counted and shown as every failure is."""
-    from .generation.store import is_readable_image
-
+    with the generation's reason: counted and shown as every failure is. With ``repeats`` K, the judge is asked
+    K times about each image (repeat k's requests keyed apart: :class:`~t2ireason.judges.repeats.RepeatedJudge`):
+    the image is scored by the paper's rule, its first reply (repeat 0), each later repeat's score, subscores and
+    replies kept in ``context["repeats"]``."""
     results = bench.score([row for _, row, _ in items], [str(p) for _, _, p in items], judge, progress=False,
                           **options)
+    if repeats > 1:
+        from .judges.repeats import RepeatedJudge
+
+        asked = [(i, item) for i, item in enumerate(items) if item[0] not in (not_made or {})]
+        for k in range(1, repeats):
+            again = bench.score([row for _, (_, row, _) in asked], [str(p) for _, (_, _, p) in asked],
+                                RepeatedJudge(judge, k), progress=False, **options)
+            for (i, _), r in zip(asked, again):
+                results[i].context.setdefault("repeats", []).append(
+                    {"score": r.score, "subscores": r.subscores, "replies": r.replies, "failure": r.failure})
+    from .generation.store import is_readable_image
+
     for (key, _, path), result in zip(items, results):
         if key in (not_made or {}):
             why = not_made[key]
@@ -310,7 +349,7 @@ def changed_images(files: EvaluationFiles, items: list, done: dict[str, dict[str
 def _score(run: Any, name: str, files: EvaluationFiles, judge: Any, options: dict[str, Any], todo: list, *,
            total: int, done: dict[str, dict[str, Any]], chunk_size: int, progress: bool,
            not_made: dict[str, dict[str, Any]] | None = None, launch: bool = False,
-           scorer: MetricScorer | None = None) -> None:
+           scorer: MetricScorer | None = None, repeats: int = 1) -> None:
     """Score ``todo`` chunk by chunk, each chunk on disk (whole) as soon as it is scored; an HTTP judge's
     chunks in a rolling window (:mod:`t2ireason.window`), so that its concurrency stays full. In a ``launch``
     the progress bar counts this process's share."""
@@ -325,7 +364,7 @@ def _score(run: Any, name: str, files: EvaluationFiles, judge: Any, options: dic
     with progress_bar(len(todo) if launch else total, progress, desc=desc, unit="img") as bar:
         bar.update(0 if launch else total - len(todo))
         try:
-            for chunk, results in in_window(lambda c: score_images(bench, c, judge, options, not_made), chunks,
+            for chunk, results in in_window(lambda c: score_images(bench, c, judge, options, not_made, repeats), chunks,
                                             window_width(judge, chunk_size)):
                 records = [jsonable(result.to_dict()) for result in results]
                 files.append([json_text({"key": key, **r}) + "\n" for (key, _, _), r in zip(chunk, records)])
@@ -370,7 +409,25 @@ def scores_record(run: Any, name: str, results: list[dict[str, Any]], setting: A
     }
     if len(shares) == 1 and "concurrency" in shares[0]:
         scores["concurrency"] = shares[0]["concurrency"]
+    noise = judge_noise_record(results)
+    if noise:
+        scores["judge_noise"] = noise
     return scores
+
+
+def judge_noise_record(results: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The judge's own noise, where the evaluation asked it several times per image (``context["repeats"]``): each
+    image's scores (0-100) over its repeats, the first reply's the score the tables read
+    (:func:`~t2ireason.stats_paired.judge_noise`); None without repeats."""
+    from .stats_paired import judge_noise
+
+    rows = [[r.get("score"), *(x.get("score") for x in (r.get("context") or {})["repeats"])]
+            for r in results if (r.get("context") or {}).get("repeats")]
+    if not rows:
+        return None
+    noise = judge_noise([[None if v is None else 100 * v for v in row] for row in rows])
+    return {**noise, "method": "one-way random effects over the images scored (0-100), the repeats of each image "
+                               "its group; the tables read each image's first reply"}
 
 
 def _cache_said(shares: list[dict[str, Any]], cache: str | bool) -> dict[str, Any] | None:

@@ -396,7 +396,8 @@ class Run:
                  judge_kwargs: dict | None = None, options: dict[str, Any] | None = None, name: str | None = None,
                  cache: str | bool = True, chunk_size: int = 32, progress: bool = True, retry_failed: bool = False,
                  lock_timeout: float = LOCK_TIMEOUT, preflight: bool = True,
-                 allow_missing: bool = False, questions: str | os.PathLike | None = None) -> dict[str, Any]:
+                 allow_missing: bool = False, questions: str | os.PathLike | None = None, repeats: int = 1,
+                 sample: int | None = None, seed: int = 0) -> dict[str, Any]:
         """Score the run's images with the benchmark's judge (or another ``metric``'s) and write ``scores.json``.
 
         ``metric``: the benchmark's own by default; else ``vqascore``, ``clip_score``, ``dsg``, ``viescore``,
@@ -426,7 +427,13 @@ class Run:
         (``coverage``: :func:`~t2ireason.results.coverage`). ``questions``: a folder of rows of the benchmark's
         schema for the run's prompts (``t2ireason criteria`` writes one, with the questions another LLM made:
         :meth:`question_rows`), whose questions this evaluation asks instead of the run's rows' own; recorded in its
-        settings (T2I-ReasonBench Table 1 scores each question LLM's questions with each judge).
+        settings (T2I-ReasonBench Table 1 scores each question LLM's questions with each judge). ``repeats`` K > 1:
+        a sampled judge is asked K times about each image (each repeat a request of its own, cached, journaled and resumed; a greedy judge is
+        refused), each image scored by its first reply, and ``scores.json``'s ``judge_noise`` says the judge's
+        share of the variance, how much it widens the interval and how many images' repeats disagree
+        (:func:`~t2ireason.stats_paired.judge_noise`). ``sample`` N: score the images of only N of the run's
+        prompts, drawn stratified by category (each category its share; ``seed``), as the sample a paid judge
+        scores to certify a substitute (:mod:`t2ireason.study.certificate`).
 
         Returns the scores (as ``scores.json``) with ``retried``: how many failed images were
         scored again, and ``reused``: how many replies received before an interruption were
@@ -439,8 +446,14 @@ class Run:
 
         if chunk_size < 1:
             raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+        if not isinstance(repeats, int) or repeats < 1:
+            raise ValueError(f"repeats must be a whole number >= 1, got {repeats!r}")
         bench = self.bench
         scorer = metric_scorer(metric, bench)  # None: the benchmark's own
+        if sample is not None and (not isinstance(sample, int) or sample < 1):
+            raise ValueError(f"sample must be a whole number of prompts >= 1, got {sample!r}")
+        if repeats > 1 and scorer is not None:
+            raise ValueError(f"repeats are asked of the benchmark's own judge, not of another metric ({metric})")
         setting = judge_setting(scorer or bench, preset, judge, judge_kwargs, options)
         if scorer is None:
             check_setting(bench, setting)
@@ -451,7 +464,9 @@ class Run:
         settings = redacted(jsonable({"metric": (scorer or bench).metric,
                                       "judge": judge if isinstance(judge, str) or judge is None
                                       else evaluation_name(judge), "preset": preset, "judge_kwargs": judge_kwargs or {},
-                                      "options": dict(options or {})}))  # recorded: never an API key
+                                      "options": dict(options or {}),
+                                      **({"repeats": repeats} if repeats > 1 else {}),
+                                      **({"sample": sample, "seed": seed} if sample else {})}))  # never an API key
         if questions is not None:  # only then: the settings of every evaluation made before stay as they were
             settings["questions"] = _data_ref(questions, self.path)
             self.question_rows(settings["questions"])  # a folder that does not fit the run: said before scoring
@@ -459,7 +474,7 @@ class Run:
 
         return evaluate_run(self, name, setting, settings, cache=cache, chunk_size=chunk_size, progress=progress,
                             retry_failed=retry_failed, preflight=preflight, lock_timeout=lock_timeout,
-                            allow_missing=allow_missing, scorer=scorer)
+                            allow_missing=allow_missing, scorer=scorer, repeats=repeats, sample=sample, seed=seed)
 
     def question_rows(self, questions: str | os.PathLike | None) -> list[dict[str, Any]]:
         """The run's rows with the questions of ``questions`` (a folder of rows of the benchmark's schema, as

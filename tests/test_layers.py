@@ -19,8 +19,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "t2ireason"
 #: package: "judges" is t2ireason.judges and everything in it). Each layer may import its own and those below.
 LAYERS = [
     ("files, images and statistics",
-     ["version", "files", "images", "stats", "meta_eval", "results", "redaction", "progress", "console", "prompts",
-      "hub_ids", "difficulty", "difficulty_models", "processes"]),
+     ["version", "files", "images", "stats", "stats_paired", "meta_eval", "results", "redaction", "progress",
+      "console", "prompts", "hub_ids", "difficulty", "difficulty_models", "processes"]),
     ("transport, judges and generators", ["transport", "judges", "parsing", "generation"]),
     ("benchmarks and scoring",
      ["benchmarks", "releases", "data", "scoring", "alignment", "baselines", "metric", "evaluation_metrics", "rewards",

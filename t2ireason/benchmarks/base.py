@@ -278,6 +278,14 @@ class Benchmark(ABC):
         outputs; none for a benchmark whose paper has none."""
         return []
 
+    def cell_formulas(self, aggregate: dict[str, Any], results: Sequence[ImageResult]) -> list[tuple] | None:
+        """Each of :meth:`paper_tables`'s tables (in its order) as sums over images, so that a report can
+        resample the prompts and compute the table as :meth:`aggregate` does (paired comparisons of runs, rank
+        intervals: :mod:`t2ireason.stats_paired`): ``(terms, cells, ids)``, ``terms`` each term's values per
+        image of ``ids`` (the images' prompt ids, in order), pooled into its mean; ``cells`` each column's
+        weights of the terms' means. None where the benchmark does not declare them (nothing is compared)."""
+        return None
+
     def subsets_covered(self, results: Sequence[ImageResult]) -> dict[str, dict[str, Any]]:
         """Per column of the headline table that averages over parts the paper defines (R2I-Bench's
         categories over their subcategories): the parts the paper averages (``paper``), those ``results``

@@ -58,6 +58,12 @@ def _add_scoring_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--name", default=None, help="name of this evaluation inside the run (default: from the judge)")
     p.add_argument("--chunk-size", type=positive_int, default=32,
                    help="images scored between two saves of the results (resume granularity)")
+    p.add_argument("--repeats", type=positive_int, default=1,
+                   help="ask the judge this many times about each image, at the preset's sampling, to measure its "
+                        "own noise: each image is scored by its first reply, as the paper, and scores.json's "
+                        "judge_noise says the judge's share of the variance, how much it widens the interval and how "
+                        "many images' replies disagree; every reply is kept, each repeat a request of its own "
+                        "(cached, resumed, never bought twice); a greedy judge is refused (it needs none)")
     p.add_argument("--retry-failed", action="store_true",
                    help="score again the images that failed because the judge was unreachable (time-outs, "
                         "server errors); a failed reply is not retried (with `run`, also draw again the images "
@@ -147,7 +153,8 @@ def _evaluate(run, args: argparse.Namespace) -> dict:
                           options=args.options, name=args.name, cache=args.cache, chunk_size=args.chunk_size,
                           progress=not args.no_progress, retry_failed=args.retry_failed,
                           lock_timeout=args.lock_timeout, preflight=False,  # asked before the run was made
-                          allow_missing=args.allow_failed)
+                          allow_missing=args.allow_failed, repeats=getattr(args, "repeats", 1),
+                          sample=getattr(args, "sample", None), seed=getattr(args, "seed", 0))
     judge = scores["judge"]
     transient = scores.get("num_retryable", 0)
     said = f"{scores['num_reasks']} re-asks"
@@ -177,6 +184,12 @@ def _evaluate(run, args: argparse.Namespace) -> dict:
             f"{scores['num_images'] - scores['num_failed']} of {scores['num_images']} images scored"
         print(f"coverage: {counted}{metric} by {judge['backend']}:{judge.get('model_name') or judge['model']} "
               f"({said}) -> {run.evaluation_dir(scores['evaluation']) / 'scores.json'}")
+        noise = scores.get("judge_noise")
+        if noise and "judge_share" in noise:
+            print(f"judge noise over {noise['repeats']} replies to each of {noise['images']} images: "
+                  f"{noise['judge_share']:.0%} of the variance of the scores is the judge's (within an image), "
+                  f"which widens the interval {noise['widening']:.2f}x; {noise['disagreeing']:.0%} of the images' "
+                  f"replies disagree (mean sd {noise['mean_sd']:.1f} points)")
     return scores
 
 
@@ -237,6 +250,10 @@ def add_evaluate_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", default=None, help="Hub dataset id or built folder of a new run (default: the shipped sample)")
     p.add_argument("--configs", nargs="+", default=None, help="configs of a new run (default: all)")
     p.add_argument("--limit", type=positive_int, default=None, help="only the first N prompts (new run)")
+    p.add_argument("--sample", type=positive_int, default=None, metavar="N",
+                   help="score the images of only N of the run's prompts, drawn stratified by category (each its share), e.g. the "
+                        "sample a paid judge scores to certify a cheaper one (`t2ireason certify`)")
+    p.add_argument("--seed", type=int, default=0, help="the seed of --sample's draw (default 0)")
     p.add_argument("--data-revision", default=None, help="revision of a Hub dataset --data (new run)")
     p.add_argument("--images", default=None,
                    help="folder of images to score (generate output, or the official layout); default: <run>/images")

@@ -92,8 +92,16 @@ def run_rate(args: argparse.Namespace) -> int:
 def add_agreement_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("runs", nargs="+", help="the run folders the study rated, with their evaluations")
     # one value an option, repeated for several: `--ratings <folder> runs/a runs/b` must leave the runs to `runs`
-    p.add_argument("--ratings", action="append", required=True, metavar="FILE_OR_FOLDER",
-                   help="the raters' exported files, or a folder of them; repeat for several")
+    p.add_argument("--ratings", action="append", default=None, metavar="FILE_OR_FOLDER",
+                   help="the raters' exported files, or a folder of them; repeat for several (or, for two judges, "
+                        "--reference and --substitute)")
+    p.add_argument("--reference", default=None, metavar="EVALUATION",
+                   help="two judges instead of people: the evaluation of the paper's judge (on a sample: evaluate "
+                        "--sample), against which --substitute is certified")
+    p.add_argument("--substitute", default=None, metavar="EVALUATION",
+                   help="the evaluation of the substitute judge, on the same images: its certificate (each cell's "
+                        "offset with its interval, image-level tau and rho, the runs' rank agreement) is written "
+                        "into each run, <run>/certificates/<substitute>-vs-<reference>/, and cited by its reports")
     p.add_argument("--study", default=None,
                    help="the study's key, <study>.key.json, or the raters' folder beside it (default: the one the "
                         "ratings sit in, <study>/ratings)")
@@ -110,6 +118,11 @@ def add_agreement_args(p: argparse.ArgumentParser) -> None:
 
 
 def run_agreement(args: argparse.Namespace) -> int:
+    if args.reference or args.substitute:
+        return _certify(args)
+    if not args.ratings:
+        raise ValueError("give --ratings (the raters' files: people against the judges) or --reference and "
+                         "--substitute (two judges' evaluations: a substitute judge certified)")
     from ..report.tables import to_markdown
     from ..study.agreement import compute_agreement, find_study, write_agreement
 
@@ -141,4 +154,23 @@ def run_agreement(args: argparse.Namespace) -> int:
             plan = publish(folder, args.repo, private=args.private or None, dry_run=args.dry_run)
             print(f"{'would upload' if args.dry_run else 'uploaded'} {len(plan['files'])} files to dataset "
                   f"{plan['repo_id']}")
+    return 0
+
+
+def _certify(args: argparse.Namespace) -> int:
+    from ..runs import Run
+    from ..study.certificate import CERTIFICATE_DIR, certificate_line, certify, write_certificate
+
+    if not (args.reference and args.substitute):
+        raise ValueError("a certificate needs both --reference and --substitute (the two judges' evaluations)")
+    if args.ratings:
+        raise ValueError("--ratings compares people with judges; --reference and --substitute two judges: one or "
+                         "the other")
+    runs = [Run.open(path) for path in args.runs]
+    cert = certify(runs, args.reference, args.substitute)
+    for run in runs:
+        write_certificate(cert, run.path / CERTIFICATE_DIR / f"{args.substitute}-vs-{args.reference}")
+    print(certificate_line(cert))
+    print(f"certificate: <run>/{CERTIFICATE_DIR}/{args.substitute}-vs-{args.reference}/certificate.json in each run "
+          "(the runs' reports cite it)")
     return 0

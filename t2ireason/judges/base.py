@@ -146,6 +146,9 @@ class ChatRequest:
     (the reply text is still parsed and validated by the caller).
     ``top_logprobs`` asks for the k most likely alternatives of each token.
     ``metadata`` is the caller's bookkeeping: not sent, not part of the cache key.
+    ``repeat``: the same question asked again, the k-th time (``evaluate --repeats``: a sampled judge's own
+    noise): not sent, but part of the key from 1 on, so that each repeat is a request of its own, cached and
+    journaled apart, while repeat 0 is the very request a plain evaluation asks.
     """
 
     messages: tuple[Message, ...]
@@ -153,6 +156,7 @@ class ChatRequest:
     json_schema: dict | None = None
     top_logprobs: int = 0
     metadata: dict = field(default_factory=dict, compare=False, hash=False)
+    repeat: int = 0
 
     def __post_init__(self):
         if not isinstance(self.messages, tuple):
@@ -171,7 +175,7 @@ class ChatRequest:
     def then(self, reply_text: str, *parts: Any, **kw: Any) -> ChatRequest:
         """This conversation continued: the assistant's ``reply_text``, then a new user turn."""
         fields = {"sampling": self.sampling, "json_schema": self.json_schema,
-                  "top_logprobs": self.top_logprobs, "metadata": dict(self.metadata)}
+                  "top_logprobs": self.top_logprobs, "metadata": dict(self.metadata), "repeat": self.repeat}
         fields.update(kw)
         return ChatRequest(self.messages + (assistant(reply_text), user(*parts)), **fields)
 
@@ -191,6 +195,7 @@ class ChatRequest:
             "sampling": sampling.to_dict(),
             "json_schema": self.json_schema,
             "top_logprobs": self.top_logprobs,
+            **({"repeat": self.repeat} if self.repeat else {}),  # repeat 0: a plain evaluation's key
         }
 
 

@@ -7,7 +7,7 @@ import re
 
 from ..results import Cell, PaperTable
 
-__all__ = ["format_cell", "best_rows", "is_change"]
+__all__ = ["format_cell", "best_rows", "is_change", "lower_is_better"]
 
 # columns where less is better (MT2IE's ranking: its spread, mean rank, failures); every score is higher-better
 _LOWER_IS_BETTER = re.compile(r"\b(rank|std|variance|failed)\b", re.IGNORECASE)
@@ -21,6 +21,11 @@ def is_change(column: str) -> bool:
     return bool(_CHANGE.search(column))
 
 
+def lower_is_better(column: str) -> bool:
+    """A column where less is better (a rank, a spread, failures); every score is higher-better."""
+    return bool(_LOWER_IS_BETTER.search(column))
+
+
 def format_cell(cell: Cell | None, *, intervals: bool = True, decimals: int = 1, signed: bool = False) -> str:
     """A cell's value with the table's decimals (``signed``: ``+21.5``, ``-3.0``, as a change), and its 95%
     interval in brackets where computed and asked; a dash for no value."""
@@ -29,6 +34,7 @@ def format_cell(cell: Cell | None, *, intervals: bool = True, decimals: int = 1,
     if isinstance(cell.value, int):  # a count
         return str(cell.value)
     text = f"{cell.value:{'+' if signed else ''}.{decimals}f}"
+    text += cell.mark
     if intervals and cell.low is not None and cell.high is not None:
         text += f" [{cell.low:.{decimals}f}, {cell.high:.{decimals}f}]"
     return text
@@ -48,7 +54,7 @@ def best_rows(table: PaperTable) -> dict[str, set[str]]:
                   if label not in apart and (cell := cells.get(column)) is not None
                   and isinstance(cell.value, (int, float))}
         if len(values) >= 2:
-            pick = min if _LOWER_IS_BETTER.search(column) else max
+            pick = min if lower_is_better(column) else max
             top = pick(values.values())
             best[column] = {label for label, v in values.items() if v == top}
     return best

@@ -47,6 +47,9 @@ class Section:
     runs: Sequence[Mapping[str, Any]] = field(default_factory=list)  # column -> plain value, one per model
     #: what each image's subscores are multiplied by to be shown on 0-100 beside its score (the benchmark's)
     subscore_scale: float = 1.0
+    #: the class of the plain table of ``runs``: ``runs`` (what made each model's results), or ``comparisons``
+    #: (a report's paired comparisons of runs)
+    kind: str = "runs"
 
 
 def _fmt(value: Any) -> str:
@@ -124,7 +127,7 @@ def _table(t: PaperTable, number: int) -> dict[str, Any]:
     return {"id": f"table-{number}", "title": t.title, "note": t.note, "columns": t.columns,
             "intervals": any(c.low is not None for cells in t.rows.values() for c in cells.values()),
             "groups": [(group, [row(label) for label in labels]) for group, labels in grouped_rows(t)],
-            "rows": [row(label) for label in t.rows], "runs": runs}
+            "rows": [row(label) for label in t.rows], "runs": runs, "remarks": list(t.remarks)}
 
 
 def _figure(path: str | os.PathLike, out_dir: Path, embed: bool) -> dict[str, Any] | None:
@@ -164,7 +167,8 @@ def render_html_report(sections: Sequence[Section] | Sequence[ImageResult], out_
         page_sections.append({
             "title": s.title, "tables": tables,
             "figures": [f for f in (_figure(p, out, embed_images) for p in s.figures) if f],
-            "runs": {"columns": columns, "rows": [[_fmt(row.get(c)) for c in columns] for row in s.runs]}})
+            "runs": {"columns": columns, "rows": [[_fmt(row.get(c)) for c in columns] for row in s.runs],
+                     "kind": s.kind}})
         labels = list(s.results)
         models += [m for m in labels if m not in models]
         by_id: dict[str, dict[str, ImageResult]] = {}

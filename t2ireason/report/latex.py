@@ -69,7 +69,7 @@ _TEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "
 
 
 #: letters pdflatex's text fonts lack (it stops: "Unicode character τ"), written as math (the agreement tables' τ, ρ, α)
-_TEX_MATH = {"τ": r"$\tau$", "ρ": r"$\rho$", "α": r"$\alpha$"}
+_TEX_MATH = {"τ": r"$\tau$", "ρ": r"$\rho$", "α": r"$\alpha$", "‡": r"$^\ddagger$"}
 
 
 def _tex(text: str) -> str:
@@ -85,6 +85,7 @@ class _Text:
     bold: bool = False
     interval: str = ""
     dagger: bool = False  # a run measured otherwise than the paper's rows beside it
+    mark: bool = False  # differs significantly from the column's best run (a report's paired comparisons)
 
     def tex(self, lines: Sequence[str] | None = None) -> str:
         """The cell in LaTeX; ``lines``: the text broken onto these lines (a heading)."""
@@ -93,10 +94,11 @@ class _Text:
             return "\\begin{tabular}[b]{@{}c@{}}" + "\\\\\\relax ".join(_tex(line) for line in lines) + "\\end{tabular}"
         text = f"\\textbf{{{_tex(self.text)}}}" if self.bold else _tex(self.text)
         text += "$^\\dagger$" if self.dagger else ""
+        text += "$^\\ddagger$" if self.mark else ""
         return text + (f" {{\\scriptsize {self.interval}}}" if self.interval else "")
 
     def width(self, size: float) -> float:
-        return (_width(self.text, size, self.bold) + (0.5 * size if self.dagger else 0)
+        return (_width(self.text, size, self.bold) + (0.5 * size if self.dagger else 0) + (0.5 * size if self.mark else 0)
                 + (_width(" " + self.interval, _SCRIPTSIZE) if self.interval else 0))
 
     def two_lines(self, size: float) -> tuple[float, list[str]] | None:
@@ -206,9 +208,10 @@ def _groups(columns: Sequence[str]) -> list[tuple[str, list[str]]]:
 def _cell(t: PaperTable, best: dict[str, set[str]], label: str, column: str, intervals: bool) -> _Text:
     cell = t.rows[label].get(column) or Cell(None)
     text = format_cell(cell, intervals=False, decimals=t.decimals, signed=is_change(column))
+    text = text.removesuffix(cell.mark) if cell.mark else text  # drawn as a double dagger
     interval = (f"[{cell.low:.{t.decimals}f}, {cell.high:.{t.decimals}f}]"
                 if intervals and cell.low is not None and cell.high is not None else "")
-    return _Text("--" if text == "–" else text, label in best.get(column, ()), interval)
+    return _Text("--" if text == "–" else text, label in best.get(column, ()), interval, mark=bool(cell.mark))
 
 
 def _as_rows(t: PaperTable, groups: list[tuple[str, list[str]]], labels: list[str], best, intervals: bool,
@@ -353,6 +356,8 @@ def to_latex(tables: Sequence[PaperTable], *, intervals: bool = False, width: fl
         # the runs not ranked and why, where the table is: a paragraph under the caption, in a smaller font
         below = ("$^\\dagger$Measured otherwise than the paper's rows, not ranked among them: " + "; ".join(
             f"{_tex(label)}: {_tex(why)}" for label, why in apart.items()) + ".") if apart else ""
+        if t.remarks:  # how the runs compare, what the prompts can detect: under the table
+            below = " ".join([below, *(f"{_tex(line)}." for line in t.remarks)]).strip()
         notes = [f"\\par\\smallskip{{\\footnotesize {below}\\par}}"] if below else []
         label = re.sub(r"[^a-z0-9]+", "-", t.title.lower()).strip("-")
         said = "; 95\\% bootstrap confidence intervals in brackets" if shown else ""

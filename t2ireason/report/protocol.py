@@ -21,10 +21,10 @@ from ..judges.spec import JudgeSpec, judge_is_model, judge_name
 from ..results import ImageResult, RowProtocol, coverage
 from .published import PublishedTable, published_tables
 
-__all__ = ["reference", "run_protocol", "judge_text", "questions_text"]
+__all__ = ["reference", "run_protocol", "judge_text", "questions_text", "STATISTICS"]
 
 #: options that change how a mean's interval is drawn, not what is measured
-_STATISTICS = {"confidence", "n_resamples", "seed", "scale"}
+STATISTICS = _STATISTICS = frozenset({"confidence", "n_resamples", "seed", "scale"})
 
 
 def judge_text(judge: dict[str, Any]) -> str | None:

@@ -286,6 +286,9 @@ def standing_bars(table: PaperTable, runs: Sequence[str]):
     ranked, alone = bars([r for r in table.rows if r not in apart]), bars([r for r in table.rows if r in apart])
     said = [f"{label}: {apart[label]}" for label, _ in alone]
     per_line = int(COLUMN_WIDTH * 72 * 0.95 / (5.5 * 0.6))  # characters of 5.5 pt sans serif across the figure
+    if any(table.rows[label][column].rank_low is not None for label, _ in ranked + alone if label in runs):
+        said.append("runs: their 95% interval, and their rank interval among the report's runs over resamples of "
+                    "the prompts; the paper's rows have no per-prompt scores: their intervals are unknown")
     lines = [line for text in said
              for line in textwrap.wrap(text, per_line, break_long_words=False, subsequent_indent="   ")]
     heights = [0.16 * len(ranked) + 0.3] + ([0.16 * len(alone) + 0.45] if alone else [])
@@ -302,14 +305,22 @@ def standing_bars(table: PaperTable, runs: Sequence[str]):
             ax.set_ylim(-0.6, len(rows) - 0.4)
             for tick, (label, _) in zip(ax.get_yticklabels(), rows):
                 tick.set_fontweight("bold" if label in runs else "normal")
-            for y, (_, v) in zip(ys, rows):
-                ax.text(v, y, f" {v:.{table.decimals}f}", va="center", fontsize=6)
+            for y, (label, v) in zip(ys, rows):
+                cell = table.rows[label][column]
+                end = v
+                if label in runs and cell.low is not None and cell.high is not None:  # the run's 95% interval
+                    ax.errorbar(v, y, xerr=[[v - cell.low], [cell.high - v]], fmt="none", ecolor="black",
+                                elinewidth=0.6, capsize=1.5)
+                    end = max(v, cell.high)
+                rank = (f"  rank {cell.rank_low}" + (f"–{cell.rank_high}" if cell.rank_high != cell.rank_low else "")
+                        if label in runs and cell.rank_low is not None else "")
+                ax.text(end, y, f" {v:.{table.decimals}f}{rank}", va="center", fontsize=6)
             ax.set_xlim(0, 116)  # 0-100, as every figure, and room for the values printed at the bars' ends
             ax.set_xticks(range(0, 101, 20))
             if title:
                 ax.set_title(title, fontsize=7, loc="left")
         (axs[1][0] if alone else axs[0][0]).set_xlabel(column)
-        if alone:  # what differs, in the figure itself, under the panel of the runs it sets apart
+        if lines:  # what differs, in the figure itself, under the panel of the runs it sets apart
             fig.supxlabel("\n".join(lines), x=0.02, ha="left", fontsize=5.5, linespacing=1.25)
         fig.suptitle(_wrap(table.title, 50), fontsize=8)
     return fig

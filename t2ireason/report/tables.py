@@ -19,7 +19,7 @@ from ..results import Cell, PaperTable, RowProtocol
 from .cells import best_rows, format_cell, is_change
 
 __all__ = ["side_by_side", "to_markdown", "to_csv", "format_cell", "best_rows", "grouped_rows", "protocol_line",
-           "PROTOCOL_COLUMNS"]
+           "PROTOCOL_COLUMNS", "RANK_COLUMNS"]
 
 
 def side_by_side(per_model: Sequence[Sequence[PaperTable]]) -> list[PaperTable]:
@@ -92,6 +92,7 @@ def to_markdown(tables: Sequence[PaperTable], *, intervals: bool = True) -> str:
             notes.append("95% bootstrap confidence intervals in brackets")
         if notes:
             out.append(f"\n{_md_escape('; '.join(notes))}.")
+        out += [f"\n{_md_escape(line)}." for line in t.remarks]  # how its runs compare, what it can detect
         runs = "\n".join(f"- {_md_escape(protocol_line(label, p))}" for label, p in t.protocols.items()
                          if label in t.rows and not p.paper)
         if runs and runs != said:  # the same runs measured the same way as the table above: said there
@@ -103,16 +104,20 @@ def to_markdown(tables: Sequence[PaperTable], *, intervals: bool = True) -> str:
 
 #: the columns of tables.csv after each cell's: how its row was measured (:class:`RowProtocol`)
 PROTOCOL_COLUMNS = ("judge", "preset", "images", "coverage", "comparable")
+#: the last columns of tables.csv: the run's 95% rank interval among the report's runs (empty: unknown)
+RANK_COLUMNS = ("rank_low", "rank_high")
 
 
 def to_csv(tables: Sequence[PaperTable]) -> str:
     """One long CSV: table, model, column, value, ci_low, ci_high (full precision, empty where none), then
     how the row was measured: judge, preset, images (scored of the benchmark's), coverage (scored of the
     run's own, and why the others were not) and comparable (``yes``, or ``no: <what differs>`` from the
-    protocol of the paper's rows)."""
+    protocol of the paper's rows), then rank_low and rank_high: the ends of the run's 95% rank interval among the
+    report's runs over bootstrap resamples of the prompts (empty where unknown: a paper's row, a run not
+    compared)."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(["table", "model", "column", "value", "ci_low", "ci_high", *PROTOCOL_COLUMNS])
+    writer.writerow(["table", "model", "column", "value", "ci_low", "ci_high", *PROTOCOL_COLUMNS, *RANK_COLUMNS])
     for t in tables:
         for label, cells in t.rows.items():
             p = t.protocols.get(label)
@@ -120,5 +125,6 @@ def to_csv(tables: Sequence[PaperTable]) -> str:
             for column in t.columns:
                 cell = cells.get(column) or Cell(None)
                 writer.writerow([t.title, label, column, *("" if v is None else repr(v)
-                                                           for v in (cell.value, cell.low, cell.high)), *about])
+                                                           for v in (cell.value, cell.low, cell.high)), *about,
+                                 *("" if v is None else v for v in (cell.rank_low, cell.rank_high))])
     return buf.getvalue()

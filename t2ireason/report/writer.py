@@ -114,8 +114,20 @@ def _run_row(run: Run, evaluation: str, label: str) -> dict[str, Any]:
             "t2i-reason": scores.get("t2ireason_version")}
 
 
+def _cite_certificates(group: Sequence[tuple[Run, str, str]], tables: Sequence[Any]) -> None:
+    """Under each table holding a run judged by a certified substitute judge, the certificate's line (the run
+    stays apart from the paper's rows: its judge is not theirs)."""
+    from ..study.certificate import certificate_line, run_certificates
+
+    said = [(label, f"{label}: {certificate_line(cert)}") for run, n, label in group
+            for cert in run_certificates(run.path, n)]
+    for t in tables:
+        t.remarks += [line for label, line in said if label in t.rows and line not in t.remarks]
+
+
 def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike, *, evaluation: str | None = None,
-                 embed_images: bool = False, title: str | None = None, published: bool = False) -> dict[str, Any]:
+                 embed_images: bool = False, title: str | None = None, published: bool = False,
+                 compare: bool = True, n_resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
     """The paper-style report of one run or several side by side (and of MT2IE output folders:
     their rankings): ``tables.md``, ``tables.csv`` and ``tables.tex`` (the papers' layouts, 95%
     intervals where computed), ``plots/`` (every table as bars and, over three or more categories,
@@ -123,8 +135,13 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
     every table and figure and the gallery of each prompt's images across the models. With
     ``published``, each paper's main table as printed joins the runs' (rows marked ``[paper]``, the
     judge and questions it used said with it: :mod:`t2ireason.report.published`), with a figure of where
-    each run stands among them. Returns the paths, the Markdown of every table and of the headline
+    each run stands among them. With ``compare``, the runs of a benchmark scored on the same prompts under
+    the same protocol are compared cell by cell (``comparisons.csv``, ``.md`` and ``.tex``, a section of the
+    page; ``n_resamples`` paired bootstrap resamples and sign flips, ``seed``), each run's rank interval joins
+    ``tables.csv``, and a line under each table says the smallest difference its prompts can detect
+    (:mod:`t2ireason.report.comparisons`). Returns the paths, the Markdown of every table and of the headline
     table of each benchmark."""
+    from .comparisons import compare_runs, write_comparisons
     from .html import Section, write_html_report
     from .latex import ONE_COLUMN, ONE_COLUMN_HEIGHT, to_latex
     from .plots import layout, mt2ie_iterations, score_distribution, table_bars, table_radar
@@ -146,6 +163,7 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
             by_bench.setdefault(e[0].bench.name, []).append(e)
 
     markdown, headlines, csv_parts, every_table, plots, sections, scored = [], [], [], [], [], [], {}
+    compared: list = []  # (benchmark, its comparisons, its runs)
     for bench_name, group in by_bench.items():
         bench = get_benchmark(bench_name)
         results = {label: run.results(n) for run, n, label in group}
@@ -158,6 +176,11 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
         tables = runs_tables
         if published:  # the paper's rows beside the runs', on the runs' scale
             tables, about = place(runs_tables, bench_name, aggregates[0].get("scale", 100.0))
+        found = compare_runs(bench, group, results, per_run, n_resamples=n_resamples, seed=seed) if compare else None
+        if found is not None:
+            found.annotate(tables)
+            compared.append((bench.pretty_name, found, len(group)))
+        _cite_certificates(group, tables)
         markdown.append(f"## {bench.pretty_name}\n\n{to_markdown(tables)}")
         headlines.append(to_markdown(tables[:1]))
         csv_parts.append(to_csv(tables))
@@ -185,6 +208,9 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
         sections.append(Section(bench.pretty_name, results, tables, [f for f in figures if f.suffix == ".png"],
                                 [_run_row(run, n, label) for run, n, label in group] + about,
                                 subscore_scale=bench.subscore_scale))
+        if found is not None and len(group) > 1:
+            sections.append(Section(f"{bench.pretty_name}: paired comparisons", {}, runs=found.html_rows(),
+                                    kind="comparisons"))
     for part in metric_parts(other_metrics, out):  # VQAScore, CLIPScore, DSG, VIEScore... on a benchmark's prompts
         markdown.append(f"## {part.heading}\n\n{to_markdown(part.tables)}")
         headlines.append(to_markdown(part.tables[:1]))
@@ -227,6 +253,7 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
     (out / "tables.csv").write_text("".join(part if i == 0 else part.split("\n", 1)[1]
                                             for i, part in enumerate(csv_parts)), encoding="utf-8")
     (out / "tables.tex").write_text(to_latex(every_table, width=ONE_COLUMN, height=ONE_COLUMN_HEIGHT), encoding="utf-8")
+    paths = write_comparisons([(b, f) for b, f, count in compared if count > 1], out)
     labels = list(dict.fromkeys(label for _, _, label in entries))
     meta = {"images scored": "; ".join(f"{k}: {v}" for k, v in scored.items())} if scored else None
     page = write_html_report(sections, out, title=title or (f"{', '.join(names)}: {', '.join(labels)}" if labels
@@ -234,4 +261,4 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
                              embed_images=embed_images, meta=meta)
     return {"markdown": text, "headline": "\n".join(headlines), "tables_md": out / "tables.md",
             "tables_csv": out / "tables.csv", "tables_tex": out / "tables.tex", "plots": plots, "html": [page],
-            "unfinished": [f"{run.name} · {n}" for run, n in unfinished]}
+            "unfinished": [f"{run.name} · {n}" for run, n in unfinished], **paths}

@@ -107,11 +107,18 @@ def test_every_benchmarks_tables_fit_one_column_without_scaling(tmp_path):
     assert "\nSD1.5 & " in nineteen and nineteen.count("\\begin{tabular}") >= 2
     assert "\\multicolumn{3}{c}{Imagination}" in nineteen
     # the report's tables.tex is laid out so
-    report = write_report(prism_runs, tmp_path / "report")
+    report = write_report(prism_runs, tmp_path / "report", compare=False)
     written = report["tables_tex"].read_text()
     assert written == to_latex(side_by_side([run.bench.paper_tables(run.scores("scripted")["aggregate"], run.name)
                                              for run in prism_runs]), width=ONE_COLUMN, height=ONE_COLUMN_HEIGHT)
     assert "Overfull \\hbox" not in _compiled(tmp_path / "report", written)
+    # issue 49: with the runs compared (marks, the lines under each table), and the pairwise tables, it still fits
+    compared = write_report(prism_runs, tmp_path / "compared")
+    log = _compiled(tmp_path / "compared", compared["tables_tex"].read_text())
+    assert "Overfull \\hbox" not in log and "Float too large" not in log
+    (tmp_path / "pairs").mkdir()
+    log = _compiled(tmp_path / "pairs", compared["comparisons_tex"].read_text())
+    assert "Float too large" not in log
     # issue 40 item 7: with the papers' rows (--published), every benchmark's tables.tex compiles and fits the
     # page: PRISM-Bench's Table 1 was 243 pt taller than it ("Float too large"), never placed
     for bench_name in JUDGED:

@@ -35,7 +35,7 @@ from typing import Any
 import datasets
 
 from ..base import Benchmark, OfficialRelease, recorded_hashes
-from . import release, scores
+from . import formulas, release, scores
 from .protocol import (
     AXES,
     PRESETS,
@@ -120,6 +120,7 @@ class PrismBench(Benchmark):
     score = scores.score
     aggregate = staticmethod(scores.aggregate)
     paper_tables = staticmethod(scores.paper_tables)
+    cell_formulas = staticmethod(formulas.cell_formulas)
 
 
 BENCHMARK = PrismBench()

@@ -172,6 +172,12 @@ class R2IBench(Benchmark):
         """Table 3 with Table 14's intervals, Table 13, one table per category: :func:`.scores.paper_tables`."""
         return scores.paper_tables(aggregate, label)
 
+    def cell_formulas(self, aggregate: dict[str, Any], results: Sequence[ImageResult]) -> list[tuple]:
+        """Each table's cells as means over images, for a report's paired comparisons: :func:`.formulas.cell_formulas`."""
+        from . import formulas
+
+        return formulas.cell_formulas(aggregate, results)
+
     def subsets_covered(self, results: Sequence[ImageResult]) -> dict[str, dict[str, Any]]:
         """Each Table 3 category's subcategories, the paper's (Tables 6 to 12) and those scored:
         :func:`.scores.subcategory_coverage`."""
