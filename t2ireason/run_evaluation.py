@@ -120,11 +120,12 @@ def _evaluate(run: Any, procs: Processes, name: str, setting: Any, settings: dic
             files.folder.mkdir(parents=True, exist_ok=True)
             # a judge's every reply journaled; a model that is no chat judge (CLIP, a user's module) asks nothing to keep
             journaled = JournaledJudge(judge, journal) if scorer is None or scorer.journaled else judge
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             _score(run, name, files, journaled, setting.options, mine, total=len(items), done=done,
                    chunk_size=chunk_size, progress=progress and procs.is_main, not_made=not_made,
                    launch=procs.count > 1, scorer=scorer)
-            share.update(reused=getattr(journaled, "reused", 0), seconds=round(time.perf_counter() - started, 3))
+            share.update(reused=getattr(journaled, "reused", 0), seconds=round(time.perf_counter() - started, 3),
+                         cpu_seconds=round(time.process_time() - cpu, 3))  # what load cannot bend (perf/gpu_parallel.py)
         share.update(_cache_counts(judge))
         adapted = getattr(judge, "concurrency_record", lambda: None)()
         if adapted is not None:  # the server was overwhelmed: what the judge did about it
@@ -284,7 +285,8 @@ def scores_record(run: Any, name: str, results: list[dict[str, Any]], setting: A
         "coverage": coverage(results),  # scored of the run's images, and why the others were not
         "judge": info,
         "settings": settings,
-        "processes": [{k: s[k] for k in ("rank", "images", "seconds", "concurrency") if k in s} for s in shares],
+        "processes": [{k: s[k] for k in ("rank", "images", "seconds", "cpu_seconds", "concurrency") if k in s}
+                      for s in shares],
         "response_cache": _cache_said(shares, cache),
         "t2ireason_version": __version__,
     }
