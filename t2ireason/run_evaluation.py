@@ -251,7 +251,10 @@ def _score(run: Any, name: str, files: EvaluationFiles, judge: Any, options: dic
                                             window_width(judge, chunk_size)):
                 records = [jsonable(result.to_dict()) for result in results]
                 files.append([json_text({"key": key, **r}) + "\n" for (key, _, _), r in zip(chunk, records)])
-                done.update((key, r) for (key, _, _), r in zip(chunk, records))  # once on disk
+                # once on disk, only what the count of kept images below reads stays in memory, not each image's
+                # questions and replies (issue 51: results streamed to disk, not held)
+                done.update((key, {"score": r.get("score"), "retryable": r.get("retryable", False)})
+                            for (key, _, _), r in zip(chunk, records))
                 bar.update(len(chunk))
         except (JudgeUnavailable, CacheError) as e:  # the chunks finished before it are on disk
             kept = sum(1 for key in done if not retryable(done[key]))
