@@ -171,15 +171,12 @@ def image_concurrency_efficiency(n_images: int = N_IMAGES, in_flight: int = IMAG
             replies: list = []
             load = os.getloadavg()[0]
 
-            def judge_side():
-                requests = _image_requests(paths)  # fresh image objects: each run pays their encoding
-                replies.extend(judge.chat(requests))
-
             for i in range(repeats):  # the judge first in even rounds, the bare client first in odd ones
                 for side in ("judge", "bare") if i % 2 == 0 else ("bare", "judge"):
+                    requests = _image_requests(paths)  # fresh image objects: each run pays their encoding
                     cpu, server, start = time.process_time(), _server_cpu(base_url), time.perf_counter()
                     if side == "judge":
-                        judge_side()
+                        replies.extend(judge.chat(requests))
                     else:
                         bare.run(bodies, replies)
                     sides[side].append((time.perf_counter() - start, time.process_time() - cpu,
