@@ -3,7 +3,7 @@
 - ``evaluate_kb_per_image``: the peak resident memory (``ru_maxrss``) of ``t2ireason evaluate`` over an HTTP
   judge (the local OpenAI-compatible test server in its own process, answering every request at once with the
   schema's every question scored 1) on a run of R2I-Bench's full-size synthetic build (``perf/build.py``), at
-  ``SMALL`` and at ``LARGE`` images, each in a fresh process: the difference over the difference in images, in
+  ``SMALL`` and at ``LARGE`` images (each a distinct ``PX`` pixel PNG of noise, ``--px``), each in a fresh process: the difference over the difference in images, in
   KB. What a process holds at its start (the interpreter, the imports, the rows file) cancels out; what grows
   with the images is what is held per image. Median of ``--rounds`` rounds (default 2), the two sizes in turn.
   Target: at most ``TARGET_KB`` KB an image. Beside it each size's peak in MB.
@@ -34,7 +34,7 @@ from _report import failed, figure, summary  # noqa: E402
 
 from t2ireason.testing_http import Answer  # noqa: E402
 
-SMALL, LARGE, TARGET_KB, PX = 64, 1024, 16.0, 64
+SMALL, LARGE, TARGET_KB, PX = 64, 1024, 16.0, 256  # 256 px: where the growth shows (issue 51)
 #: runs the command in this child and prints its peak resident memory (KB, Linux's ru_maxrss) last
 _CHILD = ("import resource, sys\nfrom t2ireason import cli\nstatus = cli.main(sys.argv[1:])\n"
           "print('maxrss_kb=%d' % resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\nsys.exit(status)\n")
