@@ -530,7 +530,9 @@ def data_parallel(setup: Setup) -> bool:
     judge the LLaVA-7B shape the other sections built (``--work``)."""
     import gpu_parallel
 
-    argv = ["--small"] if setup.small else ["--judge", f"hf:{built(setup.work / 'llava', lambda f: build_llava(setup, f))}"]
+    # a small run is a smoke run within its section's minute: one round (one process, then two)
+    argv = ["--small", "--rounds", "1"] if setup.small else \
+        ["--judge", f"hf:{built(setup.work / 'llava', lambda f: build_llava(setup, f))}", "--rounds", "2"]
     argv += ["--work", str(setup.work / "parallel")]
     if setup.figures is not None:
         argv += ["--figures", str(setup.figures)]
