@@ -9,7 +9,10 @@ would compete with the client for the GIL and the figure would measure the harne
 - ``image_concurrency_efficiency``: 64 distinct 1,024 x 1,024 PNG files (about 2 MB each, read
   with ``as_image`` as a metric reads generated images), 4 questions about each (256 requests),
   at most 16 in flight: ideal (1.6 s) / measured. Fresh image objects for every repeat, so each
-  run pays for turning every image into request bytes.
+  run pays for turning every image into request bytes. A bare aiohttp client sends the same bodies, made
+  beforehand, in every round, the judge first in even rounds and the bare client first in odd ones; the
+  CPU time of the client (this process) and of the server (its process) a request is printed for each side:
+  what load on the machine cannot bend, where the wall-time efficiency moves with it.
 - ``client_vs_bare_aiohttp_ratio``: the same 256 text requests (the same body bytes) sent by a
   bare ``aiohttp`` client (a semaphore, one session, ``post`` and ``json.loads``: the least any
   client must do) and by the judge, at 16 and at 32 in flight: the bare client's time over the
@@ -65,10 +68,24 @@ def _server(latency: float = LATENCY, behaviour=None, record: bool = False):
     proc = ctx.Process(target=_server_process, args=(latency, child, behaviour, record), daemon=True)
     proc.start()
     try:
-        yield parent.recv()
+        base_url = parent.recv()
+        SERVER_PIDS[base_url] = proc.pid
+        yield base_url
     finally:
         parent.send("stop")
         proc.join(timeout=10)
+
+
+#: base URL -> process id of each server :func:`_server` started (its CPU time: :func:`_server_cpu`)
+SERVER_PIDS: dict[str, int] = {}
+
+
+def _server_cpu(base_url: str) -> float:
+    """CPU seconds the server process has used so far."""
+    import psutil
+
+    times = psutil.Process(SERVER_PIDS[base_url]).cpu_times()
+    return times.user + times.system
 
 
 def _stats(base_url: str) -> dict:
@@ -150,20 +167,41 @@ def image_concurrency_efficiency(n_images: int = N_IMAGES, in_flight: int = IMAG
             judge.chat(_text_requests(in_flight))  # warm up
             bodies = [judge._request_bytes(r, judge.resolve_sampling(r), False) for r in _image_requests(paths)]
             bare = _BareClient(base_url, in_flight)
-            times, bare_times, replies = [], [], []
-            for _ in range(repeats):
-                requests = _image_requests(paths)
-                start = time.perf_counter()
-                replies += judge.chat(requests)
-                times.append(time.perf_counter() - start)
-                bare_times.append(bare.run(bodies, replies))
+            sides = {"judge": [], "bare": []}  # (wall, client CPU, server CPU) seconds of each run
+            replies: list = []
+            load = os.getloadavg()[0]
+
+            for i in range(repeats):  # the judge first in even rounds, the bare client first in odd ones
+                for side in ("judge", "bare") if i % 2 == 0 else ("bare", "judge"):
+                    requests = _image_requests(paths)  # fresh image objects: each run pays their encoding
+                    cpu, server, start = time.process_time(), _server_cpu(base_url), time.perf_counter()
+                    if side == "judge":
+                        replies.extend(judge.chat(requests))
+                    else:
+                        bare.run(bodies, replies)
+                    sides[side].append((time.perf_counter() - start, time.process_time() - cpu,
+                                        _server_cpu(base_url) - server))
             bare.close()
         _check(replies, base_url, in_flight)
         mean_mb = sum(p.stat().st_size for p in paths) / len(paths) / 1e6
-    return {"efficiency": ideal / statistics.median(times),
-            "bare_aiohttp_efficiency": ideal / statistics.median(bare_times),
-            "vs_bare_aiohttp": statistics.median(bare_times) / statistics.median(times),
-            "seconds": statistics.median(times), "ideal_seconds": ideal, "mean_file_mb": mean_mb}
+    return image_figures(sides, ideal, n) | {"ideal_seconds": ideal, "mean_file_mb": mean_mb,
+                                             "load_average": f"{load:.1f} to {os.getloadavg()[0]:.1f}"}
+
+
+def image_figures(sides: dict[str, list[tuple[float, float, float]]], ideal: float, n: int) -> dict:
+    """The image figures from each run's (wall, client CPU, server CPU) seconds of each side (``judge``,
+    ``bare``), rounds in the same order on both: the judge's efficiency (ideal over its median wall time) and the
+    bare client's, the median of the rounds' wall ratios bare over judge, and the CPU each side's client and the
+    server spent a request (milliseconds; what load does not bend), with the client CPU ratio judge over bare."""
+    judge, bare = sides["judge"], sides["bare"]
+    ms = lambda runs, k: statistics.median(r[k] for r in runs) / n * 1000  # noqa: E731
+    return {"efficiency": ideal / statistics.median(r[0] for r in judge),
+            "bare_aiohttp_efficiency": ideal / statistics.median(r[0] for r in bare),
+            "vs_bare_aiohttp": statistics.median(b[0] / j[0] for j, b in zip(judge, bare)),
+            "seconds": statistics.median(r[0] for r in judge),
+            "client_cpu_ms_a_request": ms(judge, 1), "bare_client_cpu_ms_a_request": ms(bare, 1),
+            "client_cpu_vs_bare": statistics.median(j[1] / b[1] for j, b in zip(judge, bare)),
+            "server_cpu_ms_a_request": ms(judge, 2), "server_cpu_ms_a_request_bare": ms(bare, 2)}
 
 
 class _BareClient:

@@ -1,9 +1,10 @@
 """Measurements of the local transformers judge on LLaVA-layout models built locally.
 
 Each function builds (or reuses) its model under ``models_dir`` and returns one
-ratio (with details for :func:`batching_speedup`); ``perf/judges.py`` prints them.
-Timings are interleaved and repeated, and the median ratio is reported, so load
-from other processes affects both sides alike.
+ratio with its details; ``perf/judges.py`` prints them. The judge's figures are
+this process's CPU time on one torch thread (``perf/judges.py`` pins it), the sides
+alternated and repeated, the median of the rounds' ratios reported (:func:`alternating`),
+so load from other processes cannot bend them; the wall ratio is printed beside.
 """
 
 from __future__ import annotations
@@ -42,8 +43,46 @@ def _judge(models_dir: str | Path, **kw) -> TransformersJudge:
     return TransformersJudge(str(vlm), device="cpu", **kw)
 
 
+def _cpu_and_wall(fn: Callable[[], object]) -> tuple[float, float]:
+    """(CPU seconds of this process, every thread, and wall seconds) of ``fn()``."""
+    cpu, wall = time.process_time(), time.perf_counter()
+    fn()
+    return time.process_time() - cpu, time.perf_counter() - wall
+
+
+def alternating(numerator: Callable[[], object], denominator: Callable[[], object], repeats: int,
+                warm_up: bool = True) -> dict:
+    """time(numerator) / time(denominator), each round timing both, the numerator first in even rounds and the
+    denominator first in odd ones (neither always runs after the other), after one untimed run of each.
+
+    ``ratio`` is the median of the rounds' ratios of this process's CPU time (on one torch thread what other
+    processes do to a shared machine does not enter it), ``wall`` that of their wall times; ``rounds`` the CPU
+    ratio of each round, ``numerator_s`` and ``denominator_s`` the median CPU seconds of each side. A side that
+    took no measurable CPU time is an error, not a ratio of nan or infinity."""
+    if warm_up:
+        numerator(), denominator()
+    cpu, wall, num_s, den_s = [], [], [], []
+    for i in range(repeats):
+        if i % 2 == 0:
+            n, d = _cpu_and_wall(numerator), _cpu_and_wall(denominator)
+        else:
+            d = _cpu_and_wall(denominator)
+            n = _cpu_and_wall(numerator)
+        if n[0] <= 0 or d[0] <= 0:
+            raise RuntimeError(f"a side took no measurable CPU time in round {i + 1} ({n[0]:.3g} s against "
+                               f"{d[0]:.3g} s): too little work to time")
+        cpu.append(n[0] / d[0])
+        wall.append(n[1] / d[1])
+        num_s.append(n[0])
+        den_s.append(d[0])
+    return {"ratio": statistics.median(cpu), "wall": statistics.median(wall),
+            "rounds": ",".join(f"{r:.2f}" for r in cpu), "numerator_s": statistics.median(num_s),
+            "denominator_s": statistics.median(den_s)}
+
+
 def _interleaved_ratio(numerator: Callable[[], object], denominator: Callable[[], object], repeats: int) -> float:
-    """Median over ``repeats`` of time(numerator) / time(denominator), run alternately after a warm-up."""
+    """Median over ``repeats`` of the wall time(numerator) / time(denominator), alternately after a warm-up
+    (a wall-time figure: threads that run side by side, which CPU time cannot show)."""
     numerator(), denominator()
     ratios = []
     for _ in range(repeats):
@@ -56,10 +95,11 @@ def _interleaved_ratio(numerator: Callable[[], object], denominator: Callable[[]
     return statistics.median(ratios)
 
 
-def overhead_ratio(models_dir: str | Path, repeats: int = 7) -> float:
-    """Wall time of ``TransformersJudge.chat`` on 64 requests (no cache, batches of 16,
+def overhead_ratio(models_dir: str | Path, repeats: int = 7) -> dict:
+    """CPU time of ``TransformersJudge.chat`` on 64 requests (no cache, batches of 16,
     16 new tokens each) over the same work written directly: a loop of
-    ``processor.apply_chat_template`` + ``model.generate`` + decode over the same batches."""
+    ``processor.apply_chat_template`` + ``model.generate`` + decode over the same batches
+    (:func:`alternating`: the wall ratio beside it)."""
     import torch
 
     judge = _judge(models_dir, batch_size=BATCH, sampling=Sampling(max_tokens=NEW_TOKENS),
@@ -86,7 +126,7 @@ def overhead_ratio(models_dir: str | Path, repeats: int = 7) -> float:
         return [r.text for r in judge.chat(requests)]
 
     assert via_judge() == direct(), "the judge and the direct loop must do the same work"
-    return _interleaved_ratio(via_judge, direct, repeats)
+    return alternating(via_judge, direct, repeats, warm_up=False)
 
 
 @dataclass(frozen=True)
@@ -131,25 +171,22 @@ def _batching_speedup(folder: Path, setup: BatchingSetup) -> dict:
     images, questions = _images(setup.pairs, *setup.image_px), _questions(setup.pairs)
     a = np.array(batched.yes_probability(images, questions))
     b = np.array(single.yes_probability(images, questions))
+    for side, p in (("batched", a), ("one at a time", b)):
+        if not np.all(np.isfinite(p)):  # nan would pass the comparison below and say nothing
+            raise RuntimeError(f"the judge's P(Yes) {side} is not a finite number for {int(np.sum(~np.isfinite(p)))} "
+                               f"of {len(p)} pairs: the random model's activations overflowed")
     abs_diff = float(np.max(np.abs(a - b)))
     rel_diff = float(np.max(np.abs(a - b) / np.maximum(np.abs(a), np.abs(b))))
     if abs_diff > 1e-6 or rel_diff > 1e-4:
         raise RuntimeError(f"batching changed the probabilities: max difference {abs_diff:.3g} ({rel_diff:.3g} relative)")
-    single_times, batched_times = [], []
-    for _ in range(setup.repeats):
-        t0 = time.perf_counter()
-        single.yes_probability(images, questions)
-        t1 = time.perf_counter()
-        batched.yes_probability(images, questions)
-        t2 = time.perf_counter()
-        single_times.append(t1 - t0)
-        batched_times.append(t2 - t1)
-    ratios = [s / b for s, b in zip(single_times, batched_times)]
-    return {"ratio": statistics.median(ratios), "rounds": ",".join(f"{r:.2f}" for r in ratios),
+    # the runs above were the warm-up; CPU time of this process, sides alternated
+    r = alternating(lambda: single.yes_probability(images, questions),
+                    lambda: batched.yes_probability(images, questions), setup.repeats, warm_up=False)
+    return {"ratio": r["ratio"], "wall": r["wall"], "rounds": r["rounds"],
             "parameters": sum(p.numel() for p in batched.hf_model.parameters()),
             "image_tokens": setup.shape.image_tokens, "pairs": setup.pairs, "batch": BATCH,
-            "single_ms_per_pair": 1000 * statistics.median(single_times) / setup.pairs,
-            "batched_ms_per_pair": 1000 * statistics.median(batched_times) / setup.pairs,
+            "single_cpu_ms_per_pair": 1000 * r["numerator_s"] / setup.pairs,
+            "batched_cpu_ms_per_pair": 1000 * r["denominator_s"] / setup.pairs,
             "max_abs_diff": abs_diff, "torch_threads": torch.get_num_threads()}
 
 
@@ -157,7 +194,7 @@ if __name__ == "__main__":
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
-        print(f"overhead_ratio   {overhead_ratio(tmp):.3f}  (target <= 1.15)")
+        print(f"overhead_ratio   {overhead_ratio(tmp)['ratio']:.3f}  (target <= 1.15)")
         for size in BATCHING:
             print(f"batching_speedup_{size} {batching_speedup(tmp, size)['ratio']:.2f}")
 

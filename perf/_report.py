@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 
@@ -11,6 +12,13 @@ def figure(name: str, value: float, details: dict[str, Any] | None = None,
     """Print one figure. ``target`` is ``(">=" or "<=", bound)``, or None for a figure reported without
     one; ``ok=False`` fails the figure whatever its value (a condition checked beside it). Returns
     whether the figure met its target (True without a target)."""
+    if not math.isfinite(value):  # a figure that failed to measure is said so, never printed as nan
+        print(f"{name}=error", flush=True)
+        print(f"{name}.error=not measured: the measurement gave {value} (a side's time or a score was not finite)")
+        if target is not None:
+            print(f"{name}.target={target[0]}{target[1]}")
+            print(f"{name}.met=false", flush=True)
+        return False
     print(f"{name}={value:.{digits}f}", flush=True)
     for key, detail in (details or {}).items():
         print(f"{name}.{key}={detail:.4g}" if isinstance(detail, float) else f"{name}.{key}={detail}")

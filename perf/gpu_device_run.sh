@@ -33,8 +33,8 @@ log="$OUT/run.log"
 say() { echo "$*" | tee -a "$log"; }
 
 # section and its own time limit (seconds); their sum stays within the budget
-limits=(vqascore_llava:130 json:220 vqascore_qwen:100 generation:60 data_parallel:150)
-[ -n "$small" ] && limits=(vqascore_llava:150 json:150 vqascore_qwen:120 generation:120 data_parallel:60)
+limits=(vqascore_llava:130 json:220 vqascore_qwen:100 generation:60 data_parallel:240)  # 2 rounds: 4 commands
+[ -n "$small" ] && limits=(vqascore_llava:150 json:150 vqascore_qwen:120 generation:120 data_parallel:180)
 
 say "gpu_device_run: $(date -u +%FT%TZ) root=$root out=$OUT budget=${budget}s ${small:-full size}"
 if ls "$wheels"/*.whl >/dev/null 2>&1; then

@@ -136,14 +136,15 @@ def _evaluate(run: Any, procs: Processes, name: str, setting: Any, settings: dic
             files.folder.mkdir(parents=True, exist_ok=True)
             # a judge's every reply journaled; a model that is no chat judge (CLIP, a user's module) asks nothing to keep
             journaled = JournaledJudge(judge, journal) if scorer is None or scorer.journaled else judge
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             # a metric whose questions an LLM writes (DSG, TIFA) asks again for those that failed before
             retry = retry_failed and "retry_failed" in getattr(scorer, "score_options", ())
             _score(run, name, files, journaled, {**setting.options, **({"retry_failed": True} if retry else {})},
                    mine, total=len(items), done=done,
                    chunk_size=chunk_size, progress=progress and procs.is_main, not_made=not_made,
                    launch=procs.count > 1, scorer=scorer, repeats=repeats)
-            share.update(reused=getattr(journaled, "reused", 0), seconds=round(time.perf_counter() - started, 3))
+            share.update(reused=getattr(journaled, "reused", 0), seconds=round(time.perf_counter() - started, 3),
+                         cpu_seconds=round(time.process_time() - cpu, 3))  # what load cannot bend (perf/gpu_parallel.py)
         share.update(_cache_counts(judge))
         adapted = getattr(judge, "concurrency_record", lambda: None)()
         if adapted is not None:  # the server was overwhelmed: what the judge did about it
@@ -368,7 +369,10 @@ def _score(run: Any, name: str, files: EvaluationFiles, judge: Any, options: dic
                                             window_width(judge, chunk_size)):
                 records = [jsonable(result.to_dict()) for result in results]
                 files.append([json_text({"key": key, **r}) + "\n" for (key, _, _), r in zip(chunk, records)])
-                done.update((key, r) for (key, _, _), r in zip(chunk, records))  # once on disk
+                # once on disk, only what the count of kept images below reads stays in memory, not each image's
+                # questions and replies (issue 51: results streamed to disk, not held)
+                done.update((key, {"score": r.get("score"), "retryable": r.get("retryable", False)})
+                            for (key, _, _), r in zip(chunk, records))
                 bar.update(len(chunk))
         except (JudgeUnavailable, CacheError) as e:  # the chunks finished before it are on disk
             kept = sum(1 for key in done if not retryable(done[key]))
@@ -403,7 +407,8 @@ def scores_record(run: Any, name: str, results: list[dict[str, Any]], setting: A
         "coverage": coverage(results),  # scored of the run's images, and why the others were not
         "judge": info,
         "settings": settings,
-        "processes": [{k: s[k] for k in ("rank", "images", "seconds", "concurrency") if k in s} for s in shares],
+        "processes": [{k: s[k] for k in ("rank", "images", "seconds", "cpu_seconds", "concurrency") if k in s}
+                      for s in shares],
         "response_cache": _cache_said(shares, cache),
         "t2ireason_version": __version__,
     }

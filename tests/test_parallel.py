@@ -252,3 +252,15 @@ def test_a_plain_process_is_a_launch_of_one(monkeypatch):
     assert procs.share([1, 2, 3]) == [1, 2, 3] and procs.gather("x") == ["x"] and procs.broadcast(5) == 5
     with Processes().main_holds(open(__file__)) as held:  # the lock entered and left by the process itself
         assert held is None
+
+
+def test_scores_record_each_process_judging_cpu_beside_its_seconds(tmp_path, monkeypatch):
+    """`processes[].cpu_seconds`: the CPU time the process spent judging its share (issue 51: the data-parallel
+    figure reads it beside the wall seconds, which load on a shared machine bends)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    run = _run_with_images(tmp_path / "one", 3).path
+    with serve(_answer, models=["gpt-4o"]) as server:
+        assert cli.main(_argv(run, server)) == 0
+    [share] = json.loads((run / "evaluations" / "s" / "scores.json").read_text())["processes"]
+    assert share["rank"] == 0 and share["images"] == 3
+    assert isinstance(share["cpu_seconds"], float) and 0 < share["cpu_seconds"] and share["seconds"] > 0

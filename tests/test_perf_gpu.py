@@ -51,6 +51,8 @@ def test_every_section_runs_small_on_the_cpu_and_writes_each_figure_as_measured(
                  "project_default_b2_row_steps_per_s", "bare_static_b2_row_steps_per_s", "hbm_floor_b2_row_steps_per_s",
                  "tail_filled_vs_eager_b2_time_ratio"):
         assert decoding[name]["value"] > 0, name
+    ceiling = decoding["hbm_floor_b2_row_steps_per_s"]  # batch x the copy rate / the weights' size, not half of it
+    assert ceiling["value"] == pytest.approx(2 * got["machine"]["copy_gb_per_s"]["value"] / ceiling["weight_gb"])
     assert decoding["compile_seconds_b2"]["mode"] == "static" and "batch 2" in decoding["compile_seconds_b2"]["first_calls"]
     qwen = got["vqascore_qwen"]
     assert qwen["vision_tower_window_by_window_ms_an_image"]["value"] > 0
@@ -95,6 +97,19 @@ def test_profile_writes_each_stretch_trace_and_its_figures(tmp_path):
     busy = rows["profile_project_b4_device_busy_share"]
     assert busy["value"] == "no device activity" and "aten::" in busy["top_host"]
     assert busy["trace"] == "vqascore_llava.project_b4.trace.json.gz"
+
+
+def test_the_hbm_ceiling_is_batch_times_the_copy_rate_over_the_weights():
+    """A decode step reads the weights once; the copy rate (2n/t: read plus write) is the memory's whole traffic,
+    which a read reaches too. Issue 51's CPU figures: 2 x 11.83 GB/s / 0.000974 GB = 24,290 row-steps/s, where the
+    script printed half (12,150); the H200's 1,195 at batch 8 is 2,390."""
+    sys.path.insert(0, str(ROOT / "perf"))
+    from _limits import hbm_ceiling
+
+    assert hbm_ceiling(2, 11.83e9, 0.000974e9) == pytest.approx(24_292, rel=1e-3)
+    assert hbm_ceiling(8, 4_247e9, 14.2e9) == pytest.approx(2 * 1_196, rel=1e-3)
+    with pytest.raises(ValueError, match="batch"):
+        hbm_ceiling(0, 1e9, 1e9)
 
 
 def test_busy_share_is_the_covered_part_of_the_span():

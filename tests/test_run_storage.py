@@ -419,3 +419,35 @@ def test_a_judge_loaded_for_an_evaluation_is_closed_whatever_ends_it(tmp_path, m
                          judge_kwargs={"api_key": "sk-test"}, progress=False, cache=False)
         assert server.received  # loaded and probed before the manifest was to record it
     assert len(loaded) == 1 and loaded[0].transport.closed
+
+
+def test_scored_images_are_not_held_in_memory_once_on_disk(tmp_path, monkeypatch):
+    """Issue 51: each chunk's results go to results.jsonl and are not held besides (the evaluation's memory
+    grew with every image's questions and replies); what is left when scoring ends, before the final merge
+    reads the file back, holds no image's record."""
+    import tracemalloc
+
+    from t2ireason import run_files
+    from t2ireason.judges.scripted import ScriptedJudge
+
+    run = _run_with_images(tmp_path / "run", limit=12)
+    live = {}
+    finish = run_files.EvaluationFiles.finish
+
+    def at_the_end_of_scoring(self, order):
+        snapshot = tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(True, "*/t2ireason/files.py")])
+        # the records made for results.jsonl (jsonable, in files.py) by _score that are still alive
+        live["bytes"] = sum(s.size for s in snapshot.statistics("traceback")
+                            if any("run_evaluation.py" in f.filename for f in s.traceback))
+        return finish(self, order)
+
+    monkeypatch.setattr(run_files.EvaluationFiles, "finish", at_the_end_of_scoring)
+    reply = lambda r: json.dumps({k: 1 for k in r.json_schema["properties"]})  # noqa: E731
+    tracemalloc.start(20)
+    try:
+        scores = run.evaluate(ScriptedJudge(reply), options={"structured_output": True}, name="s", cache=False,
+                              chunk_size=2, progress=False)
+    finally:
+        tracemalloc.stop()
+    assert scores["num_images"] == 12 and scores["num_failed"] < 12
+    assert live["bytes"] < 2_000, live  # 12 images' records are about 20 KB
