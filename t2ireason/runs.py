@@ -394,7 +394,7 @@ class Run:
                  judge_kwargs: dict | None = None, options: dict[str, Any] | None = None, name: str | None = None,
                  cache: str | bool = True, chunk_size: int = 32, progress: bool = True, retry_failed: bool = False,
                  lock_timeout: float = LOCK_TIMEOUT, preflight: bool = True,
-                 allow_missing: bool = False) -> dict[str, Any]:
+                 allow_missing: bool = False, vouch: str | None = None) -> dict[str, Any]:
         """Score the run's images with the benchmark's judge (or another ``metric``'s) and write ``scores.json``.
 
         ``metric``: the benchmark's own by default; else ``vqascore``, ``clip_score``, ``dsg``, ``viescore``,
@@ -421,7 +421,11 @@ class Run:
         before creating the run, and passes False). ``allow_missing``: an image missing from the image
         folder is counted as not scored, as one never made, instead of stopping the evaluation before it
         starts. ``scores.json`` says how many images were scored of how many, and why the others were not
-        (``coverage``: :func:`~t2ireason.results.coverage`).
+        (``coverage``: :func:`~t2ireason.results.coverage`), and records what the judge was sent and what was
+        read (``protocol``: :mod:`t2ireason.protocol_record`). ``vouch``: the user's word (why) that an endpoint
+        other than its vendor's API serves the model it names (an Azure deployment, a company proxy, a vLLM
+        server of the paper's open model), recorded in ``run.json``; without it such a judge's rows are
+        ``unverified`` beside a paper's.
 
         Returns the scores (as ``scores.json``) with ``retried``: how many failed images were
         scored again, and ``reused``: how many replies received before an interruption were
@@ -445,7 +449,8 @@ class Run:
         settings = redacted(jsonable({"metric": (scorer or bench).metric,
                                       "judge": judge if isinstance(judge, str) or judge is None
                                       else evaluation_name(judge), "preset": preset, "judge_kwargs": judge_kwargs or {},
-                                      "options": dict(options or {})}))  # recorded: never an API key
+                                      "options": dict(options or {}),
+                                      **({"vouch": str(vouch)} if vouch else {})}))  # recorded: never an API key
         from .run_evaluation import evaluate_run
 
         return evaluate_run(self, name, setting, settings, cache=cache, chunk_size=chunk_size, progress=progress,

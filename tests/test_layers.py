@@ -26,7 +26,7 @@ LAYERS = [
      ["benchmarks", "releases", "data", "scoring", "alignment", "baselines", "metric", "evaluation_metrics", "rewards",
       "rewriting", "mt2ie",
       "t2ireason"]),
-    ("runs and building", ["runs", "run_files", "run_evaluation", "window", "build", "engine"]),
+    ("runs and building", ["runs", "run_files", "run_evaluation", "protocol_record", "window", "build", "engine"]),
     ("reports, studies, exports, publishing", ["report", "study", "exports", "publish", "spaces"]),
     ("the command line", ["cli", "commands", "demo", "testing", "testing_families", "testing_http", "__main__"]),
 ]

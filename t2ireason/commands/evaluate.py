@@ -58,6 +58,11 @@ def _add_scoring_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--name", default=None, help="name of this evaluation inside the run (default: from the judge)")
     p.add_argument("--chunk-size", type=positive_int, default=32,
                    help="images scored between two saves of the results (resume granularity)")
+    p.add_argument("--vouch-endpoint", dest="vouch", default=None, metavar="WHY",
+                   help="vouch that the judge's endpoint, which is not its vendor's own API (an Azure deployment, "
+                        "a company proxy, a vLLM server of the paper's open model), serves the model it names, and "
+                        "say why; recorded in run.json and printed on the run's rows as vouched (without it such a "
+                        "run is 'unverified' beside a paper's rows)")
     p.add_argument("--retry-failed", action="store_true",
                    help="score again the images that failed because the judge was unreachable (time-outs, "
                         "server errors); a failed reply is not retried (with `run`, also draw again the images "
@@ -145,7 +150,7 @@ def _evaluate(run, args: argparse.Namespace) -> dict:
                           options=args.options, name=args.name, cache=args.cache, chunk_size=args.chunk_size,
                           progress=not args.no_progress, retry_failed=args.retry_failed,
                           lock_timeout=args.lock_timeout, preflight=False,  # asked before the run was made
-                          allow_missing=args.allow_failed)
+                          allow_missing=args.allow_failed, vouch=getattr(args, "vouch", None))
     judge = scores["judge"]
     failed, transient = scores["num_failed"], scores.get("num_retryable", 0)
     said = f"{failed} failed"

@@ -292,7 +292,7 @@ def standing_bars(table: PaperTable, runs: Sequence[str]):
     with plt.rc_context(_STYLE):
         fig, axs = plt.subplots(len(heights), 1, figsize=(COLUMN_WIDTH, 0.55 + sum(heights) + 0.085 * len(lines)),
                                 layout="constrained", gridspec_kw={"height_ratios": heights}, squeeze=False)
-        panels = [(axs[0][0], ranked, None)] + ([(axs[1][0], alone, "not ranked: measured otherwise")] if alone else [])
+        panels = [(axs[0][0], ranked, None)] + ([(axs[1][0], alone, "not ranked: not verified equal")] if alone else [])
         for ax, rows, title in panels:
             ys = list(range(len(rows)))[::-1]
             ax.barh(ys, [v for _, v in rows], height=0.7,

@@ -56,14 +56,15 @@ def grouped_rows(table: PaperTable) -> list[tuple[str | None, list[str]]]:
 
 def protocol_line(label: str, p: RowProtocol) -> str:
     """How a run's row was measured, in one line: its judge, preset, questions, images; and whether that is
-    the paper's protocol (``not ranked among the paper's rows: <what differs>``)."""
+    the paper's protocol (``measured as the paper's rows: yes``, ``no (<what differs>)``, ``unverified (<what
+    could not be checked>)`` or ``n/a (no published rows)``)."""
     scored, _, total = (p.images or "").partition(" of ")
     said = [f"judge {p.judge}", f"preset {p.preset}", f"questions: {p.questions}",
             f"images: {scored} of the benchmark's {total} scored" if p.images else None,
             f"of the run's own, {p.coverage}" if p.coverage else None]
     text = f"{label}: " + "; ".join(s for s in said if s)
-    return text + (f"; measured as the paper's rows: no ({p.differs})" if p.differs else
-                   "; measured as the paper's rows: yes")
+    verdict, _, why = p.comparable.partition(": ")
+    return text + f"; measured as the paper's rows: {verdict}" + (f" ({why})" if why else "")
 
 
 def _md_escape(text: str) -> str:

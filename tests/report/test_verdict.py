@@ -1,0 +1,258 @@
+"""Issue 48: a run stands among the paper's rows only when every element of its protocol is checked equal.
+
+The five PRISM-Bench runs of the issue (over the release built from ``../shared/releases/prism-bench``, judged over
+real HTTP by a local server under the paper's model name), each differing from the paper in one element, are not
+ranked, and each names what differs or cannot be checked in ``tables.csv``, the standing figure and the HTML; the run
+made exactly as the paper (a local server the test vouches for, the paper's settings, the recorded release, every
+one of the 700 English images) is still ``yes``. Runs that need no full coverage to show their element use a subset,
+which the coverage rule counts as such (``14 of 700 images scored``)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from html import unescape
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pytest
+from PIL import Image
+
+from t2ireason.runs import Run
+from t2ireason.testing_http import serve
+
+RELEASES = Path(__file__).resolve().parents[2].parent / "shared" / "releases"
+if not RELEASES.is_dir():
+    RELEASES = Path("/work/shared/releases")
+PAPER_JUDGE = "openai:gpt-4.1-2025-04-14"
+REPLY = '{"justification": "ok", "score": 8}'
+
+
+def _images(run: Run, rows=None) -> None:
+    for i, row in enumerate(rows if rows is not None else run.rows()):
+        path = run.images_dir / run.bench.image_path(row)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        Image.new("RGB", (64, 64), (i % 250, 90, 150)).save(path)
+
+
+@pytest.fixture(scope="module")
+def prism(tmp_path_factory):
+    """The release built once, and the runs of the issue, scored over real HTTP."""
+    if not (RELEASES / "prism-bench").is_dir():
+        pytest.skip("the authors' releases (../shared/releases) are not here")
+    tmp = tmp_path_factory.mktemp("prism")
+    built = Run.create(tmp / "exact", "prism-bench", data=tmp / "exact" / "data", configs=["en"], name="exact")
+    built.build(RELEASES / "prism-bench", license="mit")
+    _images(built)
+    data, images = built.path / "data", built.images_dir
+    cache = str(tmp / "cache.sqlite")
+    failing = {row["prompt"] for row in built.rows()[:282]}
+
+    def run(name, limit=None):
+        r = Run.create(tmp / name, "prism-bench", data=data, configs=["en"], limit=limit, name=name)
+        r.use_images(images)
+        return r
+
+    runs = {"exact": built}
+    with serve(REPLY) as server:
+        url = server.base_url
+        built.evaluate(f"{PAPER_JUDGE}@{url}", preset="official", cache=cache, progress=False, preflight=False,
+                       vouch="the test's own server, answering as the paper's judge")
+        runs["endpoint"] = run("endpoint")  # the same replies (from the cache), the server not vouched for
+        runs["endpoint"].evaluate(f"{PAPER_JUDGE}@{url}", preset="official", cache=cache, progress=False,
+                                  preflight=False)
+        runs["pixels"] = run("pixels", limit=14)
+        runs["pixels"].evaluate(f"{PAPER_JUDGE}@{url}", preset="official", progress=False, preflight=False,
+                                judge_kwargs={"max_pixels": 256, "image_format": "jpeg"}, cache=False,
+                                vouch="the test's server")
+        runs["qwen-api"] = run("qwen-api", limit=14)
+        runs["qwen-api"].evaluate(f"openai:Qwen/Qwen2.5-VL-72B-Instruct@{url}", preset="qwen", progress=False,
+                                  preflight=False, cache=False)
+        sent = {"pixels": [u[:30] for r in server.requests if r.body["model"] == "gpt-4.1-2025-04-14" for u in r.image_urls][-1],
+                "qwen-api": next(r for r in server.requests if r.body["model"].startswith("Qwen"))}
+    # the replies to 282 of the 700 images unparseable
+    with serve(lambda r: "no json here" if any(r.text.endswith(p + "\n") for p in failing) else REPLY) as server:
+        runs["failed"] = run("failed")
+        runs["failed"].evaluate(f"{PAPER_JUDGE}@{server.base_url}", preset="official", progress=False,
+                                preflight=False, cache=False, vouch="the test's server")
+    return runs, sent, tmp
+
+
+def _row(protocols, label):
+    return next(p for lbl, p in protocols.items() if lbl == label)
+
+
+def _tables(runs):
+    from t2ireason.report.published import place
+    from t2ireason.report.tables import side_by_side
+    from t2ireason.report.writer import _run_tables
+
+    per_run = [_run_tables(r, r.evaluations()[0], r.name, r.results(r.evaluations()[0])) for r in runs]
+    return place(side_by_side(per_run), "prism-bench")[0]
+
+
+def test_the_exact_run_is_yes_and_the_five_runs_of_the_issue_are_set_apart_naming_what_differs(prism):
+    from t2ireason.report.published import standing_bars
+
+    runs, _, _ = prism
+    tables = _tables(list(runs.values()))
+    table1 = next(t for t in tables if t.title == "PRISM-Bench Table 1")
+    verdicts = {label: p.comparable for label, p in table1.protocols.items() if not p.paper}
+    assert verdicts["exact"] == "yes"
+    assert "exact" not in table1.apart
+    assert verdicts["endpoint"].startswith("unverified: endpoint 127.0.0.1:")
+    assert "not the vendor's API" in verdicts["endpoint"]
+    assert table1.protocols["endpoint"].judge.startswith("openai:gpt-4.1-2025-04-14@127.0.0.1:")
+    assert table1.protocols["exact"].judge.endswith("(vouched)")
+    assert verdicts["pixels"].startswith("no: image_format JPEG (the paper's: none); max_pixels 256 (the paper's: none)")
+    assert "14 of 700 images scored (686 not in the run)" in verdicts["pixels"]  # the subset, counted honestly
+    assert verdicts["failed"] == "no: 418 of 700 images scored (282 judge failures)"
+    assert set(table1.apart) == {"endpoint", "pixels", "failed"}
+    table4 = next(t for t in tables if t.title == "PRISM-Bench Table 4")
+    qwen = table4.protocols["qwen-api"].comparable
+    assert qwen.startswith("no: ") and "qwen-api" in table4.apart
+    for said in ("sampling", "vision_ids False (the paper's: True)",
+                 "preset settings not applied: chat_template_kwargs, device_map, dtype, generation_config, "
+                 "processor_kwargs", "unverified: endpoint 127.0.0.1:"):
+        assert said in qwen
+    fig = standing_bars(table1, list(runs))
+    try:
+        ranked = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+        assert "exact" in ranked and not {"endpoint", "pixels", "failed"} & set(ranked)
+        said = fig.get_supxlabel()
+        assert "endpoint: unverified: endpoint 127.0.0.1:" in said and "failed: 418 of 700 images scored" in said
+        assert "pixels: image_format JPEG (the paper's: none); max_pixels 256" in said
+    finally:
+        plt.close(fig)
+
+
+def test_the_report_says_each_verdict_in_tables_csv_and_the_html(prism, tmp_path):
+    from t2ireason.report.writer import write_report
+
+    runs, _, _ = prism
+    out = write_report(list(runs.values()), tmp_path / "report", published=True)
+    rows = list(csv.DictReader(out["tables_csv"].open(encoding="utf-8")))
+    overall = {r["model"]: r for r in rows if r["table"] == "PRISM-Bench Table 1" and r["column"] == "Overall Avg."}
+    assert overall["exact"]["comparable"] == "yes"
+    assert overall["endpoint"]["judge"].startswith("openai:gpt-4.1-2025-04-14@127.0.0.1:")
+    assert overall["endpoint"]["comparable"].startswith("unverified: endpoint 127.0.0.1:")
+    assert overall["failed"]["comparable"] == "no: 418 of 700 images scored (282 judge failures)"
+    assert overall["pixels"]["comparable"].startswith("no: image_format JPEG")
+    qwen = {r["model"]: r for r in rows if r["table"] == "PRISM-Bench Table 4" and r["column"] == "Overall Avg."}
+    assert qwen["qwen-api"]["comparable"].startswith("no: sampling")
+    html = unescape(out["html"][0].read_text(encoding="utf-8"))
+    for said in ("measured as the paper's rows: unverified (endpoint 127.0.0.1:",
+                 "measured as the paper's rows: no (418 of 700 images scored",
+                 "measured as the paper's rows: no (image_format JPEG", "measured as the paper's rows: yes"):
+        assert said in html
+
+
+def test_the_record_holds_what_was_sent_and_read_and_never_a_key(prism, tmp_path, monkeypatch):
+    runs, sent, _ = prism
+    record = runs["pixels"].scores(runs["pixels"].evaluations()[0])["protocol"]
+    assert record["endpoint"]["host"].startswith("127.0.0.1:") and record["endpoint"]["vendor"] is False
+    assert record["model"] == "gpt-4.1-2025-04-14" and record["vouched"] == "the test's server"
+    assert record["request"]["max_pixels"] == 256 and record["request"]["image_format"] == "JPEG"
+    assert record["observed"]["image"] == {"size": [16, 16], "format": "JPEG"}  # as it reached the judge
+    assert sent["pixels"].startswith("data:image/jpeg"), sent["pixels"]
+    assert record["observed"]["layout"] == "text,image" and record["request"]["response_format"] is False
+    assert record["release"]["status"] == "matched"
+    assert set(record["templates"]) <= {f"prism_bench/official/{n}.txt" for n in
+                                        ("aesthetic", "alignment_imagination", "alignment_entity",
+                                         "alignment_text_rendering", "alignment_style", "alignment_affection",
+                                         "alignment_composition", "alignment_long_text")}
+    assert record["images"]["scored"] == 14 and len(record["questions_sha256"]) == 64
+    qwen = runs["qwen-api"].scores(runs["qwen-api"].evaluations()[0])["protocol"]
+    assert qwen["observed"]["layout"] == "image,text" and qwen["observed"]["system_prompt_sha256"] == [None]
+    assert qwen["not_applied"] == ["chat_template_kwargs", "device_map", "dtype", "generation_config",
+                                   "processor_kwargs"]
+    # a key given to the judge, and one put into extra_body by mistake, reach neither scores.json nor run.json
+    secret = "sk-proj-ThisIsNotARealKeyButLooksLikeOne1234567890"
+    with serve(REPLY) as server:
+        run = Run.create(tmp_path / "keyed", "prism-bench", data=runs["exact"].path / "data", configs=["en"], limit=2)
+        run.use_images(runs["exact"].images_dir)
+        monkeypatch.setenv("OPENAI_API_KEY", secret)
+        run.evaluate(f"{PAPER_JUDGE}@{server.base_url}", preset="official", progress=False, preflight=False,
+                     cache=False, judge_kwargs={"api_key": secret, "extra_body": {"api_key": secret}})
+    written = "".join(p.read_text(encoding="utf-8") for p in run.path.rglob("*.json"))
+    assert secret not in written and "api_key" in written  # masked where it was put, not dropped silently
+
+
+def test_a_local_server_of_the_open_model_is_unverified_unless_vouched_and_its_settings_compared():
+    """The Qwen2.5-VL-72B protocol (Tables 4 and 5): a vLLM server sent the client's half of the authors' settings
+    (the image first, no system message, vision ids through the chat template, only max_tokens, the checkpoint's
+    own sampling left to the server) differs in nothing the client sends; the server's half (its processor's pixel
+    limits, its generation settings, the weights) is unverified, and vouched for with --vouch-endpoint."""
+    from t2ireason.report.verdict import compare, declared_protocol
+
+    paper = declared_protocol("prism-bench", "hf:Qwen/Qwen2.5-VL-72B-Instruct")
+    record = {"endpoint": {"backend": "openai", "scheme": "http", "host": "gpu-box:8000", "vendor": None},
+              "request": {"temperature": 0.0, "top_p": 1.0, "max_tokens": 1024, "seed": None,
+                          "sampling_params": ["max_tokens"], "image_format": None, "max_pixels": None,
+                          "extra_body": {"chat_template_kwargs": {"add_vision_id": True}}, "response_format": False},
+              "observed": {"layout": "image,text", "system_prompt_sha256": [None]},
+              "options": {"image_preparation": "qwen_vl_utils"}, "not_applied": [],
+              "templates": {"prism_bench/official/aesthetic.txt": paper["templates"]["prism_bench/official/aesthetic.txt"]},
+              "release": {"status": "matched"}, "vouched": None}
+    c = compare(record, paper, judge=(True, ""))
+    assert {e.name: e.status for e in c.elements if e.status != "equal"} == {
+        "endpoint": "unverified", "sampling": "unverified", "processor_pixels": "unverified"}
+    assert compare({**record, "vouched": "our vLLM server, --mm-processor-kwargs as the authors'"}, paper,
+                   judge=(True, "")).text == "yes"
+    sent = {**record, "request": {**record["request"], "sampling_params": None, "extra_body": {}}}
+    said = compare(sent, paper, judge=(True, "")).text
+    assert said.startswith("no: sampling") and "vision_ids False (the paper's: True)" in said
+
+
+@pytest.mark.parametrize("status, verdict", [
+    ({"status": "matched"}, "yes"),
+    ({"status": "differs", "files": ["captions/en/imagination.jsonl"]},
+     "no: release: 1 file differ from the recorded release (captions/en/imagination.jsonl)"),
+    ({"status": "no hashes", "note": "the project records no file hashes for this release"},
+     "unverified: release not checked (the project records no file hashes for this release)"),
+])
+def test_the_release_check_feeds_the_verdict(status, verdict):
+    from t2ireason.report.verdict import Comparison, _release
+
+    c = Comparison()
+    _release(c, {"release": status})
+    assert c.text == verdict
+
+
+def test_an_edited_r2i_release_is_not_ranked_naming_the_files_that_differ(tmp_path):
+    """R2I-Bench with every logical question replaced before the build: the build reports its modified files, and
+    the run is set apart naming them (not ranked above every paper row)."""
+    import shutil
+
+    from t2ireason.judges.scripted import ScriptedJudge
+    from t2ireason.report.tables import side_by_side
+    from t2ireason.report.writer import _run_tables
+
+    if not (RELEASES / "r2i-bench").is_dir():
+        pytest.skip("the authors' releases (../shared/releases) are not here")
+    release = tmp_path / "r2i"
+    shutil.copytree(RELEASES / "r2i-bench", release)
+    edited = sorted((release / "data" / "evaluation" / "logical").glob("*_eval.csv"))
+    for file in edited:
+        rows = list(csv.DictReader(file.open(encoding="utf-8")))
+        if rows:
+            for row in rows:
+                row["question"] = "Is the image sharp?"
+            with file.open("w", encoding="utf-8", newline="") as f:
+                writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+                writer.writeheader()
+                writer.writerows(rows)
+    run = Run.create(tmp_path / "edited", "r2i-bench", data=tmp_path / "edited" / "data", configs=["logical"],
+                     limit=4, name="edited")
+    run.build(release, license="mit")
+    _images(run)
+    judge = ScriptedJudge(lambda r: json.dumps({k: 1 for k in r.json_schema["properties"]}))
+    run.evaluate(judge, options={"structured_output": True}, cache=False, progress=False)
+    record = run.scores(run.evaluations()[0])["protocol"]
+    assert record["release"]["status"] == "differs" and len(record["release"]["files"]) == len(edited) == 7
+    from t2ireason.report.published import place
+
+    tables = place(side_by_side([_run_tables(run, run.evaluations()[0], "edited", run.results(run.evaluations()[0]))]),
+                   "r2i-bench")[0]
+    table3 = next(t for t in tables if t.title.startswith("R2I-Bench Table 3"))
+    assert "release: 7 files differ from the recorded release (data/evaluation/logical/" in table3.apart["edited"]
