@@ -131,6 +131,8 @@ def run_protocol(run: Any, scores: dict[str, Any], results: Sequence[ImageResult
     paper = declared_protocol(run.bench.name, pub.citation.get("judge_spec"))
     same = (_same_judge(judge, pub), f"judge {protocol.judge} (the paper's: {pub.judge})")
     c = compare(scores.get("protocol"), paper, judge=same) if paper else Comparison()
+    if c.elements:
+        c.elements[0].run = protocol.judge
     if not paper:
         c.add("judge", "equal" if same[0] else "differs", pub.judge, protocol.judge, same[1])
         c.add("protocol", "unverified", None, None, "the paper's protocol is not declared")

@@ -23,7 +23,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-__all__ = ["Element", "Comparison", "declared_protocol", "compare", "verdict_text", "NO_RECORD"]
+__all__ = ["Element", "Comparison", "declared_protocol", "compare", "compare_runs", "verdict_text", "NO_RECORD"]
 
 #: said of an evaluation made before its protocol was recorded
 NO_RECORD = "protocol not recorded (evaluated before t2i-reason recorded what it sent: evaluate again to record it)"
@@ -298,7 +298,10 @@ def compare_runs(a: dict[str, Any], b: dict[str, Any]) -> Comparison:
             name = f"{section}.{key}"
             c.add(name, "equal" if x.get(key) == y.get(key) else "differs", y.get(key), x.get(key),
                   f"{name} {_said(x.get(key))} (the other run's: {_said(y.get(key))})")
-    for key in ("templates", "questions_sha256", "not_applied"):
+    ta, tb = a.get("templates") or {}, b.get("templates") or {}
+    edited = sorted(path for path in ta.keys() & tb.keys() if ta[path] != tb[path])  # a subset reads fewer: not a difference
+    c.add("templates", "differs" if edited else "equal", sorted(tb), sorted(ta), f"templates differ: {', '.join(edited)}")
+    for key in ("questions_sha256", "not_applied"):
         same = a.get(key) == b.get(key)
         c.add(key, "equal" if same else "differs", b.get(key), a.get(key), f"{key} differ")
     ra, rb = (a.get("release") or {}).get("status"), (b.get("release") or {}).get("status")
@@ -308,3 +311,4 @@ def compare_runs(a: dict[str, Any], b: dict[str, Any]) -> Comparison:
     c.add("images", "equal" if ia.get("scored") == ib.get("scored") else "differs", ib.get("scored"), ia.get("scored"),
           f"images scored {ia.get('scored')} (the other run's: {ib.get('scored')})")
     return c
+

@@ -256,3 +256,25 @@ def test_an_edited_r2i_release_is_not_ranked_naming_the_files_that_differ(tmp_pa
                    "r2i-bench")[0]
     table3 = next(t for t in tables if t.title.startswith("R2I-Bench Table 3"))
     assert "release: 7 files differ from the recorded release (data/evaluation/logical/" in table3.apart["edited"]
+
+
+def test_the_protocol_command_shows_each_element_as_a_table_and_as_json(prism, capsys):
+    from t2ireason import cli
+
+    runs, _, _ = prism
+    assert cli.main(["protocol", str(runs["failed"].path), "--json"]) == 0
+    said = json.loads(capsys.readouterr().out)
+    table1 = next(c for c in said["comparisons"] if c["table"] == "PRISM-Bench Table 1")
+    assert table1["verdict"] == "no: 418 of 700 images scored (282 judge failures)"
+    statuses = {e["element"]: e["status"] for e in table1["elements"]}
+    assert statuses["coverage"] == "differs" and statuses["endpoint"] == "vouched" and statuses["release"] == "equal"
+    assert "skips the image" in table1["rule"] and said["record"]["images"]["failed"] == 282
+    assert cli.main(["protocol", str(runs["pixels"].path)]) == 0
+    text = capsys.readouterr().out
+    assert "PRISM-Bench Table 1: no: image_format JPEG" in text
+    assert any(line.split()[:2] == ["max_pixels", "DIFFERS"] for line in text.splitlines())
+    assert cli.main(["protocol", str(runs["pixels"].path), "--against", str(runs["exact"].path), "--json"]) == 0
+    against = json.loads(capsys.readouterr().out)["comparisons"][0]
+    differs = {e["element"] for e in against["elements"] if e["status"] == "differs"}
+    assert {"request.max_pixels", "request.image_format", "questions_sha256", "images"} <= differs
+    assert "model" not in differs and "templates" not in differs
