@@ -122,7 +122,7 @@ class RowProtocol:
     """How one row of a table was measured, said beside it wherever the table is written: the judge, the
     preset, the questions, the images scored of the benchmark's, and whether that is the protocol of the
     paper's rows it stands among (``comparable``: ``"yes"``, ``"no: <what differs>"``, ``"unverified: <what could
-    not be checked>"``, or ``"n/a: no published rows"``)."""
+    not be checked>"``, ``"failed: ..."`` where no image was scored, or ``"n/a: no published rows"``)."""
 
     judge: str | None = None
     preset: str | None = None

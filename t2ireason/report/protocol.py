@@ -125,6 +125,9 @@ def run_protocol(run: Any, scores: dict[str, Any], results: Sequence[ImageResult
         said_judge = f"{said_judge.split('@')[0]}@{host}"
     protocol = RowProtocol(judge=said_judge, preset=preset, questions=questions_text(run),
                            images=f"{counted['scored']:,} of {total:,}", coverage=counted["text"])
+    if counted["images"] and not counted["scored"]:  # every image failed: a failed evaluation, not a row of dashes
+        protocol.comparable = f"failed: {_coverage(scope, total, counted).replace('0 of', 'no image scored of', 1)}"
+        return protocol
     if pub is None:
         protocol.comparable = "n/a: no published rows"
         return protocol

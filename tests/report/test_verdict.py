@@ -278,3 +278,29 @@ def test_the_protocol_command_shows_each_element_as_a_table_and_as_json(prism, c
     differs = {e["element"] for e in against["elements"] if e["status"] == "differs"}
     assert {"request.max_pixels", "request.image_format", "questions_sha256", "images"} <= differs
     assert "model" not in differs and "templates" not in differs
+
+
+def test_metric_tables_carry_each_runs_protocol_and_an_all_failed_evaluation_reads_failed(tmp_path):
+    """Issue 48 point 6: the VIEScore/VQAScore table of a run had empty judge, preset, images, coverage and
+    comparable cells; an evaluation whose every image failed was a row of dashes, as if finished."""
+    from test_evaluate_metric import brightness, run_with_images
+
+    from t2ireason.judges.scripted import ScriptedJudge
+    from t2ireason.report.writer import write_report
+
+    run = run_with_images(tmp_path / "run")
+    run.evaluate(ScriptedJudge(probabilities=brightness), metric="vqascore", cache=False, progress=False)
+    run.evaluate(ScriptedJudge(lambda r: "not an answer"), name="all-failed", options={"structured_output": True},
+                 cache=False, progress=False)
+    out = write_report([run], tmp_path / "report", published=True)
+    rows = list(csv.DictReader(out["tables_csv"].open(encoding="utf-8")))
+    vqa = [r for r in rows if r["table"].startswith("VQAScore")]
+    assert vqa and all(r["judge"] == "scripted:scripted" and r["preset"] and r["images"] == "3 of 3"
+                       and r["coverage"] == "3 of 3 images scored" and r["comparable"] == "n/a: no published rows"
+                       for r in vqa)
+    failed = [r for r in rows if r["model"].endswith("all-failed") and not r["model"].endswith("[paper]")]
+    assert failed and all(r["comparable"].startswith("failed: no image scored of ") for r in failed), {r["comparable"] for r in failed}
+    assert all(r["judge"] and r["coverage"] for r in rows if not r["model"].endswith("[paper]"))
+    html = unescape(out["html"][0].read_text(encoding="utf-8"))
+    assert "measured as the paper's rows: n/a (no published rows)" in html
+    assert "measured as the paper's rows: failed (no image scored of " in html
