@@ -19,7 +19,7 @@ from ..results import Cell, PaperTable, RowProtocol
 from .cells import best_rows, format_cell, is_change
 
 __all__ = ["side_by_side", "to_markdown", "to_csv", "format_cell", "best_rows", "grouped_rows", "protocol_line",
-           "PROTOCOL_COLUMNS"]
+           "protocol_lines", "PROTOCOL_COLUMNS"]
 
 
 def side_by_side(per_model: Sequence[Sequence[PaperTable]]) -> list[PaperTable]:
@@ -65,6 +65,21 @@ def protocol_line(label: str, p: RowProtocol) -> str:
     text = f"{label}: " + "; ".join(s for s in said if s)
     verdict, _, why = p.comparable.partition(": ")
     return text + f"; measured as the paper's rows: {verdict}" + (f" ({why})" if why else "")
+
+
+def protocol_lines(tables: Sequence[PaperTable], said: Sequence[PaperTable] = ()) -> str:
+    """How each run row of ``tables`` was measured, one line per run and table (``- <title>: <protocol line>``),
+    but those ``said`` already gives in the same words: what a console shows beside its headline table, so that a
+    run found only in a later table (a Qwen-judged PRISM-Bench run's Table 4) is said too."""
+    known = {protocol_line(label, p) for t in said for label, p in t.protocols.items() if label in t.rows}
+    lines = []
+    for t in tables:
+        for label, p in t.protocols.items():
+            line = protocol_line(label, p)
+            if label in t.rows and not p.paper and line not in known:
+                known.add(line)
+                lines.append(f"- {_md_escape(t.title)}: {_md_escape(line)}")
+    return "\n".join(lines)
 
 
 def _md_escape(text: str) -> str:

@@ -112,7 +112,7 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
     from .latex import ONE_COLUMN, ONE_COLUMN_HEIGHT, to_latex
     from .plots import layout, mt2ie_iterations, score_distribution, table_bars, table_radar
     from .published import MARK, place, standing_figure
-    from .tables import side_by_side, to_csv, to_markdown
+    from .tables import protocol_lines, side_by_side, to_csv, to_markdown
 
     out = Path(out)
     agents = [Path(r) for r in runs if not isinstance(r, Run) and _is_mt2ie_output(Path(r))]
@@ -142,7 +142,8 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
         if published:  # the paper's rows beside the runs', on the runs' scale
             tables, about = place(runs_tables, bench_name, aggregates[0].get("scale", 100.0))
         markdown.append(f"## {bench.pretty_name}\n\n{to_markdown(tables)}")
-        headlines.append(to_markdown(tables[:1]))
+        later = protocol_lines(tables[1:], tables[:1])  # runs measured otherwise in the tables the console omits
+        headlines.append(to_markdown(tables[:1]) + (f"\nIn the other tables:\n{later}\n" if later else ""))
         csv_parts.append(to_csv(tables))
         every_table += tables
         figures = []

@@ -304,3 +304,18 @@ def test_metric_tables_carry_each_runs_protocol_and_an_all_failed_evaluation_rea
     html = unescape(out["html"][0].read_text(encoding="utf-8"))
     assert "measured as the paper's rows: n/a (no published rows)" in html
     assert "measured as the paper's rows: failed (no image scored of " in html
+
+
+def test_the_console_says_how_every_run_was_measured_in_every_table(tmp_path):
+    """A Qwen-judged PRISM-Bench run stands in Tables 4 and 5, not in the first table the console prints: its
+    protocol line was said nowhere on the console."""
+    from report.test_published import _prism_run
+
+    from t2ireason.report.writer import write_report
+
+    qwen = _prism_run(tmp_path, "qwen-run", "Qwen/Qwen2.5-VL-72B-Instruct", preset="qwen")
+    gpt = _prism_run(tmp_path, "gpt-run", "gpt-4.1-2025-04-14")
+    headline = write_report([gpt, qwen], tmp_path / "report", published=True)["headline"]
+    assert headline.startswith("### PRISM-Bench Table 1") and "- gpt-run: judge scripted:gpt-4.1" in headline
+    assert "- PRISM-Bench Table 4: qwen-run: judge scripted:Qwen/Qwen2.5-VL-72B-Instruct" in headline
+    assert headline.count("PRISM-Bench Table 4: qwen-run") == 1
