@@ -246,14 +246,20 @@ def _decimals(pub: PublishedTable) -> int:
 
 def standing_column(table: PaperTable) -> str | None:
     """The column a table's standing is drawn on: its last summary column (Overall, Avg., Overall Avg.) that
-    the paper's rows have (never one only the runs have, as PRISM-Bench's Pooled Avg., nor a change: T2I-ReasonBench
+    the paper's rows and every run ranked among them have (never one only the runs have, as PRISM-Bench's Pooled Avg., nor a change: T2I-ReasonBench
     Table 3 ranks on ``Overall score``, not on ``Overall change``)."""
     from .plots import _SUMMARY
 
     summary = [c for c in table.columns if any(_SUMMARY.match(w) for w in c.split()) and not is_change(c)]
     paper = [label for label, p in table.protocols.items() if p.paper and label in table.rows]
     printed = [c for c in summary if any(c in table.rows[label] for label in paper)]
-    return (printed or summary or [None])[-1]
+    # of those, one every run ranked among the paper's rows has: a run of all 7 of R2I-Bench's Commonsense
+    # subcategories is drawn on Overall, not dropped because another run's figure is on Overall (3 of 7)
+    apart = table.apart
+    ranked = [label for label, p in table.protocols.items() if not p.paper and label in table.rows and label not in apart]
+    shared = [c for c in printed if all(isinstance((table.rows[r].get(c) or Cell(None)).value, (int, float))
+                                        for r in ranked)]
+    return (shared or printed or summary or [None])[-1]
 
 
 def standing_figure(table: PaperTable, runs: Sequence[str], path: str | os.PathLike) -> list[Path]:

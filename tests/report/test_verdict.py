@@ -319,3 +319,30 @@ def test_the_console_says_how_every_run_was_measured_in_every_table(tmp_path):
     assert headline.startswith("### PRISM-Bench Table 1") and "- gpt-run: judge scripted:gpt-4.1" in headline
     assert "- PRISM-Bench Table 4: qwen-run: judge scripted:Qwen/Qwen2.5-VL-72B-Instruct" in headline
     assert headline.count("PRISM-Bench Table 4: qwen-run") == 1
+
+
+def test_the_standing_figure_draws_every_ranked_run_on_a_column_they_all_have():
+    """In a report of several R2I-Bench runs, the Commonsense figure was drawn on the first run's 'Overall (3 of 7)'
+    and dropped every ranked run that scored all 7 subcategories."""
+    from t2ireason.report.published import place, standing_bars, standing_column
+    from t2ireason.results import Cell, PaperTable, RowProtocol
+
+    title = "R2I-Bench: Commonsense by subcategory"
+    three = ["social_cultural_knowledge_object", "social_cultural_knowledge_scene", "temporal_understanding"]
+    seven = ["affordance", "attribute", "color", "emotion_intention_commonsense", *three]
+    runs = PaperTable(title, ["Overall", *seven],
+                      {"official-run": {c: Cell(60.0) for c in ["Overall", *three]},
+                       "full-run": {c: Cell(50.0) for c in ["Overall", *seven]},
+                       "full-run-2": {c: Cell(40.0) for c in ["Overall", *seven]}},
+                      protocols={"official-run": RowProtocol("openai:gpt-4o", "official", comparable="no: Commonsense "
+                                                             "over 3 of the paper's 7 subcategories"),
+                                 "full-run": RowProtocol("openai:gpt-4o", "paper"),
+                                 "full-run-2": RowProtocol("openai:gpt-4o", "paper")})
+    [table, *_], _ = place([runs], "r2i-bench")
+    assert "Overall (3 of 7)" in table.columns and standing_column(table) == "Overall"
+    fig = standing_bars(table, ["official-run", "full-run", "full-run-2"])
+    try:
+        ranked = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+        assert {"full-run", "full-run-2"} <= set(ranked) and "official-run" not in ranked
+    finally:
+        plt.close(fig)
