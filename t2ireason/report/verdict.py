@@ -31,6 +31,8 @@ NO_RECORD = "protocol not recorded (evaluated before t2i-reason recorded what it
 SERVER_DEFAULT = "server default"
 #: the vendors' documented defaults of the fields a request may leave out (OpenAI's chat completions)
 _DEFAULTS = {"top_p": 1.0, "temperature": 1.0, "seed": None}
+#: a preset's backend settings a server takes when it is started, not with each request
+_SERVER_SETTINGS = ("dtype", "device_map", "processor_kwargs", "generation_config")
 #: request elements in the order they are said
 _REQUEST_ORDER = ("sampling", "temperature", "top_p", "seed", "max_tokens", "image_format", "max_pixels",
                   "processor_pixels", "image_preparation", "vision_ids", "system_prompt", "layout", "response_format",
@@ -275,9 +277,17 @@ def compare(record: dict[str, Any] | None, paper: dict[str, Any], *, judge: tupl
         return c
     served = _endpoint(c, record, paper)
     _request(c, record, paper, served)
-    if record.get("not_applied"):
-        c.add("preset settings", "differs", [], record["not_applied"],
-              f"preset settings not applied: {', '.join(record['not_applied'])}")
+    not_applied = list(record.get("not_applied") or [])
+    if served and record.get("vouched"):
+        # a server's own settings (set when it was started), vouched for with it; the chat template's through
+        # extra_body, checked as the vision ids' element above
+        said = [k for k in not_applied if k in _SERVER_SETTINGS]
+        if said:
+            c.add("preset settings", "vouched", None, said, f"{', '.join(said)}: the server's (vouched)")
+        sent = any(e.name == "vision_ids" and e.status == "equal" for e in c.elements)
+        not_applied = [k for k in not_applied if k not in _SERVER_SETTINGS and not (k == "chat_template_kwargs" and sent)]
+    if not_applied:
+        c.add("preset settings", "differs", [], not_applied, f"preset settings not applied: {', '.join(not_applied)}")
     _templates(c, record, paper)
     _release(c, record)
     return c

@@ -197,8 +197,14 @@ def test_a_local_server_of_the_open_model_is_unverified_unless_vouched_and_its_s
     c = compare(record, paper, judge=(True, ""))
     assert {e.name: e.status for e in c.elements if e.status != "equal"} == {
         "endpoint": "unverified", "sampling": "unverified", "processor_pixels": "unverified"}
-    assert compare({**record, "vouched": "our vLLM server, --mm-processor-kwargs as the authors'"}, paper,
-                   judge=(True, "")).text == "yes"
+    vouched = {**record, "vouched": "our vLLM server, --mm-processor-kwargs as the authors'"}
+    assert compare(vouched, paper, judge=(True, "")).text == "yes"
+    # the qwen preset's backend settings the openai backend cannot take: the server's when vouched for (the chat
+    # template's sent through extra_body), a difference when not
+    preset = ["chat_template_kwargs", "device_map", "dtype", "generation_config", "processor_kwargs"]
+    assert compare({**vouched, "not_applied": preset}, paper, judge=(True, "")).text == "yes"
+    said = compare({**record, "not_applied": preset}, paper, judge=(True, "")).text
+    assert said.startswith("no: preset settings not applied: chat_template_kwargs, device_map")
     sent = {**record, "request": {**record["request"], "sampling_params": None, "extra_body": {}}}
     said = compare(sent, paper, judge=(True, "")).text
     assert said.startswith("no: sampling") and "vision_ids False (the paper's: True)" in said
