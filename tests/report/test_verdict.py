@@ -352,3 +352,25 @@ def test_the_standing_figure_draws_every_ranked_run_on_a_column_they_all_have():
         assert {"full-run", "full-run-2"} <= set(ranked) and "official-run" not in ranked
     finally:
         plt.close(fig)
+
+
+def test_a_release_with_no_recorded_hashes_is_unverified_not_yes(tmp_path):
+    """WorldGenBench records no file hashes: a run of any release built for it (here the package's sample, as a
+    user's own made-up release would be) was 'yes'; its release could not be checked."""
+    from importlib import resources
+
+    from t2ireason.judges.scripted import ScriptedJudge
+    from t2ireason.report.protocol import run_protocol
+    from t2ireason.report.published import published_tables
+
+    sample = resources.files("t2ireason") / "samples" / "worldgenbench"
+    run = Run.create(tmp_path / "made-up", "worldgenbench", data=tmp_path / "made-up" / "data", limit=2)
+    run.build(str(sample), license="mit")
+    _images(run)
+    judge = ScriptedJudge(lambda r: json.dumps({"answers": [1] * r.json_schema["properties"]["answers"]["minItems"]}))
+    name = run.evaluate(judge, options={"structured_output": True}, cache=False, progress=False)["evaluation"]
+    record = run.scores(name)["protocol"]
+    assert record["release"]["status"] == "no hashes"
+    protocol = run_protocol(run, run.scores(name), run.results(name), published_tables("worldgenbench")[0])
+    assert "unverified: " in protocol.comparable and "release not checked (the project records no file hashes" \
+        in protocol.comparable
