@@ -374,3 +374,25 @@ def test_a_release_with_no_recorded_hashes_is_unverified_not_yes(tmp_path):
     protocol = run_protocol(run, run.scores(name), run.results(name), published_tables("worldgenbench")[0])
     assert "unverified: " in protocol.comparable and "release not checked (the project records no file hashes" \
         in protocol.comparable
+
+
+def test_an_official_r2i_runs_reason_says_the_preset_left_images_out_not_that_they_were_not_made():
+    """All 2,968 images made and asked, the official preset leaving 388 out: the reason said '2,580 of 2,968 made
+    and asked'."""
+    from types import SimpleNamespace
+
+    from t2ireason.benchmarks import get_benchmark
+    from t2ireason.report.protocol import run_protocol
+    from t2ireason.report.published import published_tables
+    from t2ireason.results import ImageResult
+
+    results = [ImageResult(id=f"causal/{i}", prompt="p", score=0.5, config="causal",
+                           context={"subcategory": "cause_to_effect"}) for i in range(2580)]
+    results += [ImageResult(id=f"commonsense/{i}", prompt="p", score=None, config="commonsense",
+                            context={"subcategory": "affordance", "excluded": True}) for i in range(388)]
+    run = SimpleNamespace(bench=get_benchmark("r2i-bench"), manifest={"data": "PLUM-Lab/r2i-bench", "generation": {}})
+    judge = {"backend": "openai", "model": "gpt-4o", "model_name": "gpt-4o", "preset": "official"}
+    protocol = run_protocol(run, {"judge": judge, "settings": {"preset": "official"}}, results,
+                            published_tables("r2i-bench")[0])
+    assert "2,580 of 2,968 images scored (388 left out by the preset)" in protocol.comparable
+    assert "made and asked" not in protocol.comparable
