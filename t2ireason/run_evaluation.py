@@ -122,15 +122,16 @@ def _evaluate(run: Any, procs: Processes, name: str, setting: Any, settings: dic
             files.folder.mkdir(parents=True, exist_ok=True)
             # a judge's every reply journaled; a model that is no chat judge (CLIP, a user's module) asks nothing to keep
             journaled = JournaledJudge(judge, journal) if scorer is None or scorer.journaled else judge
-            if hasattr(journaled, "chat"):
+            asked = journaled
+            if hasattr(journaled, "chat"):  # what the requests carry, observed on their way
                 from .protocol_record import recorder
 
-                journaled = seen = recorder(journaled)
+                asked = seen = recorder(journaled)
             started = time.perf_counter()
             from .prompts import templates_read
 
             with templates_read() as templates:
-                _score(run, name, files, journaled, setting.options, mine, total=len(items), done=done,
+                _score(run, name, files, asked, setting.options, mine, total=len(items), done=done,
                        chunk_size=chunk_size, progress=progress and procs.is_main, not_made=not_made,
                        launch=procs.count > 1, scorer=scorer)
             share.update(reused=getattr(journaled, "reused", 0), seconds=round(time.perf_counter() - started, 3))
