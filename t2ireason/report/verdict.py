@@ -243,7 +243,8 @@ def _templates(c: Comparison, record: dict[str, Any], paper: dict[str, Any]) -> 
         return
     other = sorted(path for path, digest in read.items() if admitted.get(path) != digest)
     if other:
-        said = ", ".join(f"{p} ({'edited' if p in admitted else 'not the paper’s'})" for p in other)
+        words = {True: "edited", False: "not the paper's"}
+        said = ", ".join(f"{p} ({words[p in admitted]})" for p in other)
         c.add("templates", "differs", sorted(admitted), sorted(read), f"templates: {said}")
     else:
         c.add("templates", "equal", sorted(admitted), sorted(read))

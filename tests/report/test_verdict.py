@@ -396,3 +396,80 @@ def test_an_official_r2i_runs_reason_says_the_preset_left_images_out_not_that_th
                             published_tables("r2i-bench")[0])
     assert "2,580 of 2,968 images scored (388 left out by the preset)" in protocol.comparable
     assert "made and asked" not in protocol.comparable
+
+
+def _paper_record(paper):
+    """A record equal to the paper's GPT-4.1 protocol of PRISM-Bench in every element."""
+    import hashlib
+
+    return {"endpoint": {"backend": "openai", "scheme": "https", "host": "api.openai.com", "vendor": True},
+            "request": {"temperature": 0.0, "top_p": 1.0, "max_tokens": 4096, "seed": 42, "sampling_params": None,
+                        "extra_body": {"stream": False}, "image_format": None, "max_pixels": None,
+                        "response_format": False},
+            "observed": {"layout": "text,image", "json_schema": False, "system_prompt_sha256": [
+                hashlib.sha256(b"You are a helpful assistant.").hexdigest()]},
+            "options": {}, "not_applied": [], "release": {"status": "matched"},
+            "templates": {k: v for k, v in paper["templates"].items() if "official" in k}, "vouched": None}
+
+
+@pytest.mark.parametrize("change, said", [
+    ({"observed": {"system_prompt_sha256": [None]}}, "system prompt not the paper's ('You are a helpful assistant.')"),
+    ({"observed": {"layout": "image,text"}}, "layout image,text (the paper's: text,image)"),
+    ({"request": {"response_format": True}}, "response_format True (the paper's: False)"),
+    ({"request": {"extra_body": {"top_k": 1}}}, 'extra_body {"top_k": 1} (the paper\'s: none)'),
+    ({"request": {"seed": None}}, "seed none (the paper's: 42)"),
+    ({"request": {"temperature": 0.7}}, "temperature 0.7 (the paper's: 0.0)"),
+    ({"request": {"max_tokens": 512}}, "max_tokens 512 (the paper's: 4096)"),
+    ({"templates": {"prism_bench/official/aesthetic.txt": "0" * 64}},
+     "templates: prism_bench/official/aesthetic.txt (edited)"),
+    ({"templates": {"prism_bench/project/alignment_general.txt": "0" * 64}},
+     "templates: prism_bench/project/alignment_general.txt (not the paper's)"),
+    ({"not_applied": ["max_pixels"]}, "preset settings not applied: max_pixels"),
+    ({"endpoint": {"backend": "hf", "scheme": None, "host": "local", "vendor": None}},
+     "endpoint: a local model, not the vendor's API"),
+])
+def test_each_element_that_differs_from_the_papers_is_named(change, said):
+    from t2ireason.report.verdict import compare, declared_protocol
+
+    paper = declared_protocol("prism-bench", "openai:gpt-4.1-2025-04-14")
+    record = _paper_record(paper)
+    assert compare(record, paper, judge=(True, "")).text == "yes"
+    for key, value in change.items():
+        record[key] = {**record[key], **value} if key in ("observed", "request", "templates") else value
+    verdict = compare(record, paper, judge=(True, "")).text
+    assert verdict.startswith("no: ") and said in verdict, verdict
+
+
+def test_a_record_missing_is_unverified_and_a_vouched_endpoint_is_said_on_the_row():
+    from t2ireason.report.verdict import NO_RECORD, compare, declared_protocol
+
+    paper = declared_protocol("prism-bench", "openai:gpt-4.1-2025-04-14")
+    assert compare(None, paper, judge=(True, "")).text == f"unverified: {NO_RECORD}"
+    proxy = {**_paper_record(paper), "endpoint": {"backend": "openai", "scheme": "https", "host": "llm.example.com",
+                                                    "vendor": False}}
+    assert compare(proxy, paper, judge=(True, "")).text.startswith("unverified: endpoint llm.example.com, not the "
+                                                                    "vendor's API")
+    c = compare({**proxy, "vouched": "our Azure deployment"}, paper, judge=(True, ""))
+    assert c.text == "yes" and [e.said for e in c.elements if e.status == "vouched"] == [
+        "endpoint llm.example.com (vouched: our Azure deployment)"]
+
+
+def test_a_rewrite_run_of_r2i_bench_says_what_differs_from_the_papers_rewrite_row():
+    """R2I-Bench's Table 3 prints a rewrite row (gpt-4o+SD3-medium): a run of rewritten prompts was set apart as
+    'prompts: rewritten, where the paper's models drew the benchmark's own'."""
+    from types import SimpleNamespace
+
+    from t2ireason.benchmarks import get_benchmark
+    from t2ireason.report.protocol import table_protocol
+    from t2ireason.results import ImageResult
+
+    run = SimpleNamespace(bench=get_benchmark("r2i-bench"), manifest={"data": "PLUM-Lab/r2i-bench",
+                                                                      "generation": {"rewritten_prompts": True}})
+    results = [ImageResult(id="causal/1", prompt="p", score=0.5, config="causal",
+                           context={"subcategory": "cause_to_effect"})]
+    judge = {"backend": "openai", "model": "gpt-4o", "model_name": "gpt-4o", "preset": "paper"}
+    _, protocol = table_protocol(run, {"judge": judge, "settings": {"preset": "paper"}}, results,
+                                 "R2I-Bench Table 3: R2I-Score")
+    assert "rewritten, where the paper's models drew the benchmark's own" not in protocol.comparable
+    assert "prompts: rewritten by an LLM; the paper's rewrite row (gpt-4o+SD3-medium) had theirs rewritten by its " \
+           "own LLM and prompt, which cannot be checked against the run's" in protocol.comparable
