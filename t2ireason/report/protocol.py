@@ -1,13 +1,16 @@
 """How each run's row of a report was measured, and whether that is the protocol of the paper's rows it is
-placed among: the judge (the paper's model, whatever its spelling: :func:`~t2ireason.judges.spec.judge_is_model`),
-the preset and the options on top of it, the questions (the official release's, or the sample shipped with
-the package), the images scored of the benchmark's prompts (an image never made counts as not scored), and,
-where the paper's figure averages over parts (R2I-Bench's subcategories), the parts covered.
+placed among: the judge (the paper's model, whatever its spelling: :func:`~t2ireason.judges.spec.judge_is_model`,
+with the endpoint's host where it is not the vendor's API), the preset, the questions (the official release's, or
+the sample shipped with the package), the images scored of the benchmark's prompts (an image never made counts as
+not scored), and, where the paper's figure averages over parts (R2I-Bench's subcategories), the parts covered.
 
-A run is *comparable* when every one of those is the paper's, as far as the official release allows: what
-the release itself lacks (R2I-Bench's prompts of ``mathematical_function``) is said once, in the table's
-note, for every row alike. Otherwise its row says ``no: <what differs>`` and it is not ranked among the
-paper's rows (:attr:`~t2ireason.results.PaperTable.apart`).
+The verdict is the evaluation's recorded protocol (``scores.json``'s ``protocol``: what the judge was sent and
+what was read) compared element by element with the paper's (:mod:`t2ireason.report.verdict`), and the elements
+only a table knows (the preset, the questions, the coverage of the table's prompts against the paper's rule on
+failures, the parts): ``yes`` only when every one is verified equal; else ``no: <what differs>`` or
+``unverified: <what could not be checked>``, and the run is not ranked among the paper's rows
+(:attr:`~t2ireason.results.PaperTable.apart`). What the release itself lacks (R2I-Bench's prompts of
+``mathematical_function``) is said once, in the table's note, for every row alike.
 """
 
 from __future__ import annotations
