@@ -291,6 +291,9 @@ def standing_bars(table: PaperTable, runs: Sequence[str]):
 
     ranked, alone = bars([r for r in table.rows if r not in apart]), bars([r for r in table.rows if r in apart])
     said = [f"{label}: {apart[label]}" for label, _ in alone]
+    # a ranked run judged at an endpoint other than the vendor's API (vouched for) says where, in the figure too
+    said += [f"{label}: judge {table.protocols[label].judge}" for label, _ in ranked
+             if "@" in str(getattr(table.protocols.get(label), "judge", "") or "")]
     per_line = int(COLUMN_WIDTH * 72 * 0.95 / (5.5 * 0.6))  # characters of 5.5 pt sans serif across the figure
     lines = [line for text in said
              for line in textwrap.wrap(text, per_line, break_long_words=False, subsequent_indent="   ")]
@@ -315,7 +318,7 @@ def standing_bars(table: PaperTable, runs: Sequence[str]):
             if title:
                 ax.set_title(title, fontsize=7, loc="left")
         (axs[1][0] if alone else axs[0][0]).set_xlabel(column)
-        if alone:  # what differs, in the figure itself, under the panel of the runs it sets apart
+        if lines:  # what differs, in the figure itself, under the panel of the runs it sets apart
             fig.supxlabel("\n".join(lines), x=0.02, ha="left", fontsize=5.5, linespacing=1.25)
         fig.suptitle(_wrap(table.title, 50), fontsize=8)
     return fig

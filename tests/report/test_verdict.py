@@ -122,6 +122,7 @@ def test_the_exact_run_is_yes_and_the_five_runs_of_the_issue_are_set_apart_namin
         said = fig.get_supxlabel()
         assert "endpoint: unverified: endpoint 127.0.0.1:" in said and "failed: 418 of 700 images scored" in said
         assert "pixels: image_format JPEG (the paper's: none); max_pixels 256" in said
+        assert "exact: judge openai:gpt-4.1-2025-04-14@127.0.0.1:" in said and "(vouched)" in said
     finally:
         plt.close(fig)
 
