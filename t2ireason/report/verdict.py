@@ -258,7 +258,7 @@ def _release(c: Comparison, record: dict[str, Any]) -> None:
     elif status == "differs":
         files = release.get("files") or []
         c.add("release", "differs", "recorded", files,
-              f"release: {len(files)} file{'s' * (len(files) != 1)} differ from the recorded release "
+              f"release: {len(files)} file{'s' * (len(files) != 1)} differ{'s' * (len(files) == 1)} from the recorded release "
               f"({', '.join(files[:3])}{', ...' if len(files) > 3 else ''})")
     else:
         c.add("release", "unverified", "recorded", status, f"release not checked ({release.get('note') or status})")

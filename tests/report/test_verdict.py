@@ -70,6 +70,21 @@ def prism(tmp_path_factory):
                                   preflight=False, cache=False)
         sent = {"pixels": [u[:30] for r in server.requests if r.body["model"] == "gpt-4.1-2025-04-14" for u in r.image_urls][-1],
                 "qwen-api": next(r for r in server.requests if r.body["model"].startswith("Qwen"))}
+    # every Imagination caption replaced before the build (the build reports the file as modified_file)
+    import shutil
+
+    shutil.copytree(RELEASES / "prism-bench", tmp / "edited-release")
+    captions = tmp / "edited-release" / "captions" / "en" / "imagination.jsonl"
+    captions.write_text("".join(json.dumps({"prompt": f"a plain red square, number {i}"}) + "\n" for i in range(100)),
+                        encoding="utf-8")
+    edited = Run.create(tmp / "edited", "prism-bench", data=tmp / "edited" / "data", configs=["en"], limit=14,
+                        name="edited")
+    edited.build(tmp / "edited-release", license="mit")
+    _images(edited)
+    runs["edited"] = edited
+    with serve(REPLY) as server:
+        edited.evaluate(f"{PAPER_JUDGE}@{server.base_url}", preset="official", progress=False, preflight=False,
+                        cache=False, vouch="the test's server")
     # the replies to 282 of the 700 images unparseable
     with serve(lambda r: "no json here" if any(r.text.endswith(p + "\n") for p in failing) else REPLY) as server:
         runs["failed"] = run("failed")
@@ -107,7 +122,9 @@ def test_the_exact_run_is_yes_and_the_five_runs_of_the_issue_are_set_apart_namin
     assert verdicts["pixels"].startswith("no: image_format JPEG (the paper's: none); max_pixels 256 (the paper's: none)")
     assert "14 of 700 images scored (686 not in the run)" in verdicts["pixels"]  # the subset, counted honestly
     assert verdicts["failed"] == "no: 418 of 700 images scored (282 judge failures)"
-    assert set(table1.apart) == {"endpoint", "pixels", "failed"}
+    assert verdicts["edited"].startswith("no: release: 1 file differs from the recorded release "
+                                         "(captions/en/imagination.jsonl)")
+    assert set(table1.apart) == {"endpoint", "pixels", "failed", "edited"}
     table4 = next(t for t in tables if t.title == "PRISM-Bench Table 4")
     qwen = table4.protocols["qwen-api"].comparable
     assert qwen.startswith("no: ") and "qwen-api" in table4.apart
@@ -118,10 +135,11 @@ def test_the_exact_run_is_yes_and_the_five_runs_of_the_issue_are_set_apart_namin
     fig = standing_bars(table1, list(runs))
     try:
         ranked = [t.get_text() for t in fig.axes[0].get_yticklabels()]
-        assert "exact" in ranked and not {"endpoint", "pixels", "failed"} & set(ranked)
+        assert "exact" in ranked and not {"endpoint", "pixels", "failed", "edited"} & set(ranked)
         said = fig.get_supxlabel()
         assert "endpoint: unverified: endpoint 127.0.0.1:" in said and "failed: 418 of 700 images scored" in said
         assert "pixels: image_format JPEG (the paper's: none); max_pixels 256" in said
+        assert "edited: release: 1 file differs" in " ".join(said.split())
         assert "exact: judge openai:gpt-4.1-2025-04-14@127.0.0.1:" in said and "(vouched)" in said
     finally:
         plt.close(fig)
@@ -139,12 +157,14 @@ def test_the_report_says_each_verdict_in_tables_csv_and_the_html(prism, tmp_path
     assert overall["endpoint"]["comparable"].startswith("unverified: endpoint 127.0.0.1:")
     assert overall["failed"]["comparable"] == "no: 418 of 700 images scored (282 judge failures)"
     assert overall["pixels"]["comparable"].startswith("no: image_format JPEG")
+    assert overall["edited"]["comparable"].startswith("no: release: 1 file differs")
     qwen = {r["model"]: r for r in rows if r["table"] == "PRISM-Bench Table 4" and r["column"] == "Overall Avg."}
     assert qwen["qwen-api"]["comparable"].startswith("no: sampling")
     html = unescape(out["html"][0].read_text(encoding="utf-8"))
     for said in ("measured as the paper's rows: unverified (endpoint 127.0.0.1:",
                  "measured as the paper's rows: no (418 of 700 images scored",
-                 "measured as the paper's rows: no (image_format JPEG", "measured as the paper's rows: yes"):
+                 "measured as the paper's rows: no (image_format JPEG", "measured as the paper's rows: yes",
+                 "measured as the paper's rows: no (release: 1 file differs"):
         assert said in html
 
 
@@ -214,7 +234,7 @@ def test_a_local_server_of_the_open_model_is_unverified_unless_vouched_and_its_s
 @pytest.mark.parametrize("status, verdict", [
     ({"status": "matched"}, "yes"),
     ({"status": "differs", "files": ["captions/en/imagination.jsonl"]},
-     "no: release: 1 file differ from the recorded release (captions/en/imagination.jsonl)"),
+     "no: release: 1 file differs from the recorded release (captions/en/imagination.jsonl)"),
     ({"status": "no hashes", "note": "the project records no file hashes for this release"},
      "unverified: release not checked (the project records no file hashes for this release)"),
 ])
