@@ -494,3 +494,20 @@ def test_a_rewrite_run_of_r2i_bench_says_what_differs_from_the_papers_rewrite_ro
     assert "rewritten, where the paper's models drew the benchmark's own" not in protocol.comparable
     assert "prompts: rewritten by an LLM; the paper's rewrite row (gpt-4o+SD3-medium) had theirs rewritten by its " \
            "own LLM and prompt, which cannot be checked against the run's" in protocol.comparable
+
+
+@pytest.mark.parametrize("benchmark", ["prism-bench", "r2i-bench", "t2i-reasonbench", "worldgenbench"])
+def test_each_declared_protocol_names_existing_templates_by_their_current_digest(benchmark):
+    """The paper's templates are declared by the SHA-256 of the package's files: a template edited since (which
+    moves scores) fails here, so that the declaration is changed on purpose, never by accident; and every table's
+    judge has a declaration."""
+    from t2ireason.prompts import template_digest
+    from t2ireason.report.published import published_tables
+    from t2ireason.report.verdict import declared_protocol
+
+    for pub in published_tables(benchmark):
+        paper = declared_protocol(benchmark, pub.citation["judge_spec"])
+        assert paper is not None and paper["coverage"]["rule"] and paper["endpoint"] in ("vendor", "local")
+        for path, digest in paper.get("templates", {}).items():
+            folder, name = path.rsplit("/", 1)
+            assert template_digest(folder, name) == digest, path
