@@ -173,6 +173,8 @@ def test_the_record_holds_what_was_sent_and_read_and_never_a_key(prism, tmp_path
     record = runs["pixels"].scores(runs["pixels"].evaluations()[0])["protocol"]
     assert record["endpoint"]["host"].startswith("127.0.0.1:") and record["endpoint"]["vendor"] is False
     assert record["model"] == "gpt-4.1-2025-04-14" and record["vouched"] == "the test's server"
+    manifest = json.loads((runs["pixels"].path / "run.json").read_text(encoding="utf-8"))
+    assert [e["settings"].get("vouch") for e in manifest["evaluations"].values()] == ["the test's server"]
     assert record["request"]["max_pixels"] == 256 and record["request"]["image_format"] == "JPEG"
     assert record["observed"]["image"] == {"size": [16, 16], "format": "JPEG"}  # as it reached the judge
     assert sent["pixels"].startswith("data:image/jpeg"), sent["pixels"]
