@@ -513,3 +513,17 @@ def test_each_declared_protocol_names_existing_templates_by_their_current_digest
         for path, digest in paper.get("templates", {}).items():
             folder, name = path.rsplit("/", 1)
             assert template_digest(folder, name) == digest, path
+
+
+def test_evaluate_vouch_endpoint_on_the_command_line(prism, tmp_path):
+    from t2ireason import cli
+
+    runs, _, _ = prism
+    run = Run.create(tmp_path / "cli", "prism-bench", data=runs["exact"].path / "data", configs=["en"], limit=2)
+    run.use_images(runs["exact"].images_dir)
+    with serve(REPLY) as server:
+        assert cli.main(["evaluate", "--run", str(run.path), "--judge", f"{PAPER_JUDGE}@{server.base_url}",
+                         "--preset", "official", "--vouch-endpoint", "our proxy of OpenAI's API", "--no-cache",
+                         "--no-progress"]) == 0
+    record = Run.open(run.path).scores(Run.open(run.path).evaluations()[0])["protocol"]
+    assert record["vouched"] == "our proxy of OpenAI's API"
