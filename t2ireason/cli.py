@@ -50,6 +50,8 @@ COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Callable[[a
                          "many judges)"),
     "report": _command("report", "report", "paper-style tables (Markdown, CSV, LaTeX), figures and an HTML gallery of "
                        "one run or several"),
+    "protocol": _command("report", "protocol", "a run's protocol against its paper's (or another run's), element by "
+                         "element: what matched, what differs, what could not be checked"),
     "export": _command("report", "export", "scored runs as a Hub dataset (image, prompt, every answer and reasoning), "
                        "optionally pushed"),
     "run": _command("evaluate", "run", "build, generate, evaluate and report in one go (resumable)"),

@@ -129,7 +129,8 @@ def _finite(x: Any) -> float | int | None:
 class RowProtocol:
     """How one row of a table was measured, said beside it wherever the table is written: the judge, the
     preset, the questions, the images scored of the benchmark's, and whether that is the protocol of the
-    paper's rows it stands among (``comparable``: ``"yes"``, or ``"no: <what differs>"``)."""
+    paper's rows it stands among (``comparable``: ``"yes"``, ``"no: <what differs>"``, ``"unverified: <what could
+    not be checked>"``, ``"failed: ..."`` where no image was scored, or ``"n/a: no published rows"``)."""
 
     judge: str | None = None
     preset: str | None = None
@@ -142,11 +143,17 @@ class RowProtocol:
     coverage: str | None = None
     #: a row printed in a paper, not a run
     paper: bool = False
+    #: each element of the comparison with the paper's protocol (:class:`t2ireason.report.verdict.Element`)
+    elements: list[Any] = field(default_factory=list)
 
     @property
     def differs(self) -> str | None:
-        """What differs from the paper's protocol, or None when nothing does."""
-        return None if self.comparable == "yes" else self.comparable.removeprefix("no: ")
+        """What sets the row apart from the paper's: what differs (``comparable`` less its ``no: ``), or what could
+        not be checked (``unverified: ...``, said as such); None for ``yes`` and for a table with no paper's rows
+        to compare with (``n/a: ...``)."""
+        if self.comparable == "yes" or self.comparable.startswith("n/a"):
+            return None
+        return self.comparable.removeprefix("no: ")
 
 
 @dataclass

@@ -111,6 +111,8 @@ def _evaluate(run: Any, procs: Processes, name: str, setting: Any, settings: dic
     judge = None
     info = (recorded or {}).get("judge")
     share = {"rank": procs.rank, "images": len(mine)}
+    seen = None  # what the requests carried, observed on their way (t2ireason.protocol_record)
+    templates: dict[str, str] = {}
     try:
         if mine or (procs.is_main and (todo or not info)):
             judge = _load(setting, cache, procs, preflight and any(key not in not_made for key, _, _ in mine), scorer)
@@ -136,13 +138,21 @@ def _evaluate(run: Any, procs: Processes, name: str, setting: Any, settings: dic
             files.folder.mkdir(parents=True, exist_ok=True)
             # a judge's every reply journaled; a model that is no chat judge (CLIP, a user's module) asks nothing to keep
             journaled = JournaledJudge(judge, journal) if scorer is None or scorer.journaled else judge
+            asked = journaled
+            if hasattr(journaled, "chat"):  # what the requests carry, observed on their way
+                from .protocol_record import recorder
+
+                asked = seen = recorder(journaled)
             started, cpu = time.perf_counter(), time.process_time()
+            from .prompts import templates_read
+
             # a metric whose questions an LLM writes (DSG, TIFA) asks again for those that failed before
             retry = retry_failed and "retry_failed" in getattr(scorer, "score_options", ())
-            _score(run, name, files, journaled, {**setting.options, **({"retry_failed": True} if retry else {})},
-                   mine, total=len(items), done=done,
-                   chunk_size=chunk_size, progress=progress and procs.is_main, not_made=not_made,
-                   launch=procs.count > 1, scorer=scorer, repeats=repeats)
+            with templates_read() as templates:
+                _score(run, name, files, asked, {**setting.options, **({"retry_failed": True} if retry else {})},
+                       mine, total=len(items), done=done,
+                       chunk_size=chunk_size, progress=progress and procs.is_main, not_made=not_made,
+                       launch=procs.count > 1, scorer=scorer, repeats=repeats)
             share.update(reused=getattr(journaled, "reused", 0), seconds=round(time.perf_counter() - started, 3),
                          cpu_seconds=round(time.process_time() - cpu, 3))  # what load cannot bend (perf/gpu_parallel.py)
         share.update(_cache_counts(judge))
@@ -160,8 +170,13 @@ def _evaluate(run: Any, procs: Processes, name: str, setting: Any, settings: dic
         by_key = files.finish([key for key, _, _ in items])
         results = [by_key[key] for key, _, _ in items]
         _write_image_sizes(files, items)
-        scores = write_scores(files, scores_record(run, name, results, setting, info, settings, shares, cache,
-                                                   scorer=scorer))
+        from .protocol_record import protocol_record
+
+        previous = _read_json(files.scores).get("protocol") if files.scores.is_file() else None
+        record = protocol_record(run, judge, seen, templates, results, (info or {}).get("preset_settings"),
+                                 settings.get("vouch"), previous, setting.options)
+        scores = write_scores(files, {**scores_record(run, name, results, setting, info, settings, shares, cache,
+                                                      scorer=scorer), "protocol": record})
         files.delete_journals()  # every reply they held is in results.jsonl now
         run.update(lambda m: m["evaluations"][name].update(
             finished=_now(), judge=info, num_images=scores["num_images"], num_failed=scores["num_failed"],

@@ -397,7 +397,7 @@ class Run:
                  cache: str | bool = True, chunk_size: int = 32, progress: bool = True, retry_failed: bool = False,
                  lock_timeout: float = LOCK_TIMEOUT, preflight: bool = True,
                  allow_missing: bool = False, questions: str | os.PathLike | None = None, repeats: int = 1,
-                 sample: int | None = None, seed: int = 0) -> dict[str, Any]:
+                 sample: int | None = None, seed: int = 0, vouch: str | None = None) -> dict[str, Any]:
         """Score the run's images with the benchmark's judge (or another ``metric``'s) and write ``scores.json``.
 
         ``metric``: the benchmark's own by default; else ``vqascore``, ``clip_score``, ``dsg``, ``viescore``,
@@ -428,12 +428,16 @@ class Run:
         schema for the run's prompts (``t2ireason criteria`` writes one, with the questions another LLM made:
         :meth:`question_rows`), whose questions this evaluation asks instead of the run's rows' own; recorded in its
         settings (T2I-ReasonBench Table 1 scores each question LLM's questions with each judge). ``repeats`` K > 1:
-        a sampled judge is asked K times about each image (each repeat a request of its own, cached, journaled and resumed; a greedy judge is
-        refused), each image scored by its first reply, and ``scores.json``'s ``judge_noise`` says the judge's
-        share of the variance, how much it widens the interval and how many images' repeats disagree
-        (:func:`~t2ireason.stats_paired.judge_noise`). ``sample`` N: score the images of only N of the run's
-        prompts, drawn stratified by category (each category its share; ``seed``), as the sample a paid judge
-        scores to certify a substitute (:mod:`t2ireason.study.certificate`).
+        a sampled judge is asked K times about each image (each repeat a request of its own, cached, journaled and
+        resumed; a greedy judge is refused), each image scored by its first reply, and ``scores.json``'s
+        ``judge_noise`` says the judge's share of the variance, how much it widens the interval and how many images'
+        repeats disagree (:func:`~t2ireason.stats_paired.judge_noise`). ``sample`` N: score the images of only N of
+        the run's prompts, drawn stratified by category (each category its share; ``seed``), as the sample a paid
+        judge scores to certify a substitute (:mod:`t2ireason.study.certificate`). It records what the judge was
+        sent and what was read (``protocol``: :mod:`t2ireason.protocol_record`). ``vouch``: the user's word (why) that an endpoint
+        other than its vendor's API serves the model it names (an Azure deployment, a company proxy, a vLLM
+        server of the paper's open model), recorded in ``run.json``; without it such a judge's rows are
+        ``unverified`` beside a paper's.
 
         Returns the scores (as ``scores.json``) with ``retried``: how many failed images were
         scored again, and ``reused``: how many replies received before an interruption were
@@ -466,7 +470,8 @@ class Run:
                                       else evaluation_name(judge), "preset": preset, "judge_kwargs": judge_kwargs or {},
                                       "options": dict(options or {}),
                                       **({"repeats": repeats} if repeats > 1 else {}),
-                                      **({"sample": sample, "seed": seed} if sample else {})}))  # never an API key
+                                      **({"sample": sample, "seed": seed} if sample else {}),
+                                      **({"vouch": str(vouch)} if vouch else {})}))  # recorded: never an API key
         if questions is not None:  # only then: the settings of every evaluation made before stay as they were
             settings["questions"] = _data_ref(questions, self.path)
             self.question_rows(settings["questions"])  # a folder that does not fit the run: said before scoring

@@ -26,7 +26,8 @@ LAYERS = [
      ["benchmarks", "releases", "data", "scoring", "alignment", "baselines", "metric", "evaluation_metrics", "rewards",
       "rewriting", "mt2ie",
       "t2ireason"]),
-    ("runs and building", ["runs", "run_files", "run_evaluation", "window", "build", "engine", "error_types"]),
+    ("runs and building", ["runs", "run_files", "run_evaluation", "protocol_record", "window", "build", "engine",
+                           "error_types"]),
     ("reports, studies, exports, publishing", ["report", "study", "exports", "publish", "spaces", "sweep"]),
     ("the command line", ["cli", "commands", "demo", "testing", "testing_families", "testing_http", "__main__"]),
 ]

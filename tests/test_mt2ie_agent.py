@@ -587,3 +587,8 @@ def test_the_command_prints_table_3_and_the_report_of_two_folders_is_table_5(tmp
     md = (tmp_path / "rep" / "tables.md").read_text()
     assert "### MT2IE Table 5: Kendall's τ between each method's ranking and the reference" in md
     assert "| Model | VIEScore [big] | MT2IE (llava-34b) | VIEScore [small] | MT2IE (llava-7b) |" in md
+    # issue 48: --published says that MT2IE has no published rows, rather than being silently ignored
+    capsys.readouterr()
+    assert cli.main(["report", str(tmp_path / "big"), "--out", str(tmp_path / "pub"), "--published"]) == 0
+    assert "--published: MT2IE has no published rows" in capsys.readouterr().out
+    assert "--published: MT2IE has no published rows" in (tmp_path / "pub" / "tables.md").read_text()

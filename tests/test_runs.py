@@ -89,9 +89,9 @@ def test_run_end_to_end(cli_run, capsys):
     assert commonsense == {"2 of 695"}  # the category's images of the release's (Table 18's scope)
     reasons = cell["comparable"]
     assert reasons.startswith("no: judge hf:vlm (the paper's: GPT-4o, temperature 0.1)"), reasons
-    for said in ("scoring options on top of the preset: structured_output", "the judge's sampling set by hand",
+    for said in ("scoring options on top of the preset: structured_output", "temperature 1.0 (the paper's: 0.1)",
                  "questions: the sample shipped with t2i-reason, not the release's",
-                 "images of 15 of the benchmark's 2,968 prompts made and asked"):
+                 "12 of 2,968 images scored"):
         assert said in reasons, said
     # beside the paper's rows it is not ranked among them: below them, under its own heading, never bold
     published = write_report([run], out / "published", published=True)

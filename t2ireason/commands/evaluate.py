@@ -64,6 +64,12 @@ def _add_scoring_args(p: argparse.ArgumentParser) -> None:
                         "judge_noise says the judge's share of the variance, how much it widens the interval and how "
                         "many images' replies disagree; every reply is kept, each repeat a request of its own "
                         "(cached, resumed, never bought twice); a greedy judge is refused (it needs none)")
+
+    p.add_argument("--vouch-endpoint", dest="vouch", default=None, metavar="WHY",
+                   help="vouch that the judge's endpoint, which is not its vendor's own API (an Azure deployment, "
+                        "a company proxy, a vLLM server of the paper's open model), serves the model it names, and "
+                        "say why; recorded in run.json and printed on the run's rows as vouched (without it such a "
+                        "run is 'unverified' beside a paper's rows)")
     p.add_argument("--retry-failed", action="store_true",
                    help="score again the images that failed because the judge was unreachable (time-outs, "
                         "server errors); a failed reply is not retried (with `run`, also draw again the images "
@@ -154,7 +160,8 @@ def _evaluate(run, args: argparse.Namespace) -> dict:
                           progress=not args.no_progress, retry_failed=args.retry_failed,
                           lock_timeout=args.lock_timeout, preflight=False,  # asked before the run was made
                           allow_missing=args.allow_failed, repeats=getattr(args, "repeats", 1),
-                          sample=getattr(args, "sample", None), seed=getattr(args, "seed", 0))
+                          sample=getattr(args, "sample", None), seed=getattr(args, "seed", 0),
+                          vouch=getattr(args, "vouch", None))
     judge = scores["judge"]
     transient = scores.get("num_retryable", 0)
     said = f"{scores['num_reasks']} re-asks"

@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-__all__ = ["add_report_args", "print_report", "run_report", "add_export_args", "run_export"]
+__all__ = ["add_report_args", "print_report", "run_report", "add_export_args", "run_export", "add_protocol_args",
+           "run_protocol"]
 
 
 def add_report_args(p: argparse.ArgumentParser) -> None:
@@ -104,4 +105,24 @@ def run_export(args: argparse.Namespace) -> int:
         plan = publish(folder, args.repo, private=args.private or None, dry_run=args.dry_run)
         verb = "would upload" if args.dry_run else "uploaded"
         print(f"{verb} {len(plan['files'])} files to dataset {plan['repo_id']}")
+    return 0
+
+
+def add_protocol_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run", help="a run folder with a finished evaluation")
+    p.add_argument("--evaluation", default=None, help="the evaluation to compare (default: the run's only one)")
+    p.add_argument("--against", default="paper", metavar="paper|RUN",
+                   help="compare with the paper's protocol of each of the run's tables (default), or with another "
+                        "run's evaluation (of the same name, else its only one)")
+    p.add_argument("--json", action="store_true", help="print the comparison and the run's record as JSON")
+
+
+def run_protocol(args: argparse.Namespace) -> int:
+    import json
+
+    from ..report.comparison import comparison_text, run_comparison
+
+    comparison = run_comparison(args.run, args.evaluation, args.against)
+    print(json.dumps(comparison, indent=1, ensure_ascii=False, default=str) if args.json
+          else comparison_text(comparison))
     return 0

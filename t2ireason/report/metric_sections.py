@@ -78,12 +78,19 @@ def metric_parts(entries: Sequence[tuple[Any, str, str]], out: Path) -> list[Met
         labels = _labels(group)
         tables = side_by_side([evaluation_tables(run.scores(name), bench, label)
                                for (run, name, _), label in zip(group, labels)])
+        results = {label: run.results(name) for (run, name, _), label in zip(group, labels)}
+        from .protocol import run_protocol
+
+        for (run, name, _), label in zip(group, labels):  # every run row says how it was measured (no paper rows)
+            protocol = run_protocol(run, run.scores(name), results[label], None)
+            for table in tables:
+                if label in table.rows:
+                    table.protocols[label] = protocol
         stem = f"{bench_name}_{slug(table_scorer(metric, bench).short_name, 'metric')}"
         figures: list[Path] = []
         for number, table in enumerate(tables):
             if table.rows and layout(table).axes:
                 figures += table_bars(table, out / "plots" / f"{stem}{f'_{number + 1}' if number else ''}_bars")
-        results = {label: run.results(name) for (run, name, _), label in zip(group, labels)}
         figures += score_distribution({label: [r.score for r in rs] for label, rs in results.items()},
                                       out / "plots" / f"{stem}_scores", title=f"{heading}: per-image scores",
                                       unscorable={label: sum(r.unscorable for r in rs) for label, rs in results.items()})

@@ -246,14 +246,20 @@ def _decimals(pub: PublishedTable) -> int:
 
 def standing_column(table: PaperTable) -> str | None:
     """The column a table's standing is drawn on: its last summary column (Overall, Avg., Overall Avg.) that
-    the paper's rows have (never one only the runs have, as PRISM-Bench's Pooled Avg., nor a change: T2I-ReasonBench
+    the paper's rows and every run ranked among them have (never one only the runs have, as PRISM-Bench's Pooled Avg., nor a change: T2I-ReasonBench
     Table 3 ranks on ``Overall score``, not on ``Overall change``)."""
     from .plots import _SUMMARY
 
     summary = [c for c in table.columns if any(_SUMMARY.match(w) for w in c.split()) and not is_change(c)]
     paper = [label for label, p in table.protocols.items() if p.paper and label in table.rows]
     printed = [c for c in summary if any(c in table.rows[label] for label in paper)]
-    return (printed or summary or [None])[-1]
+    # of those, one every run ranked among the paper's rows has: a run of all 7 of R2I-Bench's Commonsense
+    # subcategories is drawn on Overall, not dropped because another run's figure is on Overall (3 of 7)
+    apart = table.apart
+    ranked = [label for label, p in table.protocols.items() if not p.paper and label in table.rows and label not in apart]
+    shared = [c for c in printed if all(isinstance((table.rows[r].get(c) or Cell(None)).value, (int, float))
+                                        for r in ranked)]
+    return (shared or printed or summary or [None])[-1]
 
 
 def standing_figure(table: PaperTable, runs: Sequence[str], path: str | os.PathLike) -> list[Path]:
@@ -285,6 +291,9 @@ def standing_bars(table: PaperTable, runs: Sequence[str]):
 
     ranked, alone = bars([r for r in table.rows if r not in apart]), bars([r for r in table.rows if r in apart])
     said = [f"{label}: {apart[label]}" for label, _ in alone]
+    # a ranked run judged at an endpoint other than the vendor's API (vouched for) says where, in the figure too
+    said += [f"{label}: judge {table.protocols[label].judge}" for label, _ in ranked
+             if "@" in str(getattr(table.protocols.get(label), "judge", "") or "")]
     per_line = int(COLUMN_WIDTH * 72 * 0.95 / (5.5 * 0.6))  # characters of 5.5 pt sans serif across the figure
     if any(table.rows[label][column].rank_low is not None for label, _ in ranked + alone if label in runs):
         said.append("runs: their 95% interval, and their rank interval among the report's runs over resamples of "
@@ -295,7 +304,7 @@ def standing_bars(table: PaperTable, runs: Sequence[str]):
     with plt.rc_context(_STYLE):
         fig, axs = plt.subplots(len(heights), 1, figsize=(COLUMN_WIDTH, 0.55 + sum(heights) + 0.085 * len(lines)),
                                 layout="constrained", gridspec_kw={"height_ratios": heights}, squeeze=False)
-        panels = [(axs[0][0], ranked, None)] + ([(axs[1][0], alone, "not ranked: measured otherwise")] if alone else [])
+        panels = [(axs[0][0], ranked, None)] + ([(axs[1][0], alone, "not ranked: not verified equal")] if alone else [])
         for ax, rows, title in panels:
             ys = list(range(len(rows)))[::-1]
             ax.barh(ys, [v for _, v in rows], height=0.7,

@@ -19,7 +19,7 @@ from ..results import Cell, PaperTable, RowProtocol
 from .cells import best_rows, format_cell, is_change
 
 __all__ = ["side_by_side", "to_markdown", "to_csv", "format_cell", "best_rows", "grouped_rows", "protocol_line",
-           "PROTOCOL_COLUMNS", "RANK_COLUMNS"]
+           "protocol_lines", "PROTOCOL_COLUMNS", "RANK_COLUMNS"]
 
 
 def side_by_side(per_model: Sequence[Sequence[PaperTable]]) -> list[PaperTable]:
@@ -56,14 +56,30 @@ def grouped_rows(table: PaperTable) -> list[tuple[str | None, list[str]]]:
 
 def protocol_line(label: str, p: RowProtocol) -> str:
     """How a run's row was measured, in one line: its judge, preset, questions, images; and whether that is
-    the paper's protocol (``not ranked among the paper's rows: <what differs>``)."""
+    the paper's protocol (``measured as the paper's rows: yes``, ``no (<what differs>)``, ``unverified (<what
+    could not be checked>)`` or ``n/a (no published rows)``)."""
     scored, _, total = (p.images or "").partition(" of ")
     said = [f"judge {p.judge}", f"preset {p.preset}", f"questions: {p.questions}",
             f"images: {scored} of the benchmark's {total} scored" if p.images else None,
             f"of the run's own, {p.coverage}" if p.coverage else None]
     text = f"{label}: " + "; ".join(s for s in said if s)
-    return text + (f"; measured as the paper's rows: no ({p.differs})" if p.differs else
-                   "; measured as the paper's rows: yes")
+    verdict, _, why = p.comparable.partition(": ")
+    return text + f"; measured as the paper's rows: {verdict}" + (f" ({why})" if why else "")
+
+
+def protocol_lines(tables: Sequence[PaperTable], said: Sequence[PaperTable] = ()) -> str:
+    """How each run row of ``tables`` was measured, one line per run and table (``- <title>: <protocol line>``),
+    but those ``said`` already gives in the same words: what a console shows beside its headline table, so that a
+    run found only in a later table (a Qwen-judged PRISM-Bench run's Table 4) is said too."""
+    known = {protocol_line(label, p) for t in said for label, p in t.protocols.items() if label in t.rows}
+    lines = []
+    for t in tables:
+        for label, p in t.protocols.items():
+            line = protocol_line(label, p)
+            if label in t.rows and not p.paper and line not in known:
+                known.add(line)
+                lines.append(f"- {_md_escape(t.title)}: {_md_escape(line)}")
+    return "\n".join(lines)
 
 
 def _md_escape(text: str) -> str:

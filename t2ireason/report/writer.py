@@ -94,6 +94,11 @@ def _images_scored(table: Any) -> str:
     return ("images scored: " + "; ".join(said)) if said else ""
 
 
+def _no_published_rows(name: str, why: str = "") -> str:
+    """What ``--published`` says of a benchmark whose paper prints no table of scores to place the runs among."""
+    return f"*--published: {name} has no published rows{why}: the runs are shown on their own.*\n\n"
+
+
 def _run_row(run: Run, evaluation: str, label: str) -> dict[str, Any]:
     """What made one model's results, as plain values for the report (local paths reduced to names)."""
     from ..judges.spec import judge_name, portable_model
@@ -146,7 +151,7 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
     from .latex import ONE_COLUMN, ONE_COLUMN_HEIGHT, to_latex
     from .plots import layout, mt2ie_iterations, score_distribution, table_bars, table_radar
     from .published import MARK, place, standing_figure
-    from .tables import side_by_side, to_csv, to_markdown
+    from .tables import protocol_lines, side_by_side, to_csv, to_markdown
 
     out = Path(out)
     agents = [Path(r) for r in runs if not isinstance(r, Run) and _is_mt2ie_output(Path(r))]
@@ -181,8 +186,10 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
             found.annotate(tables)
             compared.append((bench.pretty_name, found, len(group)))
         _cite_certificates(group, tables)
-        markdown.append(f"## {bench.pretty_name}\n\n{to_markdown(tables)}")
-        headlines.append(to_markdown(tables[:1]))
+        none = _no_published_rows(bench.pretty_name) if published and not about else ""
+        markdown.append(f"## {bench.pretty_name}\n\n{none}{to_markdown(tables)}")
+        later = protocol_lines(tables[1:], tables[:1])  # runs measured otherwise in the tables the console omits
+        headlines.append(to_markdown(tables[:1]) + (f"\nIn the other tables:\n{later}\n" if later else ""))
         csv_parts.append(to_csv(tables))
         every_table += tables
         figures = []
@@ -223,8 +230,9 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
         if not table:
             raise RunError(f"{folder}: the MT2IE run has no ranking yet (no iteration was scored)")
         tables = get_benchmark("mt2ie").paper_tables(table, folder.name if len(agents) > 1 else "")
-        markdown.append(f"## MT2IE: {folder.name}\n\n{to_markdown(tables)}")
-        headlines.append(to_markdown(tables))
+        none = _no_published_rows("MT2IE", " (its prompts are written at run time by the MLLM)") if published else ""
+        markdown.append(f"## MT2IE: {folder.name}\n\n{none}{to_markdown(tables)}")
+        headlines.append(none + to_markdown(tables))
         csv_parts.append(to_csv(tables))
         every_table += tables
         per_iteration = {m: {int(i): v for i, v in its.items()} for m, its in table["per_iteration"].items()}

@@ -92,23 +92,27 @@ FROM_TEMPLATE: Any = type("FromTemplate", (), {"__repr__": lambda self: "<the te
 _SECTION = re.compile(r"^===== (system|user \(text\)) =====\n", re.M)
 
 
-@cache
 def template(protocol: str, name: str) -> tuple[str | None, str]:
     """``(system message or None, user text with its {text_prompt} slot)`` of template ``name``
     (``alignment_<track>`` or ``aesthetic``) under ``protocol``, exactly as the file gives them; the
-    :data:`GENERAL_TRACK`'s alignment template is the project's own under either protocol."""
+    :data:`GENERAL_TRACK`'s alignment template is the project's own under either protocol. Read on every
+    call (the file's text is cached) so that an evaluation records each template it used."""
     folder = "project" if name == f"alignment_{GENERAL_TRACK}" else protocol_name(protocol)
-    text = verbatim(f"prism_bench/{folder}", name)
+    return _sections(f"prism_bench/{folder}", name, verbatim(f"prism_bench/{folder}", name))
+
+
+@cache
+def _sections(where: str, name: str, text: str) -> tuple[str | None, str]:
     parts = _SECTION.split(text)
     if parts[0] or len(parts) < 3:
-        raise ValueError(f"template prism_bench/{protocol}/{name} does not open with a '===== <role> =====' line")
+        raise ValueError(f"template {where}/{name} does not open with a '===== <role> =====' line")
     sections = {}
     for role, body in zip(parts[1::2], parts[2::2]):
         if role in sections or not body.endswith("\n"):
-            raise ValueError(f"template prism_bench/{protocol}/{name}: malformed section {role!r}")
+            raise ValueError(f"template {where}/{name}: malformed section {role!r}")
         sections[role] = body[:-1]  # the newline before the next header (or the file's end) is not text
     if "user (text)" not in sections:
-        raise ValueError(f"template prism_bench/{protocol}/{name} has no user text")
+        raise ValueError(f"template {where}/{name} has no user text")
     return sections.get("system"), sections["user (text)"]
 
 
