@@ -261,7 +261,9 @@ def _release(c: Comparison, record: dict[str, Any]) -> None:
               f"release: {len(files)} file{'s' * (len(files) != 1)} differ{'s' * (len(files) == 1)} from the recorded release "
               f"({', '.join(files[:3])}{', ...' if len(files) > 3 else ''})")
     else:
-        c.add("release", "unverified", "recorded", status, f"release not checked ({release.get('note') or status})")
+        # the build's own note may already say it (releases.NOT_CHECKED): said once
+        note = (release.get("note") or status).removeprefix("release not checked: ")
+        c.add("release", "unverified", "recorded", status, f"release not checked ({note})")
 
 
 def compare(record: dict[str, Any] | None, paper: dict[str, Any], *, judge: tuple[bool, str] | None = None
