@@ -49,7 +49,10 @@ def _scale_study(tmp, bench, names, evaluations, per_group):
             else:
                 metric_evaluation(run, name, metric, judge)
     out = tmp / "study"
-    assert cli.main(["rate", *(str(r.path) for r in runs), "--out", str(out), "--per-group", str(per_group)]) == 0
+    # a seed of its own: with a fresh one (the default, for blindness) each run draws another study, and the small
+    # groups whose degenerate resamples a test below needs come and go (this seed has them)
+    assert cli.main(["rate", *(str(r.path) for r in runs), "--out", str(out), "--per-group", str(per_group),
+                     "--seed", str(2**64 + 1)]) == 0
     study = study_key(out)
     scores = {r.name: judge_scores(r) for r in runs}
     lo, hi = study["protocol"]["scale"]
