@@ -156,7 +156,8 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
     the same protocol are compared cell by cell (``comparisons.csv``, ``.md`` and ``.tex``, a section of the
     page; ``n_resamples`` paired bootstrap resamples and sign flips, ``seed``), each run's rank interval joins
     ``tables.csv``, and a line under each table says the smallest difference its prompts can detect
-    (:mod:`t2ireason.report.comparisons`). Returns the paths, the Markdown of every table and of the headline
+    (:mod:`t2ireason.report.comparisons`; with the judge's part of it where a run measured its judge's noise).
+    Under the tables of a run evaluated with ``--repeats K``, its ``judge_noise`` in words. Returns the paths, the Markdown of every table and of the headline
     table of each benchmark."""
     from .comparisons import compare_runs, write_comparisons
     from .html import Section, write_html_report
