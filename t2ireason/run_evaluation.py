@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from .results import ImageResult
 
 __all__ = ["evaluate_run", "score_images", "write_scores", "scores_record", "changed_images", "changed_since_scored",
-           "IMAGE_SIZES"]
+           "IMAGE_SIZES", "judge_noise_text"]
 
 
 def _now() -> str:
@@ -448,6 +448,15 @@ def judge_noise_record(results: list[dict[str, Any]]) -> dict[str, Any] | None:
     noise = judge_noise([[None if v is None else 100 * v for v in row] for row in rows])
     return {**noise, "method": "one-way random effects over the images scored (0-100), the repeats of each image "
                                "its group; the tables read each image's first reply"}
+
+
+def judge_noise_text(noise: dict[str, Any]) -> str:
+    """``judge_noise_record``'s measure in words (what ``evaluate`` prints and a report says under the run's
+    tables): the repeats and images, the judge's share of the variance, the widening, the disagreement."""
+    return (f"judge noise over {noise['repeats']} replies (K={noise['repeats']}) to each of {noise['images']} images: "
+            f"{noise['judge_share']:.0%} of the variance of the scores is the judge's (within an image), "
+            f"which widens the interval {noise['widening']:.2f}x; {noise['disagreeing']:.0%} of the images' "
+            f"replies disagree (mean sd {noise['mean_sd']:.1f} points)")
 
 
 def _cache_said(shares: list[dict[str, Any]], cache: str | bool) -> dict[str, Any] | None:

@@ -17,7 +17,8 @@ prompts' multiplicities with those parts: every resample of every run at once, i
 - :func:`rank_intervals`: the 2.5th and 97.5th percentiles of each run's rank over the resamples;
 - :func:`influence`, :func:`min_detectable_difference`: a cell's per-prompt influence values (its
   linearisation) and, from the variance of their paired difference, the difference detectable with the
-  given power at the given level: ``(z[1 - alpha/2] + z[power]) * sd(IF_a - IF_b) / sqrt(n)``.
+  given power at the given level: ``(z[1 - alpha/2] + z[power]) * sd(IF_a - IF_b) / sqrt(n)``;
+  :func:`detectable_with_judge` the same with the judge's measured share of that variance taken apart.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ import numpy as np
 from scipy import stats as sps
 
 __all__ = ["CellFormulas", "formulas_from", "prompt_parts", "cell_values", "joint_bootstrap", "draw_flips",
-           "sign_flip_test", "holm", "rank_intervals", "influence", "min_detectable_difference", "judge_noise",
+           "sign_flip_test", "holm", "rank_intervals", "influence", "min_detectable_difference", "detectable_with_judge",
+           "judge_noise",
            "rows_kendall_tau", "stratified_sample"]
 
 
@@ -214,10 +216,47 @@ def min_detectable_difference(a: CellFormulas, b: CellFormulas | None = None, *,
     n = a.prompts
     if n < 2:
         return np.full(a.weights.shape[1], np.nan)
+    return _z(alpha, power) * np.sqrt(_paired_variances(a, b)[2]) / math.sqrt(n)
+
+
+def _z(alpha: float, power: float) -> float:
+    return sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power)
+
+
+def _paired_variances(a: CellFormulas, b: CellFormulas | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per cell, the variances over prompts of ``a``'s and ``b``'s influence values and of their difference ``d``
+    (``b`` None: an independent run alike, ``var(d) = 2 var(IF_a)``)."""
     ia = influence(a)
-    sd = (np.sqrt(2) * ia.std(axis=0, ddof=1) if b is None else (ia - influence(b)).std(axis=0, ddof=1))
-    z = sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power)
-    return z * sd / math.sqrt(n)
+    va = ia.var(axis=0, ddof=1)
+    if b is None:
+        return va, va, 2 * va
+    ib = influence(b)
+    return va, ib.var(axis=0, ddof=1), (ia - ib).var(axis=0, ddof=1)
+
+
+def detectable_with_judge(a: CellFormulas, b: CellFormulas | None = None, *, shares: tuple[float, float] = (0, 0),
+                          repeats: tuple[int, int] = (1, 1), alpha: float = 0.05, power: float = 0.8
+                          ) -> dict[str, np.ndarray]:
+    """:func:`min_detectable_difference` with the judge's measured noise taken apart, per cell. Each run's
+    scores are single draws of a noisy judge, so ``var(d)`` already holds the judge's variance once per run:
+    ``J = s_a var(IF_a) + s_b var(IF_b)``, ``s`` a run's judge share (:func:`judge_noise`: the variance between
+    repeats of one image over the scores' whole variance; 0 where unmeasured), taken as the same share of its
+    per-prompt influence as of its images' scores (exact for a plain mean of one image per prompt). Returns
+    ``mdd`` (as :func:`min_detectable_difference`), ``judge_part`` ``J / var(d)`` (at most 1), ``mdd_repeats``:
+    with each image scored by the mean of its run's ``K`` replies (``repeats``), the judge's variance divided by
+    ``K``, ``var'(d) = var(d) - (1 - 1/K_a) s_a var(IF_a) - (1 - 1/K_b) s_b var(IF_b)``, and ``mdd_noiseless``:
+    a judge without noise, ``var(d) - J``. With one run (``b`` None), ``b`` is ``a`` again, independent."""
+    n = a.prompts
+    va, vb, vd = _paired_variances(a, b)
+    sb, kb = (shares[0], repeats[0]) if b is None else (shares[1], repeats[1])
+    ja, jb = shares[0] * va, sb * vb
+    judge = np.minimum(ja + jb, vd)  # the judge cannot be more of d's variance than all of it
+    scale = _z(alpha, power) / math.sqrt(n) if n >= 2 else math.nan
+    with np.errstate(invalid="ignore", divide="ignore"):
+        part = np.where(vd > 0, judge / vd, np.nan)
+        reduced = np.clip(vd - (1 - 1 / repeats[0]) * ja - (1 - 1 / kb) * jb, vd - judge, None)
+    return {"mdd": scale * np.sqrt(vd), "judge_part": part, "mdd_repeats": scale * np.sqrt(reduced),
+            "mdd_noiseless": scale * np.sqrt(vd - judge)}
 
 
 def formulas_from(terms: Mapping[str, Sequence[Sequence[float]]], cells: Mapping[str, Mapping[str, float]],

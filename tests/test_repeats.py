@@ -128,3 +128,28 @@ def test_judge_noise_against_a_direct_computation():
     assert got["widening"] == pytest.approx(np.sqrt((within + between) / between))
     assert got["disagreeing"] == pytest.approx(0.8)
     assert judge_noise([[1.0, None, 2.0], [3.0, 4.0, 5.0]]) == {"images": 1, "repeats": 3}
+
+
+def test_a_report_says_the_judges_noise_under_the_runs_tables(tmp_path):
+    """A run evaluated with ``--repeats 3``: its report says, under each of its tables (Markdown, HTML, LaTeX), the
+    run, K, the judge's share, the widening and the disagreement; the line of the smallest detectable difference
+    says the judge's part of it. A run without repeats: neither."""
+    from t2ireason.report.writer import write_report
+
+    run = sample_run(tmp_path)
+    run.evaluate(ScriptedJudge(noisy_reply, sampling=SAMPLED), options={"structured_output": True}, name="thrice",
+                 cache=False, progress=False, repeats=3)
+    noise = run.scores("thrice")["judge_noise"]
+    report = write_report([run], tmp_path / "report", evaluation="thrice", n_resamples=100)
+    line = (f"run: judge noise over 3 replies (K=3) to each of {noise['images']} images: {noise['judge_share']:.0%} "
+            f"of the variance of the scores is the judge's (within an image), which widens the interval "
+            f"{noise['widening']:.2f}x; {noise['disagreeing']:.0%} of the images' replies disagree")
+    md = report["tables_md"].read_text()
+    assert line in md and "is the judge's own noise (measured by evaluate --repeats on run (K=3)" in md
+    page = report["html"][0].read_text().replace("&#39;", "'")
+    assert line in page
+    assert "judge noise over 3 replies" in report["tables_tex"].read_text()
+    run.evaluate(ScriptedJudge(noisy_reply, sampling=SAMPLED), options={"structured_output": True}, name="once",
+                 cache=False, progress=False)
+    plain = write_report([run], tmp_path / "plain", evaluation="once", n_resamples=100)["tables_md"].read_text()
+    assert "within noise" in plain and "judge noise" not in plain and "the judge's own noise" not in plain

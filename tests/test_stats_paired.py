@@ -7,10 +7,12 @@ from scipy import stats as sps
 
 from t2ireason.stats_paired import (
     cell_values,
+    detectable_with_judge,
     formulas_from,
     holm,
     influence,
     joint_bootstrap,
+    judge_noise,
     min_detectable_difference,
     rank_intervals,
     sign_flip_test,
@@ -122,3 +124,44 @@ def test_min_detectable_difference_of_a_mean(data):
     se = influence(f)[:, -1].std(ddof=1) / np.sqrt(x.size)
     boot = joint_bootstrap([f], n_resamples=4000)[0, :, -1].std()
     assert se == pytest.approx(boot, rel=0.1)
+
+
+def test_the_judges_part_of_the_detectable_difference_against_a_direct_computation(data):
+    """On fixed data: var(d) holds each run's judge variance once (its share of its own variance), a K-reply mean
+    divides it by K, a noiseless judge removes it."""
+    x, y = data
+    z = sps.norm.ppf(0.975) + sps.norm.ppf(0.8)
+    n, va, vb, vd = x.size, np.var(x, ddof=1), np.var(y, ddof=1), np.var(x - y, ddof=1)
+    got = detectable_with_judge(mean_of(x), mean_of(y), shares=(0.006, 0.004), repeats=(3, 5))
+    judge = 0.006 * va + 0.004 * vb  # each run's judge variance: its share of its own variance over prompts
+    assert 0.2 < judge / vd < 0.6
+    assert got["mdd"][0] == pytest.approx(min_detectable_difference(mean_of(x), mean_of(y))[0])
+    assert got["judge_part"][0] == pytest.approx(judge / vd)
+    assert got["mdd_repeats"][0] == pytest.approx(
+        z * np.sqrt(vd - (2 / 3) * 0.006 * va - (4 / 5) * 0.004 * vb) / np.sqrt(n))
+    assert got["mdd_noiseless"][0] == pytest.approx(z * np.sqrt(vd - judge) / np.sqrt(n))
+    # shares that claim more than all of var(d): the judge is all of it, never more
+    over = detectable_with_judge(mean_of(x), mean_of(y), shares=(0.2, 0.1), repeats=(3, 5))
+    assert over["judge_part"][0] == 1 and over["mdd_noiseless"][0] == 0
+    alone = detectable_with_judge(mean_of(x), shares=(0.3, 0.0), repeats=(4, 1))
+    assert alone["judge_part"][0] == pytest.approx(0.3)  # both sides the run again: its own share
+    assert alone["mdd_repeats"][0] == pytest.approx(z * np.sqrt(2 * va * (1 - 0.75 * 0.3)) / np.sqrt(n))
+    unmeasured = detectable_with_judge(mean_of(x), mean_of(y))
+    assert unmeasured["judge_part"][0] == 0 and unmeasured["mdd_repeats"][0] == pytest.approx(got["mdd"][0])
+
+
+def test_the_k_reply_mean_predicted_from_one_reply_and_the_measured_share():
+    """Two runs over the same prompts, each image judged K times with known noise: the difference detectable from
+    the first replies with the share judge_noise measures predicts that of the runs scored by their K-reply means."""
+    rng = np.random.default_rng(3)
+    n, k = 20000, 4
+    hard = rng.normal(50, 10, n)
+    true_a, true_b = hard + rng.normal(0, 4, n), hard + rng.normal(0, 4, n)
+    a, b = (t[:, None] + rng.normal(0, 6, (n, k)) for t in (true_a, true_b))  # the judge's own noise, sd 6
+    shares = (judge_noise(a)["judge_share"], judge_noise(b)["judge_share"])
+    got = detectable_with_judge(mean_of(a[:, 0]), mean_of(b[:, 0]), shares=shares, repeats=(k, k))
+    direct = min_detectable_difference(mean_of(a.mean(1)), mean_of(b.mean(1)))[0]
+    noiseless = min_detectable_difference(mean_of(true_a), mean_of(true_b))[0]
+    assert got["mdd_repeats"][0] == pytest.approx(direct, rel=0.03)
+    assert got["mdd_noiseless"][0] == pytest.approx(noiseless, rel=0.03)
+    assert got["judge_part"][0] == pytest.approx(2 * 36 / (2 * 36 + 2 * 16), rel=0.05)

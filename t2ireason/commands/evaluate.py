@@ -193,10 +193,9 @@ def _evaluate(run, args: argparse.Namespace) -> dict:
               f"({said}) -> {run.evaluation_dir(scores['evaluation']) / 'scores.json'}")
         noise = scores.get("judge_noise")
         if noise and "judge_share" in noise:
-            print(f"judge noise over {noise['repeats']} replies to each of {noise['images']} images: "
-                  f"{noise['judge_share']:.0%} of the variance of the scores is the judge's (within an image), "
-                  f"which widens the interval {noise['widening']:.2f}x; {noise['disagreeing']:.0%} of the images' "
-                  f"replies disagree (mean sd {noise['mean_sd']:.1f} points)")
+            from ..run_evaluation import judge_noise_text
+
+            print(judge_noise_text(noise))
     return scores
 
 

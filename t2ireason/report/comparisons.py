@@ -21,17 +21,18 @@ import numpy as np
 from ..results import ImageResult, PaperTable
 from ..stats_paired import (
     cell_values,
+    detectable_with_judge,
     draw_flips,
     formulas_from,
     holm,
     joint_bootstrap,
-    min_detectable_difference,
     rank_intervals,
     sign_flip_test,
 )
 from .cells import is_change, lower_is_better
 
-__all__ = ["Comparisons", "compare_runs", "write_comparisons", "pairing_record", "differs", "COLUMNS", "MARK", "ALPHA"]
+__all__ = ["Comparisons", "compare_runs", "write_comparisons", "pairing_record", "differs", "measured_noise", "COLUMNS",
+           "MARK", "ALPHA"]
 
 #: the columns of comparisons.csv (``p_holm``: the p-value after Holm's correction, which ``significant`` reads)
 COLUMNS = ("table", "column", "run_a", "run_b", "n", "difference", "ci_low", "ci_high", "p_value", "significant",
@@ -213,8 +214,9 @@ def compare_runs(bench: Any, group: Sequence[tuple[Any, str, str]], results: dic
     prompts are compared cell by cell, every pair of them, and ranked with intervals; the others are left out
     and said. Under each table, the smallest difference its prompts can detect (power ``power``, level ``alpha``)."""
     found = Comparisons(n_resamples=n_resamples)
-    formulas, records, prompts = {}, {}, {}
+    formulas, records, prompts, noise = {}, {}, {}, {}
     for (run, n, label), tables in zip(group, per_run):
+        noise[label] = measured_noise(run.scores(n))
         declared = bench.cell_formulas(run.scores(n)["aggregate"], results[label])
         if declared is None:
             found.left_out.append(f"{label}: {bench.pretty_name} declares no per-prompt form of its tables; "
@@ -238,7 +240,7 @@ def compare_runs(bench: Any, group: Sequence[tuple[Any, str, str]], results: dic
         found.left_out += [f"{x} and {y}: {why}" for x in ga for y in gb]
     for labels in groups:
         _compare_group(labels, formulas, _titles(group, per_run), found, n_resamples=n_resamples, seed=seed,
-                       alpha=alpha, power=power)
+                       alpha=alpha, power=power, noise=noise)
     return found
 
 
@@ -272,7 +274,8 @@ def _checked(declared: list[tuple], tables: Sequence[PaperTable], label: str, fo
 
 
 def _compare_group(labels: list[str], formulas: dict[str, list[tuple]], titles: dict[str, list[str]],
-                   found: Comparisons, *, n_resamples: int, seed: int, alpha: float, power: float) -> None:
+                   found: Comparisons, *, n_resamples: int, seed: int, alpha: float, power: float,
+                   noise: dict[str, dict | None]) -> None:
     first = labels[0]
     for k, (_, _, ids) in enumerate(formulas[first]):
         title = titles[first][k]
@@ -286,7 +289,8 @@ def _compare_group(labels: list[str], formulas: dict[str, list[tuple]], titles: 
         at = {p: i for i, p in enumerate(order)}
         runs = [formulas_from(formulas[x][k][0], formulas[x][k][1], [at[i] for i in formulas[x][k][2]], len(order),
                               columns, names) for x in labels]
-        _detectable(title, columns, runs, len(order), found, alpha=alpha, power=power)
+        _detectable(title, columns, runs, len(order), found, alpha=alpha, power=power,
+                    noise=[noise.get(x) for x in labels], labels=labels)
         if len(labels) < 2:
             continue
         dist = joint_bootstrap(runs, n_resamples=n_resamples, seed=seed)
@@ -317,18 +321,36 @@ def _compare_group(labels: list[str], formulas: dict[str, list[tuple]], titles: 
                     found.marks.add((title, label, column))
 
 
+def measured_noise(scores: dict[str, Any]) -> dict[str, Any] | None:
+    """A run's ``judge_noise`` (``evaluate --repeats K``) where it measured the judge's share, else None."""
+    noise = scores.get("judge_noise") or {}
+    share = noise.get("judge_share")
+    return noise if share is not None and math.isfinite(share) and noise.get("repeats", 0) >= 2 else None
+
+
 def _detectable(title: str, columns: list[str], runs: list, n: int, found: Comparisons, *, alpha: float,
-                power: float) -> None:
+                power: float, noise: Sequence[dict | None] = (), labels: Sequence[str] = ()) -> None:
     """The line under the table: the smallest difference in its headline column (its last Overall) detectable with
     ``power`` at ``alpha``, from the paired variance of the runs' per-prompt influence (the mean over pairs), or
-    with one run, from its own as if against an independent run alike."""
-    pairs = list(itertools.combinations(runs, 2))
+    with one run, from its own as if against an independent run alike. Where some runs measured their judge's
+    noise (``noise``: each run's ``judge_noise`` or None), the line says the judge's part of that variance and the
+    difference detectable with each image scored by the mean of the runs' K replies, and with a noiseless judge
+    (:func:`~t2ireason.stats_paired.detectable_with_judge`)."""
+    pairs = list(itertools.combinations(range(len(runs)), 2))
+    noise = list(noise) or [None] * len(runs)
+    shares = [x["judge_share"] if x else 0.0 for x in noise]
+    repeats = [int(x["repeats"]) if x else 1 for x in noise]
+    parts = [detectable_with_judge(runs[i], runs[j], shares=(shares[i], shares[j]), repeats=(repeats[i], repeats[j]),
+                                   alpha=alpha, power=power) for i, j in pairs] or \
+            [detectable_with_judge(runs[0], shares=(shares[0], 0.0), repeats=(repeats[0], 1), alpha=alpha, power=power)]
+
+    def pooled(key: str) -> np.ndarray:  # over pairs, as the variances pool: the root of the mean square
+        return np.sqrt(np.nanmean([p[key] ** 2 for p in parts], axis=0))
+
+    mdd = pooled("mdd")
     if pairs:
-        mdd = np.sqrt(np.nanmean([min_detectable_difference(a, b, alpha=alpha, power=power) ** 2 for a, b in pairs],
-                                 axis=0))
         source = f"each prompt's difference of two runs' influence on the cell, pooled over {len(pairs)} pairs"
     else:
-        mdd = min_detectable_difference(runs[0], alpha=alpha, power=power)
         source = "as against an independent run alike, sqrt(2) times the sd of the run's per-prompt influence"
     c = columns.index(headline_column(columns))
     if not math.isfinite(mdd[c]):
@@ -338,3 +360,15 @@ def _detectable(title: str, columns: list[str], runs: list, n: int, found: Compa
     found.remarks.setdefault(title, []).append(
         f"with {n} prompts, differences under {mdd[c]:.1f} points in {columns[c]} are within noise ({power:.0%} "
         f"power, two-sided {alpha:.0%}: (z[1-a/2] + z[power]) sd(d)/sqrt(n), d {source}{spread})")
+    measured = [f"{label} (K={k})" for label, x, k in zip(labels, noise, repeats) if x]
+    if not measured or not mdd[c] > 0:
+        return
+    part = float(np.nanmean([p["judge_part"][c] * p["mdd"][c] ** 2 for p in parts]) / mdd[c] ** 2)
+    ks = sorted({k for x, k in zip(noise, repeats) if x})
+    found.remarks[title].append(
+        f"of that variance of d, {part:.0%} is the judge's own noise (measured by evaluate --repeats on "
+        f"{', '.join(measured)}; each score is one reply, so var(d) holds each run's judge variance once, s var(IF) "
+        f"with s its judge share, 0 where unmeasured): with each image scored by the mean of its "
+        f"{'/'.join(map(str, ks))} replies the difference detectable would be {pooled('mdd_repeats')[c]:.1f} points "
+        f"(var(d) less (1 - 1/K) s var(IF) per run), with a noiseless judge "
+        f"{pooled('mdd_noiseless')[c]:.1f}")

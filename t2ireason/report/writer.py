@@ -130,6 +130,18 @@ def _cite_certificates(group: Sequence[tuple[Run, str, str]], tables: Sequence[A
         t.remarks += [line for label, line in said if label in t.rows and line not in t.remarks]
 
 
+def _cite_judge_noise(group: Sequence[tuple[Run, str, str]], tables: Sequence[Any]) -> None:
+    """Under each table holding a run whose evaluation asked its judge K times per image (``evaluate --repeats``),
+    the judge's measured noise: the run, K, the judge's share of the variance, the widening, the disagreement."""
+    from ..run_evaluation import judge_noise_text
+    from .comparisons import measured_noise
+
+    said = [(label, f"{label}: {judge_noise_text(noise)}") for run, n, label in group
+            if (noise := measured_noise(run.scores(n)))]
+    for t in tables:
+        t.remarks += [line for label, line in said if label in t.rows and line not in t.remarks]
+
+
 def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike, *, evaluation: str | None = None,
                  embed_images: bool = False, title: str | None = None, published: bool = False,
                  compare: bool = True, n_resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
@@ -144,7 +156,8 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
     the same protocol are compared cell by cell (``comparisons.csv``, ``.md`` and ``.tex``, a section of the
     page; ``n_resamples`` paired bootstrap resamples and sign flips, ``seed``), each run's rank interval joins
     ``tables.csv``, and a line under each table says the smallest difference its prompts can detect
-    (:mod:`t2ireason.report.comparisons`). Returns the paths, the Markdown of every table and of the headline
+    (:mod:`t2ireason.report.comparisons`; with the judge's part of it where a run measured its judge's noise).
+    Under the tables of a run evaluated with ``--repeats K``, its ``judge_noise`` in words. Returns the paths, the Markdown of every table and of the headline
     table of each benchmark."""
     from .comparisons import compare_runs, write_comparisons
     from .html import Section, write_html_report
@@ -186,6 +199,7 @@ def write_report(runs: Sequence[Run | str | os.PathLike], out: str | os.PathLike
             found.annotate(tables)
             compared.append((bench.pretty_name, found, len(group)))
         _cite_certificates(group, tables)
+        _cite_judge_noise(group, tables)
         none = _no_published_rows(bench.pretty_name) if published and not about else ""
         markdown.append(f"## {bench.pretty_name}\n\n{none}{to_markdown(tables)}")
         later = protocol_lines(tables[1:], tables[:1])  # runs measured otherwise in the tables the console omits

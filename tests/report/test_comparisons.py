@@ -208,3 +208,29 @@ def test_r2i_bench_cells_are_compared_as_its_tables_compute_them(tmp_path):
     found = compare_runs(wgb, [(r, "scripted", r.name) for r in other], {r.name: r.results("scripted") for r in other},
                          [wgb.paper_tables(r.scores("scripted")["aggregate"], r.name) for r in other], n_resamples=100)
     assert not found.rows and "declares no per-prompt form" in found.left_out[0]
+
+
+def test_the_judges_measured_noise_changes_the_detectable_line(three_runs):
+    """Runs whose scores.json holds ``judge_noise`` (``evaluate --repeats K``): the line under the table keeps the
+    difference detectable and says the judge's part of it, what a K-reply mean and a noiseless judge would bring
+    it to; a larger measured share is a larger part."""
+    results, _, _ = three_runs
+    pair = {k: results[k] for k in ("alike A", "alike B")}
+
+    def lines(share):
+        runs = {label: FakeRun(rs) for label, rs in pair.items()}
+        if share:
+            runs["alike A"]._scores["judge_noise"] = {"images": 700, "repeats": 3, "judge_share": share}
+        _, tables = report(pair, runs, n_resamples=50)
+        return [r for r in tables[0].remarks if "within noise" in r or "judge" in r]
+
+    def number(text, after):
+        return float(text.split(after)[1].split(" ")[0].rstrip("%,"))
+
+    plain, low, high = lines(None), lines(0.1), lines(0.3)
+    assert len(plain) == 1 and low[0] == plain[0] == high[0]  # the detectable difference itself is as before
+    assert "judge's own noise" in low[1] and "alike A (K=3)" in low[1] and "alike B" not in low[1]
+    mdd = number(plain[0], "differences under ")
+    repeats, noiseless = number(low[1], "would be "), number(low[1], "noiseless judge ")
+    assert noiseless < repeats < mdd
+    assert number(low[1], "of that variance of d, ") < number(high[1], "of that variance of d, ")
