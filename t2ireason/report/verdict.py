@@ -103,16 +103,18 @@ def _endpoint(c: Comparison, record: dict[str, Any], paper: dict[str, Any]) -> b
     settings then cannot be seen)."""
     ep = record.get("endpoint") or {}
     host, vouched = ep.get("host"), record.get("vouched")
+    def served_elsewhere(paper_side: str, why: str) -> None:  # the user's word, or what cannot be checked
+        if vouched:
+            c.add("endpoint", "vouched", paper_side, host, f"endpoint {host} (vouched: {vouched})")
+        else:
+            c.add("endpoint", "unverified", paper_side, host, f"endpoint {host}{why} (--vouch-endpoint to vouch for it)")
+
     if paper.get("endpoint") == "local":  # the authors ran the open model themselves
         if host == "local":
             c.add("endpoint", "equal", "local", "local")
             return False
-        if vouched:
-            c.add("endpoint", "vouched", "local", host, f"endpoint {host} (vouched: {vouched})")
-        else:
-            c.add("endpoint", "unverified", "local", host,
-                  f"endpoint {host}: a server the paper's authors did not run, not verified to serve the model named "
-                  "with their settings (--vouch-endpoint to vouch for it)")
+        served_elsewhere("local", ": a server the paper's authors did not run, not verified to serve the model named "
+                                  "with their settings")
         return True
     if ep.get("vendor"):
         c.add("endpoint", "equal", "the vendor's API", host)
@@ -120,12 +122,8 @@ def _endpoint(c: Comparison, record: dict[str, Any], paper: dict[str, Any]) -> b
     if host == "local":
         c.add("endpoint", "differs", "the vendor's API", host, "endpoint: a local model, not the vendor's API")
         return False
-    if vouched:
-        c.add("endpoint", "vouched", "the vendor's API", host, f"endpoint {host} (vouched: {vouched})")
-    else:
-        c.add("endpoint", "unverified", "the vendor's API", host,
-              f"endpoint {host}, not the vendor's API: the model it serves cannot be verified to be the one named "
-              "(--vouch-endpoint to vouch for it)")
+    served_elsewhere("the vendor's API", ", not the vendor's API: the model it serves cannot be verified to be the one "
+                                         "named")
     return False
 
 
