@@ -16,7 +16,7 @@ a launch) waits ``lock_timeout`` seconds, then stops with an error.
 Each evaluation says how many replies came from the response cache (``response_cache`` in ``scores.json``,
 and the command's summary line), and how many of those this evaluation could not read (``unread``: read by
 its own rules as any reply is, a re-ask or a failure, never an answer; the cache keeps them, since a reply is a
-fact about its request, and ``--no-cache`` asks the judge again).
+fact about its request; ``--refresh-cache`` asks the judge again and keeps its new replies).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def _now() -> str:
 def evaluate_run(run: Any, name: str, setting: Any, settings: dict[str, Any], *, cache: str | bool, chunk_size: int,
                  progress: bool, retry_failed: bool, preflight: bool, lock_timeout: float,
                  allow_missing: bool = False, scorer: MetricScorer | None = None, repeats: int = 1,
-                 sample: int | None = None, seed: int = 0) -> dict[str, Any]:
+                 sample: int | None = None, seed: int = 0, cache_mode: str = "use") -> dict[str, Any]:
     """Score the images of ``run`` (a :class:`~t2ireason.runs.Run`) for the evaluation ``name`` with the judge
     ``setting`` (checked already; ``settings``: what ``run.json`` records), under the evaluation's lock, and
     return the scores (see :meth:`t2ireason.runs.Run.evaluate`). ``scorer``: a metric other than the benchmark's
@@ -63,7 +63,8 @@ def evaluate_run(run: Any, name: str, setting: Any, settings: dict[str, Any], *,
         try:
             return _evaluate(run, procs, name, setting, settings, cache=cache, chunk_size=chunk_size,
                              progress=progress, retry_failed=retry_failed, preflight=preflight,
-                             allow_missing=allow_missing, scorer=scorer, repeats=repeats, sample=sample, seed=seed)
+                             allow_missing=allow_missing, scorer=scorer, repeats=repeats, sample=sample, seed=seed,
+                             cache_mode=cache_mode)
         finally:
             if scorer is not None:
                 scorer.close()  # what it loaded besides the judge (a question LLM)
@@ -72,7 +73,7 @@ def evaluate_run(run: Any, name: str, setting: Any, settings: dict[str, Any], *,
 def _evaluate(run: Any, procs: Processes, name: str, setting: Any, settings: dict[str, Any], *, cache: str | bool,
               chunk_size: int, progress: bool, retry_failed: bool, preflight: bool,
               allow_missing: bool = False, scorer: MetricScorer | None = None, repeats: int = 1,
-              sample: int | None = None, seed: int = 0) -> dict[str, Any]:
+              sample: int | None = None, seed: int = 0, cache_mode: str = "use") -> dict[str, Any]:
     from .judges.journal import JournaledJudge, ReplyJournal
 
     recorded = run.reload()["evaluations"].get(name)  # as left by whichever process scored it last
@@ -115,7 +116,8 @@ def _evaluate(run: Any, procs: Processes, name: str, setting: Any, settings: dic
     templates: dict[str, str] = {}
     try:
         if mine or (procs.is_main and (todo or not info)):
-            judge = _load(setting, cache, procs, preflight and any(key not in not_made for key, _, _ in mine), scorer)
+            judge = _load(setting, cache, procs, preflight and any(key not in not_made for key, _, _ in mine), scorer,
+                          cache_mode)
             if repeats > 1:  # before anything is asked or recorded: a greedy judge needs no repeats
                 from .benchmarks.base import sampling_option
                 from .judges.repeats import check_sampled
@@ -191,7 +193,8 @@ def _read_json(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def _load(setting: Any, cache: str | bool, procs: Processes, probe: bool, scorer: MetricScorer | None = None) -> Any:
+def _load(setting: Any, cache: str | bool, procs: Processes, probe: bool, scorer: MetricScorer | None = None,
+          cache_mode: str = "use") -> Any:
     """The judge of ``setting`` (behind the response cache), in a launch on this process's device; with
     ``probe``, an HTTP judge asked one request first (:func:`~t2ireason.judges.preflight_spec`). Another metric's
     scorer loads its own model and asks its own probe."""
@@ -212,7 +215,7 @@ def _load(setting: Any, cache: str | bool, procs: Processes, probe: bool, scorer
                 raise
         return model
     kwargs = on_device(setting.loadable, setting.judge_kwargs, procs.device)
-    judge = load_judge(setting.loadable, cache=cache, **kwargs)
+    judge = load_judge(setting.loadable, cache=cache, cache_mode=cache_mode, **kwargs)
     if probe:  # one probe (an image with a JSON schema), rather than every image's request failing
         try:
             preflight_spec(setting.loadable, kwargs, judge=judge, structured=True)

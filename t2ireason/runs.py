@@ -397,7 +397,8 @@ class Run:
                  cache: str | bool = True, chunk_size: int = 32, progress: bool = True, retry_failed: bool = False,
                  lock_timeout: float = LOCK_TIMEOUT, preflight: bool = True,
                  allow_missing: bool = False, questions: str | os.PathLike | None = None, repeats: int = 1,
-                 sample: int | None = None, seed: int = 0, vouch: str | None = None) -> dict[str, Any]:
+                 sample: int | None = None, seed: int = 0, vouch: str | None = None,
+                 cache_mode: str = "use") -> dict[str, Any]:
         """Score the run's images with the benchmark's judge (or another ``metric``'s) and write ``scores.json``.
 
         ``metric``: the benchmark's own by default; else ``vqascore``, ``clip_score``, ``dsg``, ``viescore``,
@@ -437,7 +438,8 @@ class Run:
         sent and what was read (``protocol``: :mod:`t2ireason.protocol_record`). ``vouch``: the user's word (why) that an endpoint
         other than its vendor's API serves the model it names (an Azure deployment, a company proxy, a vLLM
         server of the paper's open model), recorded in ``run.json``; without it such a judge's rows are
-        ``unverified`` beside a paper's.
+        ``unverified`` beside a paper's. ``cache_mode`` ``"refresh"``: the judge is asked again and its replies
+        replace the response cache's (a judge fixed under the same name; the benchmark's judge only).
 
         Returns the scores (as ``scores.json``) with ``retried``: how many failed images were
         scored again, and ``reused``: how many replies received before an interruption were
@@ -479,7 +481,8 @@ class Run:
 
         return evaluate_run(self, name, setting, settings, cache=cache, chunk_size=chunk_size, progress=progress,
                             retry_failed=retry_failed, preflight=preflight, lock_timeout=lock_timeout,
-                            allow_missing=allow_missing, scorer=scorer, repeats=repeats, sample=sample, seed=seed)
+                            allow_missing=allow_missing, scorer=scorer, repeats=repeats, sample=sample, seed=seed,
+                            cache_mode=cache_mode)
 
     def question_rows(self, questions: str | os.PathLike | None) -> list[dict[str, Any]]:
         """The run's rows with the questions of ``questions`` (a folder of rows of the benchmark's schema, as

@@ -211,8 +211,27 @@ def test_failures_from_the_cache_are_said_and_no_cache_asks_again(judge_server, 
     assert scores["response_cache"] == {"file": str(cache), "replies": 3 * scorable, "unread": 3 * scorable}
     out = capsys.readouterr().out
     assert (f"{3 * scorable} replies from the response cache {cache}, {3 * scorable} of them not read (re-asked "
-            "or failed) (--no-cache asks the judge again)") in out
+            "or failed) (--refresh-cache asks the judge again and keeps its new replies)") in out
 
-    assert cli.main(_argv(run, server, "new", None)) == 0  # the way out said: the fixed judge is asked
+    assert cli.main(_argv(run, server, "new", None)) == 0  # --no-cache: the fixed judge is asked, nothing kept
     assert state["asked"] == scorable
     assert Run.open(run.path).scores("new")["aggregate"]["r2i_score"] == pytest.approx(100.0)
+
+
+def test_refresh_cache_asks_a_fixed_judge_again_and_keeps_its_new_replies(judge_server, tmp_path, monkeypatch):
+    """A judge fixed under the same name: --refresh-cache replaces its old replies, so that every later evaluation
+    sharing the cache reads the new ones without asking (with --no-cache each would ask again)."""
+    server, state = judge_server
+    run, cache = _run_with_images(tmp_path / "run"), tmp_path / "cache.sqlite"
+    scorable = sum(1 for row in run.rows() if row["questions"])
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    assert cli.main(_argv(run, server, "old", cache)) == 1  # garbage, kept in the cache
+    state.update(fixed=True, asked=0)
+
+    assert cli.main([*_argv(run, server, "refreshed", cache), "--refresh-cache"]) == 0
+    assert state["asked"] == scorable  # asked again, once an image
+    assert cli.main(_argv(run, server, "later", cache)) == 0
+    assert state["asked"] == scorable  # nothing bought twice: the new replies came from the cache
+    later = Run.open(run.path).scores("later")
+    assert later["aggregate"]["r2i_score"] == pytest.approx(100.0)
+    assert later["response_cache"]["replies"] == scorable and not later["response_cache"]["unread"]

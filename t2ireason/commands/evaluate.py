@@ -46,6 +46,10 @@ def _add_scoring_args(p: argparse.ArgumentParser) -> None:
     from ..runs import LOCK_TIMEOUT
 
     add_judge_args(p, required=False)
+    p.add_argument("--refresh-cache", dest="cache_mode", action="store_const", const="refresh", default="use",
+                   help="ask the judge again and replace what the response cache holds for these requests (a judge "
+                        "fixed under the same name: its old replies are facts about the requests, and are otherwise "
+                        "read again)")
     p.add_argument("--metric", default=None,
                    help=f"score the images with another metric than the benchmark's own, as an evaluation of its own "
                         f"(default name: the metric and the judge): {', '.join(BUILT_IN)}, or a folder (or Hub id) "
@@ -157,6 +161,7 @@ def _preflight(args: argparse.Namespace, setting, folder: str) -> None:
 def _evaluate(run, args: argparse.Namespace) -> dict:
     scores = run.evaluate(args.judge, metric=args.metric, preset=args.preset, judge_kwargs=args.judge_kwargs or None,
                           options=args.options, name=args.name, cache=args.cache, chunk_size=args.chunk_size,
+                          cache_mode=getattr(args, "cache_mode", "use"),
                           progress=not args.no_progress, retry_failed=args.retry_failed,
                           lock_timeout=args.lock_timeout, preflight=False,  # asked before the run was made
                           allow_missing=args.allow_failed, repeats=getattr(args, "repeats", 1),
@@ -177,7 +182,7 @@ def _evaluate(run, args: argparse.Namespace) -> dict:
         said += f"; {cache['replies']} replies from the response cache {cache['file']}"
         if cache.get("unread"):  # a failure replayed from the cache is said, never silent (issue 40)
             said += f", {cache['unread']} of them not read (re-asked or failed)"
-        said += " (--no-cache asks the judge again)"
+        said += " (--refresh-cache asks the judge again and keeps its new replies)"
     shares = scores.get("processes") or []
     if scores.get("scored_now") == 0:  # what this command did, not what the one that scored the images did
         said, shares = "finished before: nothing left to score" + unreachable, []

@@ -110,12 +110,14 @@ def check_sampling(value: Any, where: str = "sampling") -> None:
             raise JudgeOptionError(f"{where}.{key} must be {rule}, got {v!r}")
 
 
-def load_judge(spec: str | JudgeSpec | Judge | Any, *, cache: str | None | bool = None, **kwargs: Any) -> Judge:
+def load_judge(spec: str | JudgeSpec | Judge | Any, *, cache: str | None | bool = None, cache_mode: str = "use",
+               **kwargs: Any) -> Judge:
     """A judge from a spec (a string or a :class:`JudgeSpec`), or ``spec`` itself if it already is one.
 
     ``kwargs`` reach the backend's constructor (``sampling`` defaults as a Sampling or a dict, ``dtype``,
     ``api_key``, ``max_concurrency``...). ``cache`` wraps the judge in the on-disk
-    response cache: a path, ``True`` for the default location, or ``None``/``False``.
+    response cache: a path, ``True`` for the default location, or ``None``/``False``; ``cache_mode``
+    ``"refresh"`` asks the judge again and overwrites what the cache held (:class:`~.cache.CachedJudge`).
     """
     if isinstance(kwargs.get("sampling"), dict):  # as a command line's JSON gives it
         kwargs["sampling"] = Sampling(**kwargs["sampling"])
@@ -129,7 +131,7 @@ def load_judge(spec: str | JudgeSpec | Judge | Any, *, cache: str | None | bool 
     if cache:
         from .cache import CachedJudge, default_cache_path
 
-        judge = CachedJudge(judge, default_cache_path() if cache is True else cache)
+        judge = CachedJudge(judge, default_cache_path() if cache is True else cache, mode=cache_mode)
     return judge
 
 

@@ -22,8 +22,8 @@ it: a reply is a fact about a request, and each evaluation reads a cached reply 
 the conversation, R2I-Bench's ``missing: answered`` or ``missing: fail``), so a deterministic judge is never
 asked the same thing twice; a reply the evaluation could not read (:meth:`CachedJudge.reject`) is counted, never
 deleted (another evaluation may read it), and is never served as an answer, only read again.
-``mode="refresh"`` (or ``--no-cache``) asks the judge again, say once it has been fixed. Each reply is committed as soon as
-the wrapped judge produces it, so an interrupted run keeps its finished work,
+``mode="refresh"`` (``evaluate --refresh-cache``; ``--no-cache`` keeps nothing) asks the judge again, say once it
+has been fixed. Each reply is committed as soon as the wrapped judge produces it, so an interrupted run keeps its finished work,
 and several processes can share one cache file (WAL journal, busy time-outs,
 short transactions, retries when the database is locked).
 
