@@ -120,7 +120,7 @@ def add_protocol_args(p: argparse.ArgumentParser) -> None:
 def run_protocol(args: argparse.Namespace) -> int:
     import json
 
-    from ..report.comparison import comparison_text, run_comparison
+    from ..report.protocol_check import comparison_text, run_comparison
 
     comparison = run_comparison(args.run, args.evaluation, args.against)
     print(json.dumps(comparison, indent=1, ensure_ascii=False, default=str) if args.json

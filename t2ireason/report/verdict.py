@@ -23,7 +23,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-__all__ = ["Element", "Comparison", "declared_protocol", "compare", "compare_runs", "verdict_text", "NO_RECORD"]
+__all__ = ["Element", "Comparison", "declared_protocol", "compare", "compare_records", "verdict_text", "said_value", "NO_RECORD"]
 
 #: said of an evaluation made before its protocol was recorded
 NO_RECORD = "protocol not recorded (evaluated before t2i-reason recorded what it sent: evaluate again to record it)"
@@ -209,7 +209,7 @@ def _request(c: Comparison, record: dict[str, Any], paper: dict[str, Any], serve
                 c.add(key, "vouched", want, "the server's", f"{key}: the server's (vouched)")
             else:
                 c.add(key, "unverified", want, "the server's",
-                      f"{key}: the server's, not seen by the client (the paper's: {_said(want)})")
+                      f"{key}: the server's, not seen by the client (the paper's: {said_value(want)})")
             continue
         if key == "layout" and have is None:
             c.add(key, "unverified", want, None, "layout not observed (no request was asked)")
@@ -217,12 +217,12 @@ def _request(c: Comparison, record: dict[str, Any], paper: dict[str, Any], serve
         if _same_value(want, have, key):
             c.add(key, "equal", want, have)
         else:
-            c.add(key, "differs", want, have, f"{key} {_said(have)} (the paper's: {_said(want)})")
+            c.add(key, "differs", want, have, f"{key} {said_value(have)} (the paper's: {said_value(want)})")
     for key, why in (paper.get("unknown") or {}).items():
         c.add(key, "unverified", None, _run_value(key, record, served), f"{key}: {why}")
 
 
-def _said(value: Any) -> str:
+def said_value(value: Any) -> str:
     if value is None:
         return "none"
     if isinstance(value, dict):
@@ -294,13 +294,13 @@ def compare(record: dict[str, Any] | None, paper: dict[str, Any], *, judge: tupl
     return c
 
 
-def compare_runs(a: dict[str, Any], b: dict[str, Any]) -> Comparison:
+def compare_records(a: dict[str, Any], b: dict[str, Any]) -> Comparison:
     """Two runs' recorded protocols (``scores.json``'s ``protocol``), element by element: ``a`` against ``b``."""
     c = Comparison()
     keys = [("model", None), ("endpoint", "host")]
     for key, sub in keys:
         x, y = (a.get(key) or {}).get(sub) if sub else a.get(key), (b.get(key) or {}).get(sub) if sub else b.get(key)
-        c.add(key, "equal" if x == y else "differs", y, x, f"{key} {_said(x)} (the other run's: {_said(y)})")
+        c.add(key, "equal" if x == y else "differs", y, x, f"{key} {said_value(x)} (the other run's: {said_value(y)})")
     for section in ("request", "observed", "options"):
         x, y = a.get(section) or {}, b.get(section) or {}
         for key in sorted(set(x) | set(y)):
@@ -308,7 +308,7 @@ def compare_runs(a: dict[str, Any], b: dict[str, Any]) -> Comparison:
                 continue
             name = f"{section}.{key}"
             c.add(name, "equal" if x.get(key) == y.get(key) else "differs", y.get(key), x.get(key),
-                  f"{name} {_said(x.get(key))} (the other run's: {_said(y.get(key))})")
+                  f"{name} {said_value(x.get(key))} (the other run's: {said_value(y.get(key))})")
     ta, tb = a.get("templates") or {}, b.get("templates") or {}
     edited = sorted(path for path in ta.keys() & tb.keys() if ta[path] != tb[path])  # a subset reads fewer: not a difference
     c.add("templates", "differs" if edited else "equal", sorted(tb), sorted(ta), f"templates differ: {', '.join(edited)}")

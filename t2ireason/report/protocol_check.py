@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .verdict import NO_RECORD, _said, compare_runs, declared_protocol
+from .verdict import NO_RECORD, compare_records, declared_protocol, said_value
 
 __all__ = ["run_comparison", "comparison_text"]
 
@@ -44,7 +44,7 @@ def run_comparison(run: Any, evaluation: str | None = None, against: str = "pape
     theirs = other.scores(evaluation if evaluation in other.evaluations() else _evaluation(other, None))
     if record is None or theirs.get("protocol") is None:
         raise ValueError(f"{run.path if record is None else other.path}: {NO_RECORD}")
-    c = compare_runs(record, theirs["protocol"])
+    c = compare_records(record, theirs["protocol"])
     out["comparisons"].append({"table": f"against {other.name}", "verdict": c.text, "rule": None, "source": None,
                                "elements": [e.to_dict() for e in c.elements]})
     return out
@@ -96,5 +96,5 @@ def comparison_text(comparison: dict[str, Any]) -> str:
 def _cell(element: str, value: Any) -> str:
     if element == "templates" and isinstance(value, list):
         return f"{len(value)} template{'s' * (len(value) != 1)}"
-    text = _said(value)
+    text = said_value(value)
     return text if len(text) <= 48 else text[:47] + "…"
