@@ -1,6 +1,6 @@
 """What ``t2ireason evaluate`` holds in memory for each image it scores (issue 51), one ``key=value`` line each.
 
-- ``evaluate_kb_per_image``: the peak resident memory (``ru_maxrss``) of ``t2ireason evaluate`` over an HTTP
+- ``evaluate_kb_per_image``: the peak resident memory (Linux's ``VmHWM``) of ``t2ireason evaluate`` over an HTTP
   judge (the local OpenAI-compatible test server in its own process, answering every request at once with the
   schema's every question scored 1) on a run of R2I-Bench's full-size synthetic build (``perf/build.py``), at
   ``SMALL`` and at ``LARGE`` images (each a distinct ``PX`` pixel PNG of noise, ``--px``), each in a fresh process: the difference over the difference in images, in
@@ -35,9 +35,12 @@ from _report import failed, figure, summary  # noqa: E402
 from t2ireason.testing_http import Answer  # noqa: E402
 
 SMALL, LARGE, TARGET_KB, PX = 64, 1024, 16.0, 256  # 256 px: where the growth shows (issue 51)
-#: runs the command in this child and prints its peak resident memory (KB, Linux's ru_maxrss) last
-_CHILD = ("import resource, sys\nfrom t2ireason import cli\nstatus = cli.main(sys.argv[1:])\n"
-          "print('maxrss_kb=%d' % resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\nsys.exit(status)\n")
+#: runs the command in this child and prints its own peak resident memory last (KB, Linux's ``VmHWM``): not
+#: ``ru_maxrss``, which counts the resident memory of the process that started it (this one, with the build in
+#: memory) as a floor, so a small command read this script's size rather than its own (issue 51)
+_CHILD = ("import sys\nfrom t2ireason import cli\ntry:\n    status = cli.main(sys.argv[1:])\nfinally:\n"
+          "    hwm = [l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM:')]\n"
+          "    print('peak_kb=%s' % hwm[0])\nsys.exit(status)\n")
 
 
 def every_question_scored(request) -> Answer:
@@ -69,7 +72,7 @@ def peak_kb(run: Path, base_url: str) -> int:
            "OPENAI_API_KEY": "k", "OMP_NUM_THREADS": "1"}
     done = subprocess.run([sys.executable, "-c", _CHILD, *argv], env=env, capture_output=True, text=True,
                           timeout=900)
-    lines = [x for x in done.stdout.splitlines() if x.startswith("maxrss_kb=")]
+    lines = [x for x in done.stdout.splitlines() if x.startswith("peak_kb=")]
     if done.returncode != 0 or not lines:
         raise RuntimeError(f"evaluate exited {done.returncode}: {done.stderr[-2000:]}")
     return int(lines[-1].split("=")[1])

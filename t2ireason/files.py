@@ -26,7 +26,7 @@ from typing import Any, BinaryIO
 
 __all__ = ["model_fingerprint", "atomic_file", "atomic_folder", "atomic_write_text", "atomic_write_json", "append_whole", "read_records",
            "WriteFailed", "json_text", "jsonable", "inside", "UnsafePath", "remove_partial_files", "printable",
-           "missing_folder", "names_folder", "near_folder"]
+           "missing_folder", "names_folder", "near_folder", "read_parquet_rows"]
 
 logger = logging.getLogger(__name__)
 
@@ -214,6 +214,18 @@ def _record(path: Path, number: int, line: bytes) -> dict[str, Any]:
 #: a lone UTF-16 surrogate: Python text may hold one (a judge's JSON reply escapes it as ``\ud800``),
 #: UTF-8 cannot
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def read_parquet_rows(path: str | os.PathLike, columns: list[str] | None = None) -> list[dict[str, Any]]:
+    """The rows of the Parquet file ``path`` (``columns``, or all) as Python dicts, read through the system
+    allocator: Arrow's default one (mimalloc) keeps the pages a read used resident after the table is gone, about
+    16 KB a row of R2I-Bench's rows for the rest of an evaluation (issue 51, ``perf/memory.py``), where the system
+    allocator gives them back."""
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+    table = ds.dataset(str(path), format="parquet").to_table(columns=columns, memory_pool=pa.system_memory_pool())
+    return table.to_pylist()
 
 
 def json_text(value: Any, **kwargs: Any) -> str:

@@ -22,6 +22,7 @@ fact about its request; ``--refresh-cache`` asks the judge again and keeps its n
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -169,8 +170,13 @@ def _evaluate(run: Any, procs: Processes, name: str, setting: Any, settings: dic
     shares = procs.gather(jsonable(share))  # also: every process has finished scoring
     scores = None
     if procs.is_main:
+        from .results import ImageResult
+
         by_key = files.finish([key for key, _, _ in items])
-        results = [by_key[key] for key, _, _ in items]
+        # each record read back becomes its ImageResult and is let go at once: the aggregate needs every image's
+        # result, but not both forms of each held together (issue 51: the command's peak grew by both)
+        results = [ImageResult.from_dict(by_key.pop(key)) for key, _, _ in items]
+        del by_key
         _write_image_sizes(files, items)
         from .protocol_record import protocol_record
 
@@ -365,6 +371,27 @@ def changed_images(files: EvaluationFiles, items: list, done: dict[str, dict[str
     return changed
 
 
+@functools.cache
+def _malloc_trim() -> Any:
+    """glibc's ``malloc_trim``, or None where the C library has none (musl, macOS)."""
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+def give_back_freed_memory() -> None:
+    """Return to the system the memory glibc keeps after a chunk's images, request bodies and replies are freed.
+    They are made on the window's threads, each with its own malloc arena, where freed buffers stay resident and
+    the process grew by about 10 KB an image scored (issue 51, ``perf/memory.py``); dask.distributed's workers
+    trim for the same reason. A few milliseconds a chunk."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
 def _score(run: Any, name: str, files: EvaluationFiles, judge: Any, options: dict[str, Any], todo: list, *,
            total: int, done: dict[str, dict[str, Any]], chunk_size: int, progress: bool,
            not_made: dict[str, dict[str, Any]] | None = None, launch: bool = False,
@@ -391,6 +418,7 @@ def _score(run: Any, name: str, files: EvaluationFiles, judge: Any, options: dic
                 # questions and replies (issue 51: results streamed to disk, not held)
                 done.update((key, {"score": r.get("score"), "retryable": r.get("retryable", False)})
                             for (key, _, _), r in zip(chunk, records))
+                give_back_freed_memory()
                 bar.update(len(chunk))
         except (JudgeUnavailable, CacheError) as e:  # the chunks finished before it are on disk
             kept = sum(1 for key in done if not retryable(done[key]))
@@ -398,18 +426,18 @@ def _score(run: Any, name: str, files: EvaluationFiles, judge: Any, options: dic
                           "scored and kept; run the same command again to go on)") from e
 
 
-def scores_record(run: Any, name: str, results: list[dict[str, Any]], setting: Any, info: dict[str, Any] | None,
+def scores_record(run: Any, name: str, results: list[ImageResult], setting: Any, info: dict[str, Any] | None,
                   settings: dict[str, Any], shares: list[dict[str, Any]], cache: str | bool,
                   scorer: MetricScorer | None = None) -> dict[str, Any]:
     """What ``scores.json`` holds: the metric (the benchmark's own, or ``scorer``'s) and its aggregate of
     ``results`` (in the run's order), the counts, the judge, and how the replies were got: which process scored
     how many images, in how many seconds (``processes``), how many replies the response cache gave
     (``response_cache``)."""
-    from .results import ImageResult, coverage
+    from .results import coverage
 
     bench = run.bench
     metric = scorer if scorer is not None else bench
-    aggregate = metric.aggregate([ImageResult.from_dict(r) for r in results], **setting.options)
+    aggregate = metric.aggregate(results, **setting.options)
     scores = {
         "benchmark": bench.name,
         "metric": metric.metric,
@@ -417,11 +445,11 @@ def scores_record(run: Any, name: str, results: list[dict[str, Any]], setting: A
         "evaluation": name,
         "aggregate": aggregate,
         "num_images": len(results),
-        "num_failed": sum(r.get("score") is None for r in results),
-        "num_not_generated": sum(not_generated(r) for r in results),
-        "num_unreadable": sum(bool((r.get("context") or {}).get("unreadable")) for r in results),
-        "num_retryable": sum(retryable(r) for r in results),
-        "num_reasks": sum(r.get("reasks", 0) for r in results),
+        "num_failed": sum(r.score is None for r in results),
+        "num_not_generated": sum(bool(r.context.get("not_generated")) for r in results),
+        "num_unreadable": sum(bool(r.context.get("unreadable")) for r in results),
+        "num_retryable": sum(r.score is None and r.retryable for r in results),
+        "num_reasks": sum(r.reasks for r in results),
         "coverage": coverage(results),  # scored of the run's images, and why the others were not
         "judge": info,
         "settings": settings,
@@ -438,14 +466,13 @@ def scores_record(run: Any, name: str, results: list[dict[str, Any]], setting: A
     return scores
 
 
-def judge_noise_record(results: list[dict[str, Any]]) -> dict[str, Any] | None:
+def judge_noise_record(results: list[ImageResult]) -> dict[str, Any] | None:
     """The judge's own noise, where the evaluation asked it several times per image (``context["repeats"]``): each
     image's scores (0-100) over its repeats, the first reply's the score the tables read
     (:func:`~t2ireason.stats_paired.judge_noise`); None without repeats."""
     from .stats_paired import judge_noise
 
-    rows = [[r.get("score"), *(x.get("score") for x in (r.get("context") or {})["repeats"])]
-            for r in results if (r.get("context") or {}).get("repeats")]
+    rows = [[r.score, *(x.get("score") for x in r.context["repeats"])] for r in results if r.context.get("repeats")]
     if not rows:
         return None
     noise = judge_noise([[None if v is None else 100 * v for v in row] for row in rows])

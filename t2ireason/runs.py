@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .benchmarks import get_benchmark
-from .files import atomic_file, atomic_write_json, inside, jsonable
+from .files import atomic_file, atomic_write_json, inside, jsonable, read_parquet_rows
 from .processes import processes
 from .redaction import redacted
 from .run_files import (
@@ -334,9 +334,7 @@ class Run:
         manifest = folder / "metadata.parquet"
         items: list[tuple[str, dict[str, Any], Path]] = []
         if manifest.is_file():
-            import pyarrow.parquet as pq
-
-            table = pq.read_table(manifest, columns=["file_name", "prompt_id", "sample"]).to_pylist()
+            table = read_parquet_rows(manifest, ["file_name", "prompt_id", "sample"])
             files: dict[str, list[tuple[int, str]]] = {}
             for rec in table:
                 files.setdefault(str(rec["prompt_id"]), []).append((rec["sample"], rec["file_name"]))
@@ -600,9 +598,7 @@ def _write_rows(bench: Benchmark, rows: list[dict[str, Any]], file: Path) -> lis
 
 
 def _read_rows(bench: Benchmark, file: Path) -> list[dict[str, Any]]:
-    import pyarrow.parquet as pq
-
-    return _decoded(bench.features, pq.read_table(file).to_pylist())
+    return _decoded(bench.features, read_parquet_rows(file))
 
 
 def _decoded(features: Any, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

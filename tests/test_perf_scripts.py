@@ -124,3 +124,18 @@ def test_image_figures_pair_the_rounds_and_report_cpu_a_request():
     assert r["vs_bare_aiohttp"] == pytest.approx(0.8)  # rounds: 0.8, 0.5, 1.0
     assert r["client_cpu_ms_a_request"] == pytest.approx(6.0) and r["bare_client_cpu_ms_a_request"] == pytest.approx(3.0)
     assert r["client_cpu_vs_bare"] == pytest.approx(2.0) and r["server_cpu_ms_a_request"] == pytest.approx(11.0)
+
+
+def test_memory_reads_the_commands_own_peak_not_the_resident_memory_of_its_parent():
+    """Issue 51: ``ru_maxrss`` of a child counts what its parent held when it started it, so the small run of
+    ``perf/memory.py`` read the script's own size (about 260 MB) and the per-image growth came out flat at 64 px.
+    The child reports its own peak (``VmHWM``): here 400 MB held by this process must not show in it."""
+    import subprocess
+
+    memory = _script("memory")
+    ballast = b"\x01" * (400 * 2**20)  # written, so resident in this process when the child starts
+    done = subprocess.run([sys.executable, "-c", memory._CHILD, "--help"], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    peak = int(done.stdout.splitlines()[-1].removeprefix("peak_kb="))
+    assert 0 < peak < 200 * 1024 < len(ballast) // 1024, peak
