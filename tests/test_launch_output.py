@@ -56,6 +56,9 @@ def test_a_launch_that_finds_the_work_done_says_it_did_nothing(tmp_path, capsys)
         first = _launched(_argv(run.path, server))
         assert first.returncode == 0, first.stderr[-3000:]
         assert "judged by process 0:" in first.stdout
+        # issue 51: a launch over an API judge only adds each process's start-up: said once, with what to do instead
+        assert first.stdout.count("note: 2 processes over an API judge (openai:)") == 1, first.stdout
+        assert "max_concurrency" in first.stdout.split("note: 2 processes")[1].split("\n")[0]
         again = _launched(_argv(run.path, server))
         assert again.returncode == 0, again.stderr[-3000:]
         assert "judged by" not in again.stdout and "finished before: nothing left to score" in again.stdout, again.stdout
@@ -63,3 +66,4 @@ def test_a_launch_that_finds_the_work_done_says_it_did_nothing(tmp_path, capsys)
         assert cli.main(_argv(run.path, server)) == 0  # one process: the same
     said = capsys.readouterr().out
     assert "judged by" not in said and "finished before: nothing left to score" in said
+    assert "over an API judge" not in said  # one process: nothing to say

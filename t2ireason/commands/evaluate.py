@@ -107,12 +107,25 @@ def _check_scoring(args: argparse.Namespace, benchmark: str, run: str):
         scorer.check(setting)
     if setting.preset_settings is not None and processes().is_main:  # which of the preset's backend settings the
         print(setting.preset_settings.line())  # judge gets, in one line, before it is contacted or anything made
+    _say_if_the_launch_does_not_pay(setting)
     if not _finished(run, args, setting):
         if scorer is None:
             check_loadable(bench, setting)
         else:
             scorer.check_loadable(setting)
     return setting
+
+
+def _say_if_the_launch_does_not_pay(setting) -> None:
+    """A launch of several processes over an API judge costs each process torch's and accelerate's imports (about
+    1.9 s of CPU; the processes' collectives are accelerate's) for requests that one process already keeps
+    ``max_concurrency`` in flight: said once, with what to do instead (issue 51, ``perf/gpu_parallel.py --http``)."""
+    procs = processes()
+    if procs.count > 1 and procs.is_main and setting.spec is not None and not setting.spec.is_local():
+        print(f"note: {procs.count} processes over an API judge ({setting.spec.backend}:): a launch pays for local "
+              "judges, one process per GPU; here each process only adds torch's and accelerate's start-up (about "
+              "2 s of CPU each), and one process judges as fast with more requests in flight: --judge-kwargs "
+              "'{\"max_concurrency\": 32}'")
 
 
 def _name(args: argparse.Namespace, setting) -> str:
