@@ -189,14 +189,15 @@ def questions_digest(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def protocol_record(run: Any, judge: Any, seen: RequestRecorder | None, templates: dict[str, str],
-                    results: Sequence[dict[str, Any]], preset_settings: dict[str, Any] | None,
+                    results: Sequence[Any], preset_settings: dict[str, Any] | None,
                     vouched: str | None, previous: dict[str, Any] | None = None,
-                    options: dict[str, Any] | None = None) -> dict[str, Any]:
+                    options: dict[str, Any] | None = None, questions_sha256: str | None = None) -> dict[str, Any]:
     """The evaluation's protocol as sent and read (see the module). ``judge``: what scored (None when nothing
     was left to ask: the previous record's judge-side elements are kept); ``seen``: the recorder the requests
     passed; ``templates``: those read; ``results``: every image's result; ``previous``: the record of the same
     evaluation's earlier session (a resume asks only what is left: what was seen then still holds); ``options``:
-    the scoring options the scorer ran with (the image preparation is one)."""
+    the scoring options the scorer ran with (the image preparation is one); ``questions_sha256``: the run's rows'
+    :func:`questions_digest`, when the caller took it already (else read here)."""
     from .results import coverage
 
     previous = previous or {}
@@ -211,7 +212,7 @@ def protocol_record(run: Any, judge: Any, seen: RequestRecorder | None, template
         "not_applied": sorted((preset_settings or {}).get("not_applied") or {}),
         "templates": {**(previous.get("templates") or {}), **templates},
         "release": release_check(run),
-        "questions_sha256": questions_digest(run.rows()),
+        "questions_sha256": questions_sha256 or questions_digest(run.rows()),
         "images": {k: counted[k] for k in ("images", "scored", "failed", "missing", "not_generated", "excluded",
                                            "unscorable")},
         "vouched": vouched,

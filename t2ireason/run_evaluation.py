@@ -105,6 +105,10 @@ def _evaluate(run: Any, procs: Processes, name: str, setting: Any, settings: dic
         if scores.get("num_images") == len(items):  # nothing new since it was written
             return {**scores, "retried": 0, "reused": 0, "scored_now": 0}  # what this call did: nothing
 
+    from .protocol_record import questions_digest
+
+    # the run's rows digested now, while no image's result is held: not read a second time at the command's peak
+    digest = questions_digest(run.rows()) if procs.is_main else None
     # the replies received before an interruption, by any process (read, and a damaged file said, before a
     # judge is loaded or the evaluation recorded as started)
     journal = ReplyJournal(files.own_journal, others=files.journals())
@@ -182,7 +186,7 @@ def _evaluate(run: Any, procs: Processes, name: str, setting: Any, settings: dic
 
         previous = _read_json(files.scores).get("protocol") if files.scores.is_file() else None
         record = protocol_record(run, judge, seen, templates, results, (info or {}).get("preset_settings"),
-                                 settings.get("vouch"), previous, setting.options)
+                                 settings.get("vouch"), previous, setting.options, digest)
         scores = write_scores(files, {**scores_record(run, name, results, setting, info, settings, shares, cache,
                                                       scorer=scorer), "protocol": record})
         files.delete_journals()  # every reply they held is in results.jsonl now
