@@ -1,8 +1,8 @@
 """What ``t2ireason evaluate`` holds in memory for each image it scores (issue 51), one ``key=value`` line each.
 
 - ``evaluate_kb_per_image``: the peak resident memory (Linux's ``VmHWM``) of ``t2ireason evaluate`` over an HTTP
-  judge (the local OpenAI-compatible test server in its own process, answering every request at once with the
-  schema's every question scored 1) on a run of R2I-Bench's full-size synthetic build (``perf/build.py``), at
+  judge (the local OpenAI-compatible test server in its own process, answering every request at once, each of the
+  schema's questions scored 0 or 1 by a hash of the request) on a run of R2I-Bench's full-size synthetic build (``perf/build.py``), at
   ``SMALL`` and at ``LARGE`` images (each a distinct PNG of noise of 64 and of 256 pixels, ``--px``), each in a fresh process: the difference over the difference in images, in
   KB. What a process holds at its start (the interpreter, the imports, the rows file) cancels out; what grows
   with the images is what is held per image. Median of ``--rounds`` rounds (default 2), the two sizes in turn.
@@ -22,6 +22,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import zlib
 from pathlib import Path
 
 _HOME = tempfile.mkdtemp(prefix="t2ireason-perf-")
@@ -46,9 +47,12 @@ _CHILD = ("import sys\nfrom t2ireason import cli\ntry:\n    status = cli.main(sy
 
 
 def every_question_scored(request) -> Answer:
-    """The server's answer: each question of the request's schema scored 1 (R2I-Bench's reply)."""
+    """The server's answer: each question of the request's schema scored 0 or 1 by a hash of the request (R2I-Bench's
+    reply). The scores spread as real ones do, so the aggregate's bootstrap runs: all alike, it is skipped, and its
+    memory went unmeasured (issue 51)."""
     schema = request.body.get("response_format", {}).get("json_schema", {}).get("schema", {})
-    return Answer(json.dumps({k: 1 for k in schema.get("properties", {"score": 1})}))
+    seed = zlib.crc32(json.dumps(request.body, sort_keys=True).encode())
+    return Answer(json.dumps({k: (seed >> i) & 1 for i, k in enumerate(schema.get("properties", {"score": 1}))}))
 
 
 def _run(folder: Path, data: Path, images: int, px: int = 256) -> Path:

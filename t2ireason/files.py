@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
-__all__ = ["model_fingerprint", "atomic_file", "atomic_folder", "atomic_write_text", "atomic_write_json", "append_whole", "read_records",
+__all__ = ["model_fingerprint", "atomic_file", "atomic_folder", "atomic_write_text", "atomic_write_json", "append_whole", "read_records", "iter_records",
            "WriteFailed", "json_text", "jsonable", "inside", "UnsafePath", "remove_partial_files", "printable",
            "missing_folder", "names_folder", "near_folder", "read_parquet_rows"]
 
@@ -197,6 +197,16 @@ def read_records(path: str | os.PathLike, *, repair: bool = False) -> list[dict[
             if repair:
                 append_whole(path, ["\n"])
     return records
+
+
+def iter_records(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
+    """The JSON records of a file written whole (one a line), one at a time, so that a caller that keeps only
+    part of each never holds the file's every record; a line that is not a JSON object is a :class:`ValueError`
+    naming the file and line, as in :func:`read_records`."""
+    path = Path(path)
+    with open(path, "rb") as f:
+        for number, line in enumerate(f, 1):
+            yield _record(path, number, line)
 
 
 def _record(path: Path, number: int, line: bytes) -> dict[str, Any]:

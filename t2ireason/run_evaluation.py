@@ -81,7 +81,8 @@ def _evaluate(run: Any, procs: Processes, name: str, setting: Any, settings: dic
     if recorded and recorded.get("settings") != settings:
         raise RunError(f"evaluation {name!r} of {run.path} was made with other settings "
                        f"({recorded.get('settings')}), not these ({settings}); pass another name to keep both")
-    items = run.image_items(run.question_rows(settings.get("questions")), failed=True, missing_ok=allow_missing)
+    rows = run.question_rows(settings.get("questions"))
+    items = run.image_items(rows, failed=True, missing_ok=allow_missing)
     if sample:
         items = sampled_items(run.bench, items, sample, seed)
     # an image missing from the image folder (allow_missing) is scored as one the generation never made
@@ -107,8 +108,10 @@ def _evaluate(run: Any, procs: Processes, name: str, setting: Any, settings: dic
 
     from .protocol_record import questions_digest
 
-    # the run's rows digested now, while no image's result is held: not read a second time at the command's peak
-    digest = questions_digest(run.rows()) if procs.is_main else None
+    # the run's rows digested now, while no image's result is held, and from the rows held when they are the run's:
+    # not read a second time at the command's peak
+    digest = questions_digest(run.rows() if settings.get("questions") else rows) if procs.is_main else None
+    del rows
     # the replies received before an interruption, by any process (read, and a damaged file said, before a
     # judge is loaded or the evaluation recorded as started)
     journal = ReplyJournal(files.own_journal, others=files.journals())
@@ -176,11 +179,14 @@ def _evaluate(run: Any, procs: Processes, name: str, setting: Any, settings: dic
     if procs.is_main:
         from .results import ImageResult
 
-        by_key = files.finish([key for key, _, _ in items])
-        # each record read back becomes its ImageResult and is let go at once: the aggregate needs every image's
-        # result, but not both forms of each held together (issue 51: the command's peak grew by both)
-        results = [ImageResult.from_dict(by_key.pop(key)) for key, _, _ in items]
-        del by_key
+        files.finish([key for key, _, _ in items])
+        # each record read back becomes its ImageResult at once: the aggregate needs every image's result, but not
+        # the records read besides (issue 51: the command's peak grew by both); results.jsonl is in the run's order
+        wanted = {key for key, _, _ in items}
+        results = [ImageResult.from_dict(record) for key, record in files.in_order() if key in wanted]
+        if len(results) != len(items):
+            raise RunError(f"{files.results} holds {len(results)} of the {len(items)} images scored: it was changed "
+                           "while the evaluation ran; run the same command again to score what is missing")
         _write_image_sizes(files, items)
         from .protocol_record import protocol_record
 

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .files import append_whole, atomic_file, json_text, read_records
+from .files import append_whole, atomic_file, iter_records, json_text, read_records
 
 __all__ = ["RunError", "RUN_FILE", "ROWS_FILE", "RESULTS_FILE", "REPLIES_FILE", "SCORES_FILE", "LOCKS",
            "LOCK_TIMEOUT", "MANIFEST_LOCK_TIMEOUT", "folder_lock", "EvaluationFiles", "read_results",
@@ -154,18 +154,32 @@ class EvaluationFiles:
         self.folder.mkdir(parents=True, exist_ok=True)
         append_whole(self.own_results, lines, sync=True)
 
-    def finish(self, order: Sequence[str]) -> dict[str, dict[str, Any]]:
+    def finish(self, order: Sequence[str]) -> None:
         """The main process, once every process has scored: ``results.jsonl`` holds one line per image, in
         ``order`` (the run's image order; images in no order kept after them), and the processes' files are
-        removed. Returns the results by key."""
-        done, lines = self.done()
+        removed. Read it with :meth:`in_order`. The lines are read one at a time for their keys: the records are
+        held all at once only when the file must be written again (a launch's shares, an image scored twice,
+        lines out of order)."""
         shards = self._of_ranks("results")
-        ordered = [k for k in order if k in done] + [k for k in done if k not in set(order)]
-        if shards or lines > len(done) or list(done) != ordered:
+        try:
+            keys = [record.get("key") for path in [self.results, *shards] if path.is_file()
+                    for record in iter_records(path)]
+        except ValueError:  # a torn or damaged line: the whole read below says it (and leaves a torn last one out)
+            keys = [None]
+        unique = list(dict.fromkeys(keys))
+        present, wanted = set(unique), set(order)
+        ordered = [k for k in order if k in present] + [k for k in unique if k not in wanted]
+        if shards or len(keys) > len(unique) or unique != ordered:
+            done, _ = self.done()
             _write_results(self.results, [(key, done[key]) for key in ordered])
         for path in shards:
             path.unlink(missing_ok=True)
-        return {key: done[key] for key in ordered}
+
+    def in_order(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        """``(key, record)`` for each line of the ``results.jsonl`` that :meth:`finish` wrote, one at a time."""
+        if self.results.is_file():
+            for record in iter_records(self.results):
+                yield record.pop("key"), record
 
     def delete_journals(self) -> None:
         """Every journal of the evaluation, once its replies are all in ``results.jsonl``."""

@@ -37,3 +37,16 @@ def test_parquet_rows_are_read_through_the_system_allocator(tmp_path, monkeypatc
     assert read_parquet_rows(path) == rows
     assert system.max_memory() > 100_000  # the read's buffers came from it
     assert read_parquet_rows(path, ["n"]) == [{"n": i} for i in range(300)]
+
+
+def test_records_are_read_one_at_a_time_and_a_damaged_line_is_named(tmp_path):
+    """Issue 51: the end of an evaluation reads results.jsonl a record at a time (never the file's every record at
+    once); a line that is not a record is an error naming the file and the line."""
+    from t2ireason.files import iter_records
+
+    path = tmp_path / "results.jsonl"
+    path.write_text('{"key": "a"}\n{"key": "b"}\nnot json\n{"key": "c"}\n')
+    records = iter_records(path)
+    assert next(records) == {"key": "a"} and next(records) == {"key": "b"}  # before the damaged line is read
+    with pytest.raises(ValueError, match="results.jsonl, line 3, is not a JSON record"):
+        next(records)
