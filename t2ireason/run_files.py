@@ -160,18 +160,21 @@ class EvaluationFiles:
         removed. Read it with :meth:`in_order`. The lines are read one at a time for their keys: the records are
         held all at once only when the file must be written again (a launch's shares, an image scored twice,
         lines out of order)."""
-        shards = self._of_ranks("results")
+        shards, wanted = self._of_ranks("results"), set(order)
+
+        def in_run_order(keys: list[str]) -> list[str]:
+            present = set(keys)
+            return [k for k in order if k in present] + [k for k in keys if k not in wanted]
+
         try:
             keys = [record.get("key") for path in [self.results, *shards] if path.is_file()
                     for record in iter_records(path)]
         except ValueError:  # a torn or damaged line: the whole read below says it (and leaves a torn last one out)
-            keys = [None]
-        unique = list(dict.fromkeys(keys))
-        present, wanted = set(unique), set(order)
-        ordered = [k for k in order if k in present] + [k for k in unique if k not in wanted]
-        if shards or len(keys) > len(unique) or unique != ordered:
+            keys = None
+        unique = list(dict.fromkeys(keys or []))
+        if keys is None or shards or len(keys) > len(unique) or unique != in_run_order(unique):
             done, _ = self.done()
-            _write_results(self.results, [(key, done[key]) for key in ordered])
+            _write_results(self.results, [(key, done[key]) for key in in_run_order(list(done))])
         for path in shards:
             path.unlink(missing_ok=True)
 

@@ -472,3 +472,24 @@ def test_memory_freed_by_each_saved_chunk_is_given_back_to_the_system(tmp_path, 
     scores = run.evaluate(ScriptedJudge(reply), options={"structured_output": True}, name="s", cache=False,
                           chunk_size=2, progress=False)
     assert scores["num_images"] == 12 and trims == [0] * 6  # one a chunk
+
+
+def test_finish_puts_the_results_in_order_reading_them_whole_only_when_it_must(tmp_path, caplog):
+    """Issue 51: the end of an evaluation reads results.jsonl a line at a time; the records are read whole (and
+    the file written again) only when it is out of order, holds an image twice (the last line wins) or ends in a
+    torn line (left out and said)."""
+    from t2ireason.run_files import EvaluationFiles
+
+    files = EvaluationFiles(tmp_path / "e")
+    files.folder.mkdir()
+    files.results.write_text('{"key": "a", "score": 1}\n{"key": "b", "score": 2}\n')
+    written = files.results.stat().st_ino
+    files.finish(["a", "b"])
+    assert files.results.stat().st_ino == written  # in order, once each: left as it is
+    assert list(files.in_order()) == [("a", {"score": 1}), ("b", {"score": 2})]
+
+    files.results.write_text('{"key": "b", "score": 2}\n{"key": "a", "score": 1}\n{"key": "a", "score": 3}\n'
+                             '{"key": "c", "sco')
+    files.finish(["a", "b", "c"])
+    assert list(files.in_order()) == [("a", {"score": 3}), ("b", {"score": 2})]
+    assert "torn line" in caplog.text
