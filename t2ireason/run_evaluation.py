@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
+import math
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -392,14 +393,25 @@ def _malloc_trim() -> Any:
         return None
 
 
+#: when glibc was last asked to give freed memory back (``time.monotonic``), and what it took
+_last_trim = {"at": -math.inf, "seconds": 0.0}
+#: a trim waits for this many times what the last one took: at most 5% of the time goes to trimming
+_TRIM_SPACING = 20
+
+
 def give_back_freed_memory() -> None:
     """Return to the system the memory glibc keeps after a chunk's images, request bodies and replies are freed.
     They are made on the window's threads, each with its own malloc arena, where freed buffers stay resident and
     the process grew by about 10 KB an image scored (issue 51, ``perf/memory.py``); dask.distributed's workers
-    trim for the same reason. A few milliseconds a chunk."""
+    trim for the same reason. A trim walks every arena: 0.1 ms in ``t2ireason evaluate``, 10 to 80 ms in a
+    process with a large heap (a test session, a training loop), so one comes at most every ``_TRIM_SPACING``
+    times the last one's duration."""
     trim = _malloc_trim()
-    if trim is not None:
-        trim(0)
+    started = time.monotonic()
+    if trim is None or started - _last_trim["at"] < _TRIM_SPACING * _last_trim["seconds"]:
+        return
+    trim(0)
+    _last_trim.update(at=time.monotonic(), seconds=time.monotonic() - started)
 
 
 def _score(run: Any, name: str, files: EvaluationFiles, judge: Any, options: dict[str, Any], todo: list, *,

@@ -7,6 +7,7 @@ honour the umask."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -467,11 +468,28 @@ def test_memory_freed_by_each_saved_chunk_is_given_back_to_the_system(tmp_path, 
         assert run_evaluation._malloc_trim() is not None
     trims = []
     monkeypatch.setattr(run_evaluation, "_malloc_trim", lambda: lambda pad: trims.append(pad))
+    monkeypatch.setattr(run_evaluation, "_last_trim", {"at": -math.inf, "seconds": 0.0})
     run = _run_with_images(tmp_path / "run", limit=12)
     reply = lambda r: json.dumps({k: 1 for k in r.json_schema["properties"]})  # noqa: E731
     scores = run.evaluate(ScriptedJudge(reply), options={"structured_output": True}, name="s", cache=False,
                           chunk_size=2, progress=False)
     assert scores["num_images"] == 12 and trims == [0] * 6  # one a chunk
+
+
+def test_a_trim_that_takes_long_is_not_repeated_until_twenty_times_its_time_has_passed(monkeypatch):
+    """In a process with a large heap (a test session, a training loop) a trim takes 10 to 80 ms: trimming after
+    every chunk would cost more than it gives, so at most 5% of the time goes to it."""
+    from t2ireason import run_evaluation
+
+    trims = []
+    monkeypatch.setattr(run_evaluation, "_malloc_trim", lambda: lambda pad: (trims.append(pad), time.sleep(0.01)))
+    monkeypatch.setattr(run_evaluation, "_last_trim", {"at": -math.inf, "seconds": 0.0})
+    run_evaluation.give_back_freed_memory()
+    run_evaluation.give_back_freed_memory()  # within 20 x 10 ms of the first: not made
+    assert len(trims) == 1
+    monkeypatch.setitem(run_evaluation._last_trim, "at", time.monotonic() - 0.3)
+    run_evaluation.give_back_freed_memory()
+    assert len(trims) == 2
 
 
 def test_finish_puts_the_results_in_order_reading_them_whole_only_when_it_must(tmp_path, caplog):
